@@ -1,0 +1,1 @@
+"""Checkpointers, under LangGraph's module names."""

@@ -1,0 +1,163 @@
+"""Errors the domain raises.
+
+Every misuse a caller can make raises one of these, before anything is
+recorded: a silently dropped decision is an audit failure, so where LangGraph
+is lenient Holdpoint is strict. `api/errors.py` maps them to HTTP statuses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class HoldpointError(Exception):
+    """Base class of every error Holdpoint raises on purpose."""
+
+
+class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name, kept for porting
+    """Control flow: raised by `interrupt()` to pause the running node.
+
+    It derives from `Exception`, as LangGraph's does; a node that catches every
+    exception swallows it, so catch narrower exceptions around `interrupt()`.
+    """
+
+    def __init__(self, index: int, value: Any) -> None:
+        super().__init__(value)
+        self.index = index
+        self.value = value
+
+
+class GraphDefinitionError(HoldpointError, ValueError):
+    """The graph is malformed: unknown node in an edge, no entry point, ..."""
+
+
+class NoCheckpointerError(HoldpointError, ValueError):
+    """The operation needs a checkpointer (a store), and the graph has none."""
+
+
+class MissingThreadIdError(HoldpointError, ValueError):
+    """The config names no `thread_id`."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Checkpointer requires config['configurable']['thread_id']; "
+            'pass config={"configurable": {"thread_id": "..."}}'
+        )
+
+
+class EmptyInputError(HoldpointError, ValueError):
+    """`invoke(None)` on a thread that has nothing to continue."""
+
+
+class ThreadNotFoundError(HoldpointError, LookupError):
+    """No thread with this id has been recorded."""
+
+    def __init__(self, thread_id: str, hint: str = "") -> None:
+        message = f"Thread {thread_id!r} does not exist"
+        super().__init__(f"{message}; {hint}" if hint else message)
+        self.thread_id = thread_id
+
+
+class CheckpointNotFoundError(HoldpointError, LookupError):
+    """The checkpoint id names no checkpoint of this thread."""
+
+    def __init__(self, thread_id: str, checkpoint_id: str) -> None:
+        super().__init__(f"Thread {thread_id!r} has no checkpoint {checkpoint_id!r}")
+        self.thread_id = thread_id
+        self.checkpoint_id = checkpoint_id
+
+
+class NotInterruptedError(HoldpointError):
+    """A resume was sent to a thread that is not paused at an interrupt."""
+
+    def __init__(self, thread_id: str, status: str) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} is not paused at an interrupt (status: {status}); "
+            "there is nothing to resume"
+        )
+        self.thread_id = thread_id
+        self.status = status
+
+
+class UnknownInterruptError(HoldpointError):
+    """A resume named interrupt ids that are not pending on the thread."""
+
+    def __init__(self, thread_id: str, unknown: list[str], pending: list[str]) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} has no pending interrupt {', '.join(unknown)}; "
+            f"pending: {', '.join(pending) or 'none'}"
+        )
+        self.thread_id = thread_id
+        self.unknown = unknown
+        self.pending = pending
+
+
+class AmbiguousResumeError(HoldpointError):
+    """One resume value was sent while several interrupts are pending."""
+
+    def __init__(self, thread_id: str, pending: list[str]) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} has {len(pending)} pending interrupts "
+            f"({', '.join(pending)}); resume with Command(resume={{interrupt_id: value}})"
+        )
+        self.thread_id = thread_id
+        self.pending = pending
+
+
+class ThreadInterruptedError(HoldpointError):
+    """New input was sent to a thread that is paused at an interrupt."""
+
+    def __init__(self, thread_id: str, pending: list[str]) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} is paused at interrupt {', '.join(pending)}; "
+            "resume it with Command(resume=...) or cancel it before sending new input"
+        )
+        self.thread_id = thread_id
+        self.pending = pending
+
+
+class ThreadBusyError(HoldpointError):
+    """New input was sent to a thread whose current run has not finished."""
+
+    def __init__(self, thread_id: str, status: str, next_nodes: list[str]) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} has unfinished work (status: {status}, next: "
+            f"{', '.join(next_nodes)}); continue it with invoke(None) or cancel it"
+        )
+        self.thread_id = thread_id
+        self.status = status
+
+
+class ThreadCancelledError(HoldpointError):
+    """The thread was cancelled; it can be read but not run."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"Thread {thread_id!r} was cancelled; it can be read, not run")
+        self.thread_id = thread_id
+
+
+class ConcurrentUpdateError(HoldpointError):
+    """Another writer appended to the thread first; nothing of ours was written."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} was changed by another writer at the same time; "
+            "nothing was recorded, reload it and try again"
+        )
+        self.thread_id = thread_id
+
+
+class GraphRecursionError(HoldpointError, RecursionError):
+    """The run took more supersteps than `recursion_limit` allows."""
+
+
+class InvalidUpdateError(HoldpointError):
+    """A node returned an update the state cannot take."""
+
+
+class NotSerializableError(InvalidUpdateError, TypeError):
+    """A value that must be recorded is not JSON-serialisable."""
+
+
+class ReducerUnavailableError(HoldpointError):
+    """A recorded reducer cannot be resolved, so the state cannot be folded."""

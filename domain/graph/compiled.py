@@ -1,0 +1,272 @@
+"""CompiledStateGraph: run a graph, read its threads, edit their state."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
+
+from domain import snapshots
+from domain.application import Workflows
+from domain.errors import GraphDefinitionError, InvalidUpdateError, NoCheckpointerError
+from domain.graph.digest import graph_digest
+from domain.graph.state import END, START
+from domain.hashing import to_json
+from domain.runtime import Run, resolve_actor
+from domain.schema import (
+    as_state,
+    as_update,
+    initial_values,
+    register_reducer,
+    schema_as_record,
+)
+from domain.thread import WorkflowThread, fold_update
+from domain.types import Command, StateSnapshot
+
+if TYPE_CHECKING:
+    from domain.graph.state import Branch, StateGraph
+
+StreamMode = str | list[str] | tuple[str, ...]
+_MODES = ("values", "updates")
+
+
+def _modes(stream_mode: StreamMode) -> tuple[str, ...]:
+    modes = (stream_mode,) if isinstance(stream_mode, str) else tuple(stream_mode)
+    unknown = [mode for mode in modes if mode not in _MODES]
+    if unknown:
+        msg = f"Unknown stream_mode {unknown[0]!r}: use one of {', '.join(_MODES)}"
+        raise ValueError(msg)
+    return modes
+
+
+class CompiledStateGraph:
+    """A graph bound to a checkpointer: LangGraph's run and read methods."""
+
+    def __init__(self, builder: StateGraph, checkpointer: Any, graph_id: str) -> None:
+        if checkpointer is not None and not isinstance(checkpointer, Workflows):
+            msg = (
+                "checkpointer must be a Holdpoint store: InMemorySaver() or "
+                f"domain.store.open_store(url), not {type(checkpointer).__name__}"
+            )
+            raise GraphDefinitionError(msg)
+        self.builder = builder
+        self.checkpointer: Workflows | None = checkpointer
+        self.graph_id = graph_id
+        self.name = graph_id
+        self.state_schema = builder.state_schema
+        self.digest = graph_digest(builder)
+        self.channel_record = schema_as_record(builder.channels)
+        self.initial = initial_values(builder.channels)
+        self.waiting_edges = {end: list(starts) for starts, end in builder.waiting_edges}
+        self._edges_from: dict[str, list[str]] = {}
+        for start, end in builder.edges:
+            self._edges_from.setdefault(start, []).append(end)
+        for channel in builder.channels.values():
+            if channel.reducer is not None and channel.reducer_name is not None:
+                register_reducer(channel.reducer_name, channel.reducer)
+
+    # -- running -------------------------------------------------------
+
+    def invoke(self, input: Any, config: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:  # noqa: A002
+        """Run until the graph ends or pauses; return the values (and `__interrupt__`)."""
+        run = Run(self, config, ())
+        for _chunk in run.stream(input):
+            pass
+        return run.result()
+
+    def stream(
+        self,
+        input: Any,  # noqa: A002
+        config: dict[str, Any] | None = None,
+        *,
+        stream_mode: StreamMode = "values",
+        **_: Any,
+    ) -> Iterator[Any]:
+        """Yield the values after each step, or each node's update."""
+        modes = _modes(stream_mode)
+        for mode, chunk in Run(self, config, modes).stream(input):
+            yield chunk if isinstance(stream_mode, str) else (mode, chunk)
+
+    async def ainvoke(
+        self, input: Any, config: dict[str, Any] | None = None, **_: Any  # noqa: A002
+    ) -> dict[str, Any]:
+        run = Run(self, config, ())
+        async for _chunk in run.astream(input):
+            pass
+        return run.result()
+
+    async def astream(
+        self,
+        input: Any,  # noqa: A002
+        config: dict[str, Any] | None = None,
+        *,
+        stream_mode: StreamMode = "values",
+        **_: Any,
+    ) -> AsyncIterator[Any]:
+        modes = _modes(stream_mode)
+        async for mode, chunk in Run(self, config, modes).astream(input):
+            yield chunk if isinstance(stream_mode, str) else (mode, chunk)
+
+    # -- reading -------------------------------------------------------
+
+    def get_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+        """The thread's state now, or at `configurable.checkpoint_id`."""
+        return snapshots.get_state(self._store(), config)
+
+    def get_state_history(
+        self,
+        config: dict[str, Any],
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002
+        before: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StateSnapshot]:
+        """The thread's checkpoints, newest first."""
+        yield from snapshots.get_state_history(
+            self._store(), config, filter=filter, before=before, limit=limit
+        )
+
+    async def aget_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+        return self.get_state(config)
+
+    async def aget_state_history(
+        self, config: dict[str, Any], **kwargs: Any
+    ) -> AsyncIterator[StateSnapshot]:
+        for snapshot in self.get_state_history(config, **kwargs):
+            yield snapshot
+
+    # -- editing -------------------------------------------------------
+
+    def update_state(
+        self, config: dict[str, Any], values: Any, as_node: str | None = None
+    ) -> dict[str, Any]:
+        """Record a human's edit of the state (StateEdited); return its checkpoint config."""
+        store = self._store()
+        configurable = config.get("configurable") or {}
+        thread_id = configurable.get("thread_id")
+        if not thread_id:
+            from domain.errors import MissingThreadIdError
+
+            raise MissingThreadIdError
+        if as_node is not None and as_node not in self.builder.nodes and as_node != START:
+            msg = f"Node {as_node} does not exist"
+            raise InvalidUpdateError(msg)
+        update = as_update(values) if values is not None else {}
+        if update is None:
+            msg = f"update_state values must be a dict, not {type(values).__name__}"
+            raise InvalidUpdateError(msg)
+        update = self.filter_update(update, "The state update")
+        actor = resolve_actor(configurable.get("actor"))
+        thread = store.thread(thread_id)
+        if thread is None:
+            thread = self.start_thread(thread_id, config, actor)
+            as_node = as_node or START
+        snapshots.check_writable(thread)
+        next_nodes = None
+        if as_node is not None and not thread.next:
+            next_nodes = self.routes(as_node, thread.values, update)
+        reason = configurable.get("reason")
+        thread.record(
+            WorkflowThread.StateEdited,
+            values=update,
+            as_node=as_node,
+            next=next_nodes,
+            actor=actor,
+            reason=None if reason is None else str(reason),
+        )
+        store.record(thread)
+        return snapshots.checkpoint_config(thread)
+
+    # -- what the runtime asks of the graph ----------------------------
+
+    def start_thread(
+        self, thread_id: str, config: dict[str, Any], actor: dict[str, Any]
+    ) -> WorkflowThread:
+        metadata = to_json(config.get("metadata") or {}, "config['metadata']")
+        return WorkflowThread.start(
+            thread_id=thread_id,
+            graph_id=self.graph_id,
+            graph_digest=self.digest,
+            channels=self.channel_record,
+            initial=self.initial,
+            waiting_edges=self.waiting_edges,
+            metadata=metadata,
+            actor=actor,
+        )
+
+    def filter_update(self, values: dict[str, Any], what: str) -> dict[str, Any]:
+        """The update's keys that the state has, as plain JSON.
+
+        Keys the state does not declare are dropped, as LangGraph drops them.
+        """
+        channels = self.channel_record
+        update = {key: value for key, value in values.items() if key in channels}
+        return to_json(update, what)  # type: ignore[no-any-return]
+
+    def node_update(self, node: str, returned: Any) -> tuple[dict[str, Any], list[str]]:
+        """A node's return value as (update, goto)."""
+        goto: list[str] = []
+        if isinstance(returned, Command):
+            goto = returned.goto_nodes()
+            returned = returned.update
+        if returned is None:
+            return {}, goto
+        update = as_update(returned)
+        if update is None:
+            msg = (
+                f"Node {node!r} returned {type(returned).__name__}: expected a dict of "
+                "state updates, a Command, or None"
+            )
+            raise InvalidUpdateError(msg)
+        return self.filter_update(update, f"The update of node {node!r}"), goto
+
+    def routes(
+        self,
+        node: str,
+        base: dict[str, Any],
+        update: dict[str, Any],
+        goto: list[str] | None = None,
+    ) -> list[str]:
+        """Where `node` leads: static edges, conditional edges, then `goto`."""
+        targets = list(self._edges_from.get(node, ()))
+        branches = self.builder.branches.get(node)
+        if branches:
+            view = dict(base)
+            fold_update(view, update, self.channel_record)
+            state = as_state(self.state_schema, view)
+            for branch in branches:
+                targets.extend(self._branch_targets(node, branch, state))
+        if goto:
+            targets.extend(goto)
+        return self.check_targets(targets, f"The routes of node {node!r}")
+
+    def _branch_targets(self, node: str, branch: Branch, state: Any) -> list[str]:
+        result = branch.path(state)
+        results = result if isinstance(result, list | tuple) else [result]
+        if branch.path_map is None:
+            return [str(r) for r in results]
+        targets = []
+        for r in results:
+            if r not in branch.path_map:
+                msg = f"The conditional edge of node {node!r} returned {r!r}, which its path map lacks"
+                raise InvalidUpdateError(msg)
+            targets.append(branch.path_map[r])
+        return targets
+
+    def check_targets(self, targets: list[str], what: str) -> list[str]:
+        """`targets` without END and repeats; an unknown node is an error."""
+        routes = []
+        for target in targets:
+            if target == END:
+                continue
+            if target not in self.builder.nodes:
+                msg = f"{what} name unknown node {target!r}"
+                raise InvalidUpdateError(msg)
+            if target not in routes:
+                routes.append(target)
+        return routes
+
+    def _store(self) -> Workflows:
+        if self.checkpointer is None:
+            msg = "No checkpointer set: compile(checkpointer=...) to keep and read threads"
+            raise NoCheckpointerError(msg)
+        return self.checkpointer

@@ -1,0 +1,65 @@
+"""Canonical JSON and the per-thread hash chain.
+
+Each event carries `prev_hash` (the hash of the event before it in its
+thread, or `GENESIS_HASH`) and `event_hash`, a SHA-256 over the canonical
+JSON of the event's type, thread, version, timestamp and fields. Canonical
+JSON is `json.dumps` with sorted keys, no spaces, UTF-8 and no NaN, taken on
+values already normalised to JSON (see `to_json`), so that hashing the event
+read back from any store gives the same digest as hashing it when recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Any
+
+from domain.errors import NotSerializableError
+
+GENESIS_HASH = "0" * 64
+
+_dumps = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+_loads = json.loads
+_dumps_unsorted = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
+def canonical_json(value: Any) -> str:
+    """The one canonical text of a JSON value."""
+    return _dumps(value)
+
+
+def to_json(value: Any, what: str) -> Any:
+    """Return `value` as plain JSON data (tuples become lists, and so on).
+
+    Raises NotSerializableError, naming `what`, when it is not JSON.
+    """
+    if value is None or type(value) in (str, int, bool):
+        return value
+    try:
+        return _loads(_dumps_unsorted(value))
+    except (TypeError, ValueError) as error:
+        msg = f"{what} is not JSON-serialisable: {error}"
+        raise NotSerializableError(msg) from None
+
+
+def event_hash(
+    event_type: str,
+    thread_id: str,
+    version: int,
+    timestamp: datetime,
+    prev_hash: str,
+    fields: dict[str, Any],
+) -> str:
+    """The SHA-256 hex digest that chains one event to the one before it."""
+    body = {
+        "type": event_type,
+        "thread_id": thread_id,
+        "version": version,
+        "timestamp": timestamp.isoformat(),
+        "prev_hash": prev_hash,
+        "fields": fields,
+    }
+    return hashlib.sha256(_dumps(body).encode()).hexdigest()

@@ -1,0 +1,485 @@
+"""The runtime: one `invoke` or `stream` of a compiled graph on one thread.
+
+A run first checks what it was given against the thread's state, strictly,
+and records the input or the human's answers (committed before any node
+runs, so that of two racing resumes only one runs node code). Then it runs
+supersteps: every runnable node of the open step sees the state as it was at
+the start of the step; their outcomes are recorded together, in one commit,
+before the next step starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from uuid import uuid4, uuid5
+
+from domain.errors import (
+    AmbiguousResumeError,
+    EmptyInputError,
+    GraphDefinitionError,
+    GraphInterrupt,
+    GraphRecursionError,
+    HoldpointError,
+    InvalidUpdateError,
+    MissingThreadIdError,
+    NoCheckpointerError,
+    NotInterruptedError,
+    ThreadBusyError,
+    ThreadCancelledError,
+    ThreadInterruptedError,
+    ThreadNotFoundError,
+    UnknownInterruptError,
+)
+from domain.hashing import to_json
+from domain.schema import as_state, as_update
+from domain.task_context import TaskContext, enter_task, leave_task
+from domain.thread import (
+    CANCELLED,
+    IDLE,
+    INTERRUPTED,
+    START,
+    WorkflowThread,
+    thread_uuid,
+)
+from domain.types import Command, Interrupt
+
+if TYPE_CHECKING:
+    from domain.application import Workflows
+    from domain.graph.compiled import CompiledStateGraph
+
+DEFAULT_RECURSION_LIMIT = 10007
+DECISIONS = ("approve", "reject", "edit", "respond", "escalate")
+_INTERRUPT_ID_CHARS = frozenset("0123456789abcdef")
+
+
+def is_interrupt_id(key: object) -> bool:
+    """LangGraph's rule: a resume map's keys are all 32 lowercase hex digits."""
+    return isinstance(key, str) and len(key) == 32 and set(key) <= _INTERRUPT_ID_CHARS
+
+
+def local_actor() -> dict[str, Any]:
+    """Who acts when a Python caller names no one: the OS user, unauthenticated."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return {"id": user, "role": None, "authenticated": False, "via": "local"}
+
+
+@dataclass(slots=True)
+class Task:
+    node: str
+    context: TaskContext
+    state: Any
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one node run produced."""
+
+    node: str
+    update: dict[str, Any] | None = None
+    routes: list[str] = field(default_factory=list)
+    duration_ms: float = 0.0
+    interrupt: GraphInterrupt | None = None
+    error: BaseException | None = None
+
+
+class Run:
+    """One invoke/stream of a graph on a thread, from input to pause or end."""
+
+    def __init__(
+        self, graph: CompiledStateGraph, config: dict[str, Any] | None, modes: tuple[str, ...]
+    ) -> None:
+        config = config or {}
+        configurable = config.get("configurable") or {}
+        self.graph = graph
+        self.store: Workflows | None = graph.checkpointer
+        self.config = config
+        self.modes = modes
+        self.thread_id: str = configurable.get("thread_id") or ""
+        if self.store is not None and not self.thread_id:
+            raise MissingThreadIdError
+        if self.store is None:
+            self.thread_id = self.thread_id or f"ephemeral-{uuid4().hex}"
+        self.actor = resolve_actor(configurable.get("actor"))
+        self.recursion_limit = int(config.get("recursion_limit") or DEFAULT_RECURSION_LIMIT)
+        self.run_id = str(configurable.get("run_id") or uuid4())
+        self.thread: WorkflowThread | None = None
+        self.steps_run = 0
+        self.position: int | None = None
+
+    # -- the two drivers -----------------------------------------------
+
+    def stream(self, graph_input: Any) -> Iterator[tuple[str, Any]]:
+        yield from self.begin(graph_input)
+        while tasks := self.plan():
+            outcomes = [self.execute(task) for task in tasks]
+            yield from self.complete(outcomes)
+
+    async def astream(self, graph_input: Any) -> AsyncIterator[tuple[str, Any]]:
+        for chunk in self.begin(graph_input):
+            yield chunk
+        while tasks := self.plan():
+            outcomes = await asyncio.gather(*(self.aexecute(task) for task in tasks))
+            for chunk in self.complete(list(outcomes)):
+                yield chunk
+
+    # -- beginning a run -----------------------------------------------
+
+    def begin(self, graph_input: Any) -> list[tuple[str, Any]]:
+        """Check the input against the thread, record it, and commit."""
+        if self.store is not None:
+            self.thread = self.store.thread(self.thread_id)
+        if isinstance(graph_input, Command):
+            if graph_input.resume is not None:
+                self._begin_resume(graph_input)
+            else:
+                self._begin_command(graph_input)
+        elif graph_input is None:
+            self._begin_continue()
+        else:
+            self._begin_input(graph_input)
+        self._commit()
+        return self._values_chunk()
+
+    def _begin_input(self, graph_input: Any) -> None:
+        values = as_update(graph_input)
+        if values is None:
+            msg = f"Graph input must be a dict of state values, not {type(graph_input).__name__}"
+            raise InvalidUpdateError(msg)
+        update = self.graph.filter_update(values, "The input")
+        if self.thread is None:
+            self.thread = self.graph.start_thread(self.thread_id, self.config, self.actor)
+        else:
+            self._check_accepts_input(self.thread)
+        routes = self.graph.routes(START, self.thread.values, update)
+        self._record_start(update, routes)
+
+    def _begin_command(self, command: Command[Any]) -> None:
+        thread = self._existing_thread("a Command needs a thread to act on")
+        self._check_accepts_input(thread)
+        update = {}
+        if command.update is not None:
+            values = as_update(command.update)
+            if values is None:
+                msg = f"Command(update=...) must be a dict, not {type(command.update).__name__}"
+                raise InvalidUpdateError(msg)
+            update = self.graph.filter_update(values, "The Command update")
+        routes = self.graph.check_targets(command.goto_nodes(), "Command(goto=...)")
+        self._record_start(update, routes)
+
+    def _record_start(self, update: dict[str, Any], routes: list[str]) -> None:
+        thread = self._thread()
+        thread.record(
+            WorkflowThread.InputReceived, run_id=self.run_id, input=update, actor=self.actor
+        )
+        thread.record(
+            WorkflowThread.NodeCompleted,
+            step=thread.step + 1,
+            node=START,
+            task_id=self.task_id(START),
+            update=update,
+            routes=routes,
+            duration_ms=0.0,
+        )
+
+    def _begin_resume(self, command: Command[Any]) -> None:
+        if self.store is None:
+            msg = "Cannot use Command(resume=...) without a checkpointer"
+            raise NoCheckpointerError(msg)
+        thread = self._existing_thread("a resume never starts a thread; check the thread_id")
+        if thread.status == CANCELLED:
+            raise ThreadCancelledError(self.thread_id)
+        if thread.status != INTERRUPTED:
+            raise NotInterruptedError(self.thread_id, thread.status)
+        answers = self._match_answers(thread, command.resume)
+        configurable = self.config.get("configurable") or {}
+        decision = configurable.get("decision") or "respond"
+        if decision not in DECISIONS:
+            msg = f"Unknown decision {decision!r}: use one of {', '.join(DECISIONS)}"
+            raise InvalidUpdateError(msg)
+        reason = configurable.get("reason")
+        key = configurable.get("idempotency_key")
+        for interrupt_id, value in answers.items():
+            thread.record(
+                WorkflowThread.InterruptResumed,
+                interrupt_id=interrupt_id,
+                value=to_json(value, "The resume value"),
+                decision=decision,
+                reason=None if reason is None else str(reason),
+                actor=self.actor,
+                idempotency_key=None if key is None else str(key),
+                run_id=self.run_id,
+            )
+        if command.update is not None:
+            values = as_update(command.update)
+            if values is None:
+                msg = "Command(update=...) must be a dict"
+                raise InvalidUpdateError(msg)
+            thread.record(
+                WorkflowThread.StateEdited,
+                values=self.graph.filter_update(values, "The Command update"),
+                as_node=None,
+                next=None,
+                actor=self.actor,
+                reason=None if reason is None else str(reason),
+            )
+
+    def _match_answers(self, thread: WorkflowThread, resume: Any) -> dict[str, Any]:
+        pending = list(thread.interrupts)
+        if isinstance(resume, dict) and resume and all(map(is_interrupt_id, resume)):
+            unknown = [key for key in resume if key not in thread.interrupts]
+            if unknown:
+                raise UnknownInterruptError(self.thread_id, unknown, pending)
+            return dict(resume)
+        if len(pending) > 1:
+            raise AmbiguousResumeError(self.thread_id, pending)
+        return {pending[0]: resume}
+
+    def _begin_continue(self) -> None:
+        thread = self._existing_thread("")
+        if thread.status == CANCELLED:
+            raise ThreadCancelledError(self.thread_id)
+
+    def _existing_thread(self, hint: str) -> WorkflowThread:
+        if self.thread is None:
+            if not hint:
+                msg = f"Thread {self.thread_id!r} does not exist: there is nothing to continue; send input to start it"
+                raise EmptyInputError(msg)
+            raise ThreadNotFoundError(self.thread_id, hint)
+        return self.thread
+
+    def _check_accepts_input(self, thread: WorkflowThread) -> None:
+        status = thread.status
+        if status == IDLE:
+            return
+        if status == CANCELLED:
+            raise ThreadCancelledError(self.thread_id)
+        if status == INTERRUPTED:
+            raise ThreadInterruptedError(self.thread_id, list(thread.interrupts))
+        raise ThreadBusyError(self.thread_id, status, thread.pending_nodes())
+
+    # -- supersteps ----------------------------------------------------
+
+    def plan(self) -> list[Task]:
+        """The tasks of the next superstep; none when paused, failed or done."""
+        thread = self._thread()
+        runnable = thread.runnable()
+        if not runnable:
+            return []
+        if self.steps_run >= self.recursion_limit:
+            self._stop_on_recursion_limit(thread)
+        self.steps_run += 1
+        durable = self.store is not None
+        base = thread.values
+        tasks = []
+        for node in runnable:
+            answers = list(thread.answers.get(node, ()))
+            context = TaskContext(node=node, durable=durable, resume_values=answers)
+            tasks.append(Task(node, context, as_state(self.graph.state_schema, dict(base))))
+        return tasks
+
+    def _stop_on_recursion_limit(self, thread: WorkflowThread) -> None:
+        msg = (
+            f"Recursion limit of {self.recursion_limit} reached without hitting a stop "
+            "condition. You can increase the limit by setting the `recursion_limit` config key."
+        )
+        thread.record(
+            WorkflowThread.ThreadFailed,
+            step=thread.step + 1,
+            error_type="GraphRecursionError",
+            message=msg,
+        )
+        self._commit()
+        raise GraphRecursionError(msg)
+
+    def execute(self, task: Task) -> Outcome:
+        spec = self.graph.builder.nodes[task.node]
+        if spec.is_async:
+            msg = f"Node {task.node!r} is async: run the graph with ainvoke() or astream()"
+            return Outcome(task.node, error=GraphDefinitionError(msg))
+        token = enter_task(task.context)
+        started = time.perf_counter()
+        try:
+            args = (task.state, self.config) if spec.takes_config else (task.state,)
+            returned = spec.action(*args)
+        except GraphInterrupt as pause:
+            return Outcome(task.node, interrupt=pause)
+        except Exception as error:  # a node's failure is recorded, then raised
+            return Outcome(task.node, error=error)
+        finally:
+            leave_task(token)
+        return self._outcome(task.node, returned, started)
+
+    async def aexecute(self, task: Task) -> Outcome:
+        spec = self.graph.builder.nodes[task.node]
+        token = enter_task(task.context)
+        started = time.perf_counter()
+        try:
+            args = (task.state, self.config) if spec.takes_config else (task.state,)
+            if spec.is_async:
+                returned = await spec.action(*args)
+            else:
+                returned = await asyncio.to_thread(spec.action, *args)
+        except GraphInterrupt as pause:
+            return Outcome(task.node, interrupt=pause)
+        except Exception as error:  # a node's failure is recorded, then raised
+            return Outcome(task.node, error=error)
+        finally:
+            leave_task(token)
+        return self._outcome(task.node, returned, started)
+
+    def _outcome(self, node: str, returned: Any, started: float) -> Outcome:
+        duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        try:
+            update, goto = self.graph.node_update(node, returned)
+            routes = self.graph.routes(node, self._thread().values, update, goto)
+        except HoldpointError as error:
+            return Outcome(node, error=error)
+        return Outcome(node, update, routes, duration_ms)
+
+    def complete(self, outcomes: list[Outcome]) -> list[tuple[str, Any]]:
+        """Record a superstep's outcomes in one commit; raise a node's error."""
+        thread = self._thread()
+        outcomes.sort(key=lambda outcome: outcome.node)
+        self._check_one_writer_per_key(thread, outcomes)
+        step = thread.step + 1
+        closed_before = thread.step
+        chunks: list[tuple[str, Any]] = []
+        for outcome in outcomes:
+            if outcome.update is not None:
+                thread.record(
+                    WorkflowThread.NodeCompleted,
+                    step=step,
+                    node=outcome.node,
+                    task_id=self.task_id(outcome.node, step),
+                    update=outcome.update,
+                    routes=outcome.routes,
+                    duration_ms=outcome.duration_ms,
+                )
+                if "updates" in self.modes:
+                    chunks.append(("updates", {outcome.node: outcome.update}))
+        for outcome in outcomes:
+            if outcome.interrupt is not None:
+                thread.raise_interrupt(
+                    step=step,
+                    node=outcome.node,
+                    index=outcome.interrupt.index,
+                    value=to_json(outcome.interrupt.value, "The interrupt() value"),
+                )
+        failure = next((o.error for o in outcomes if o.error is not None), None)
+        for outcome in outcomes:
+            if outcome.error is not None:
+                thread.record(
+                    WorkflowThread.NodeFailed,
+                    step=step,
+                    node=outcome.node,
+                    error_type=type(outcome.error).__name__,
+                    message=str(outcome.error),
+                )
+        self._commit()
+        if failure is not None:
+            raise failure
+        if thread.step != closed_before:
+            chunks.extend(self._values_chunk())
+        elif thread.interrupts:
+            chunks.extend(self._interrupt_chunks())
+        return chunks
+
+    def _check_one_writer_per_key(self, thread: WorkflowThread, outcomes: list[Outcome]) -> None:
+        written = thread.written_in_open_step()
+        for outcome in outcomes:
+            for key in outcome.update or ():
+                if thread.channels.get(key, "") is not None:
+                    continue
+                if key in written and written[key] != outcome.node:
+                    msg = (
+                        f"At key {key!r}: Can receive only one value per step "
+                        f"(nodes {written[key]!r} and {outcome.node!r} both wrote it). "
+                        "Use an Annotated key to handle multiple values."
+                    )
+                    raise InvalidUpdateError(msg)
+                written[key] = outcome.node
+
+    # -- results -------------------------------------------------------
+
+    def result(self) -> dict[str, Any]:
+        """What `invoke` returns: the values, plus `__interrupt__` when paused."""
+        thread = self._thread()
+        values = thread.current_values()
+        if thread.interrupts:
+            values["__interrupt__"] = pending_interrupts(thread)
+        return values
+
+    def _values_chunk(self) -> list[tuple[str, Any]]:
+        thread = self._thread()
+        chunks: list[tuple[str, Any]] = []
+        if "values" in self.modes:
+            chunks.append(("values", thread.current_values()))
+        if thread.interrupts:
+            chunks.extend(self._interrupt_chunks())
+        return chunks
+
+    def _interrupt_chunks(self) -> list[tuple[str, Any]]:
+        thread = self._thread()
+        interrupts = tuple(pending_interrupts(thread))
+        chunks: list[tuple[str, Any]] = []
+        if "updates" in self.modes:
+            chunks.append(("updates", {"__interrupt__": interrupts}))
+        if "values" in self.modes:
+            chunks.append(("values", {**thread.current_values(), "__interrupt__": interrupts}))
+        return chunks
+
+    # -- plumbing ------------------------------------------------------
+
+    def task_id(self, node: str, step: int | None = None) -> str:
+        thread = self._thread()
+        return str(uuid5(thread_uuid(self.thread_id), f"{thread.step + 1 if step is None else step}:{node}"))
+
+    def _thread(self) -> WorkflowThread:
+        assert self.thread is not None, "the run has not begun"
+        return self.thread
+
+    def _commit(self) -> None:
+        """Record the run's end if it has ended, then commit the new events."""
+        thread = self.thread
+        if thread is not None and thread.status == IDLE and thread.run_id is not None:
+            thread.record(WorkflowThread.ThreadCompleted, step=thread.step)
+        if self.store is not None and self.thread is not None:
+            try:
+                position = self.store.record(self.thread)
+            except Exception:
+                self.thread = None  # its in-memory state ran ahead of the store
+                raise
+            if position is not None:
+                self.position = position
+        elif self.thread is not None:
+            self.thread.collect_events()
+
+
+def pending_interrupts(thread: WorkflowThread) -> list[Interrupt]:
+    return [Interrupt(value=r["value"], id=i) for i, r in thread.interrupts.items()]
+
+
+def resolve_actor(actor: Any) -> dict[str, Any]:
+    """The actor a Python caller named in the config, or the local OS user."""
+    if actor is None:
+        return local_actor()
+    if isinstance(actor, str):
+        return {"id": actor, "role": None, "authenticated": False, "via": "config"}
+    if isinstance(actor, dict) and actor.get("id"):
+        record = {
+            "id": str(actor["id"]),
+            "role": None if actor.get("role") is None else str(actor["role"]),
+            "authenticated": bool(actor.get("authenticated", False)),
+            "via": str(actor.get("via", "config")),
+        }
+        return to_json(record, "The actor")  # type: ignore[no-any-return]
+    msg = 'config["configurable"]["actor"] must be {"id": ..., "role": ...}'
+    raise InvalidUpdateError(msg)

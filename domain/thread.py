@@ -1,0 +1,400 @@
+"""The thread aggregate: one workflow thread, folded from its events.
+
+A thread moves in supersteps. `next` lists the nodes of the open superstep;
+each node that finishes records NodeCompleted with its update and its routes.
+When every node of the step has finished, the step closes: the updates are
+folded into `values` with the recorded reducers (in node-name order, as
+LangGraph applies them), the routes and the join barriers give the next
+step's nodes, and the closing event is a checkpoint. Reading a thread never
+runs user code: everything the fold needs is in the events.
+
+Every attribute is plain JSON data so that snapshots store it as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+from uuid import NAMESPACE_URL, UUID, uuid5
+
+from eventsourcing.domain import Aggregate
+
+from domain.hashing import GENESIS_HASH, event_hash
+from domain.schema import resolve_reducer
+
+THREAD_NAMESPACE = uuid5(NAMESPACE_URL, "https://holdpoint.dev/threads")
+START = "__start__"
+
+# Statuses, as LangGraph's server names them where it has a name.
+IDLE = "idle"
+RUNNING = "running"
+INTERRUPTED = "interrupted"
+FAILED = "failed"
+CANCELLED = "cancelled"
+
+
+def thread_uuid(thread_id: str) -> UUID:
+    """The aggregate id of a thread: derived, so any process can address it."""
+    return uuid5(THREAD_NAMESPACE, thread_id)
+
+
+def fold_update(
+    values: dict[str, Any], update: dict[str, Any], channels: dict[str, str | None]
+) -> None:
+    """Apply one node's update to `values` in place, key by key."""
+    for key, value in update.items():
+        if key not in channels:
+            continue
+        name = channels[key]
+        if name is None or key not in values:
+            values[key] = value
+        else:
+            values[key] = resolve_reducer(name)(values[key], value)
+
+
+class WorkflowThread(Aggregate):
+    """One thread of one graph, as its events tell it."""
+
+    class Event(Aggregate.Event):
+        prev_hash: str
+        event_hash: str
+
+        def apply(self, aggregate: Any) -> None:
+            self.fold(aggregate)
+            aggregate.head_hash = self.event_hash
+
+        def fold(self, thread: WorkflowThread) -> None:
+            raise NotImplementedError
+
+    class ThreadStarted(Aggregate.Created):
+        thread_id: str
+        graph_id: str
+        graph_digest: str
+        channels: dict[str, str | None]
+        initial: dict[str, Any]
+        waiting_edges: dict[str, list[str]]
+        metadata: dict[str, Any]
+        actor: dict[str, Any]
+        prev_hash: str
+        event_hash: str
+
+        def fold(self, thread: WorkflowThread) -> None:
+            """`__init__` has already set the thread up from these fields."""
+
+    def __init__(
+        self,
+        thread_id: str,
+        graph_id: str,
+        graph_digest: str,
+        channels: dict[str, str | None],
+        initial: dict[str, Any],
+        waiting_edges: dict[str, list[str]],
+        metadata: dict[str, Any],
+        actor: dict[str, Any],
+        event_hash: str,
+        **_: Any,
+    ) -> None:
+        self.thread_id = thread_id
+        self.graph_id = graph_id
+        self.graph_digest = graph_digest
+        self.channels = channels
+        self.waiting_edges = waiting_edges
+        self.metadata = metadata
+        self.started_by = actor
+        self.values: dict[str, Any] = dict(initial)
+        self.step = -2
+        self.next: list[str] = []
+        self.done: dict[str, dict[str, Any]] = {}
+        self.interrupts: dict[str, dict[str, Any]] = {}
+        self.answers: dict[str, list[Any]] = {}
+        self.barriers: dict[str, list[str]] = {}
+        self.error: dict[str, Any] | None = None
+        self.cancelled: dict[str, Any] | None = None
+        self.checkpoint: dict[str, Any] | None = None
+        self.parent_checkpoint: dict[str, Any] | None = None
+        self.run_id: str | None = None
+        self.head_hash = event_hash
+
+    # -- reading -------------------------------------------------------
+
+    @property
+    def status(self) -> str:
+        if self.cancelled is not None:
+            return CANCELLED
+        if self.interrupts:
+            return INTERRUPTED
+        if self.error is not None:
+            return FAILED
+        if self.next:
+            return RUNNING
+        return IDLE
+
+    def runnable(self) -> list[str]:
+        """Nodes of the open step that can run now: not done, not waiting."""
+        waiting = {record["node"] for record in self.interrupts.values()}
+        return [n for n in self.next if n not in self.done and n not in waiting]
+
+    def pending_nodes(self) -> list[str]:
+        return [n for n in self.next if n not in self.done]
+
+    def current_values(self) -> dict[str, Any]:
+        """Values with the updates of the open step's finished nodes applied."""
+        values = dict(self.values)
+        for node in sorted(self.done):
+            fold_update(values, self.done[node]["update"], self.channels)
+        return values
+
+    def written_in_open_step(self) -> dict[str, str]:
+        """Last-value keys already written in the open step, by node."""
+        written: dict[str, str] = {}
+        for node, record in self.done.items():
+            for key in record["update"]:
+                if self.channels.get(key, "") is None:
+                    written[key] = node
+        return written
+
+    # -- recording -----------------------------------------------------
+
+    @classmethod
+    def start(
+        cls,
+        *,
+        thread_id: str,
+        graph_id: str,
+        graph_digest: str,
+        channels: dict[str, str | None],
+        initial: dict[str, Any],
+        waiting_edges: dict[str, list[str]],
+        metadata: dict[str, Any],
+        actor: dict[str, Any],
+    ) -> WorkflowThread:
+        fields = {
+            "thread_id": thread_id,
+            "graph_id": graph_id,
+            "graph_digest": graph_digest,
+            "channels": channels,
+            "initial": initial,
+            "waiting_edges": waiting_edges,
+            "metadata": metadata,
+            "actor": actor,
+        }
+        timestamp = datetime.now(UTC)
+        digest = event_hash(
+            "ThreadStarted", thread_id, 1, timestamp, GENESIS_HASH, fields
+        )
+        return cls._create(
+            cls.ThreadStarted,
+            id=thread_uuid(thread_id),
+            timestamp=timestamp,
+            prev_hash=GENESIS_HASH,
+            event_hash=digest,
+            **fields,
+        )
+
+    def record(self, event_class: type[Event], **fields: Any) -> None:
+        """Append one event, chained to the head. Fields must be plain JSON."""
+        timestamp = datetime.now(UTC)
+        version = self.version + 1
+        digest = event_hash(
+            event_class.__name__,
+            self.thread_id,
+            version,
+            timestamp,
+            self.head_hash,
+            fields,
+        )
+        self.trigger_event(
+            event_class,
+            timestamp=timestamp,
+            prev_hash=self.head_hash,
+            event_hash=digest,
+            **fields,
+        )
+
+    def raise_interrupt(self, *, step: int, node: str, index: int, value: Any) -> str:
+        """Record an interrupt; its id is unique in the thread and stable."""
+        seed = f"{self.thread_id}\x1f{self.version + 1}\x1f{node}\x1f{index}"
+        interrupt_id = hashlib.sha256(seed.encode()).hexdigest()[:32]
+        self.record(
+            self.InterruptRaised,
+            step=step,
+            node=node,
+            interrupt_id=interrupt_id,
+            index=index,
+            value=value,
+        )
+        return interrupt_id
+
+    def _mark_checkpoint(self, event: WorkflowThread.Event, source: str) -> None:
+        self.parent_checkpoint = self.checkpoint
+        self.checkpoint = {
+            "version": event.originator_version,
+            "hash": event.event_hash,
+            "source": source,
+            "step": self.step,
+            "created_at": event.timestamp.isoformat(),
+        }
+
+    def makes_checkpoint(self, event: WorkflowThread.Event) -> bool:
+        """Whether applying `event` next would make a checkpoint."""
+        if isinstance(event, WorkflowThread.NodeCompleted):
+            return all(n in self.done or n == event.node for n in self.next)
+        return isinstance(event, WorkflowThread.InputReceived | WorkflowThread.StateEdited)
+
+    # -- events --------------------------------------------------------
+
+    class InputReceived(Event):
+        """New input starts a run: the `__start__` task will apply it."""
+
+        run_id: str
+        input: dict[str, Any]
+        actor: dict[str, Any]
+
+        def fold(self, thread: WorkflowThread) -> None:
+            thread.run_id = self.run_id
+            thread.error = None
+            thread.step += 1
+            thread.next = [START]
+            thread.done = {}
+            thread._mark_checkpoint(self, "input")
+
+    class NodeCompleted(Event):
+        """A node finished: its update (a delta) and where it routes."""
+
+        step: int
+        node: str
+        task_id: str
+        update: dict[str, Any]
+        routes: list[str]
+        duration_ms: float
+
+        def fold(self, thread: WorkflowThread) -> None:
+            thread.done[self.node] = {"update": self.update, "routes": self.routes}
+            thread.answers.pop(self.node, None)
+            if all(node in thread.done for node in thread.next):
+                thread._close_step(self)
+
+    class NodeFailed(Event):
+        """A node raised; the step stays open, so the node can run again."""
+
+        step: int
+        node: str
+        error_type: str
+        message: str
+
+        def fold(self, thread: WorkflowThread) -> None:
+            thread.error = {
+                "node": self.node,
+                "type": self.error_type,
+                "message": self.message,
+            }
+
+    class InterruptRaised(Event):
+        """A node paused for a human; the payload is what the human is shown."""
+
+        step: int
+        node: str
+        interrupt_id: str
+        index: int
+        value: Any
+
+        def fold(self, thread: WorkflowThread) -> None:
+            for other, record in list(thread.interrupts.items()):
+                if record["node"] == self.node and record["index"] == self.index:
+                    del thread.interrupts[other]  # the node asked anew
+            thread.interrupts[self.interrupt_id] = {
+                "node": self.node,
+                "index": self.index,
+                "value": self.value,
+                "step": self.step,
+                "raised_at": self.timestamp.isoformat(),
+            }
+
+    class InterruptResumed(Event):
+        """A human answered an interrupt; the node will run again with it."""
+
+        interrupt_id: str
+        value: Any
+        decision: str
+        reason: str | None
+        actor: dict[str, Any]
+        idempotency_key: str | None
+        run_id: str
+
+        def fold(self, thread: WorkflowThread) -> None:
+            record = thread.interrupts.pop(self.interrupt_id)
+            thread.answers.setdefault(record["node"], []).append(self.value)
+            thread.run_id = self.run_id
+            thread.error = None
+
+    class StateEdited(Event):
+        """A human changed the state (update_state), as if `as_node` wrote it."""
+
+        values: dict[str, Any]
+        as_node: str | None
+        next: list[str] | None
+        actor: dict[str, Any]
+        reason: str | None
+
+        def fold(self, thread: WorkflowThread) -> None:
+            fold_update(thread.values, self.values, thread.channels)
+            if self.next is not None:
+                thread.next = list(self.next)
+                thread.done = {}
+            thread.step += 1
+            thread._mark_checkpoint(self, "update")
+
+    class ThreadCompleted(Event):
+        """The run reached END."""
+
+        step: int
+
+        def fold(self, thread: WorkflowThread) -> None:
+            thread.run_id = None
+
+    class ThreadFailed(Event):
+        """The run stopped on an error that belongs to no one node."""
+
+        step: int
+        error_type: str
+        message: str
+
+        def fold(self, thread: WorkflowThread) -> None:
+            thread.error = {"node": None, "type": self.error_type, "message": self.message}
+
+    class ThreadCancelled(Event):
+        """A human stopped the thread (the Article 14(4)(e) stop button)."""
+
+        step: int
+        actor: dict[str, Any]
+        reason: str | None
+
+        def fold(self, thread: WorkflowThread) -> None:
+            thread.cancelled = {"actor": self.actor, "reason": self.reason}
+            thread.interrupts = {}
+            thread.run_id = None
+
+    # -- the fold's one piece of logic ---------------------------------
+
+    def _close_step(self, event: WorkflowThread.Event) -> None:
+        routes: list[str] = []
+        for node in sorted(self.done):
+            record = self.done[node]
+            fold_update(self.values, record["update"], self.channels)
+            routes.extend(record["routes"])
+            for target, sources in self.waiting_edges.items():
+                if node in sources:
+                    arrived = self.barriers.setdefault(target, [])
+                    if node not in arrived:
+                        arrived.append(node)
+        for target, arrived in list(self.barriers.items()):
+            if set(arrived) >= set(self.waiting_edges[target]):
+                routes.append(target)
+                del self.barriers[target]
+        self.next = list(dict.fromkeys(routes))
+        self.done = {}
+        self.answers = {}
+        self.error = None
+        self.step += 1
+        self._mark_checkpoint(event, "loop")

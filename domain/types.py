@@ -1,0 +1,89 @@
+"""LangGraph's public value types, with the same names and shapes.
+
+`from langgraph.types import interrupt, Command, Interrupt` becomes
+`from domain.types import interrupt, Command, Interrupt`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
+
+from domain.errors import NoCheckpointerError
+from domain.task_context import current_task
+
+N = TypeVar("N")
+
+
+@dataclass(slots=True)
+class Interrupt:
+    """A pause waiting for a human: the payload shown and its stable id."""
+
+    value: Any
+    id: str
+    response_schema: Any = None
+
+
+@dataclass(frozen=True)
+class Command(Generic[N]):
+    """Resume a paused thread, update state, or route, as in LangGraph.
+
+    As `invoke` input: `resume` answers pending interrupts (a value, or a map
+    `{interrupt_id: value}`), `update` writes state, `goto` picks next nodes.
+    Returned from a node: `update` is the node's update and `goto` its route.
+    """
+
+    graph: str | None = None
+    update: Any = None
+    resume: Any = None
+    goto: str | Sequence[str] = ()
+
+    PARENT: ClassVar[str] = "__parent__"
+
+    def goto_nodes(self) -> list[str]:
+        if isinstance(self.goto, str):
+            return [self.goto]
+        return list(self.goto)
+
+
+class PregelTask(NamedTuple):
+    """One scheduled node run in a checkpoint, as LangGraph shows it."""
+
+    id: str
+    name: str
+    path: tuple[Any, ...] = ()
+    error: Exception | None = None
+    interrupts: tuple[Interrupt, ...] = ()
+    state: Any = None
+    result: Any = None
+
+
+class StateSnapshot(NamedTuple):
+    """A thread's state at one checkpoint; LangGraph's fields, in its order."""
+
+    values: dict[str, Any]
+    next: tuple[str, ...]
+    config: dict[str, Any]
+    metadata: dict[str, Any] | None
+    created_at: str | None
+    parent_config: dict[str, Any] | None
+    tasks: tuple[PregelTask, ...]
+    interrupts: tuple[Interrupt, ...] = field(default=())  # type: ignore[assignment]
+
+
+def interrupt(value: Any) -> Any:
+    """Pause the running node for a human, or return the human's answer.
+
+    The first time a node reaches its i-th `interrupt()` the thread pauses and
+    `value` is shown to the reviewer. When the thread is resumed the node runs
+    again from its start and its i-th `interrupt()` returns the i-th answer.
+    """
+    task = current_task()
+    if not task.durable:
+        msg = (
+            "interrupt() needs a checkpointer: compile the graph with "
+            "checkpointer=InMemorySaver() or a store from domain.store.open_store()"
+        )
+        raise NoCheckpointerError(msg)
+    return task.next_resume_value(value)
