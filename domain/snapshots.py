@@ -216,7 +216,7 @@ def _snapshot(thread: WorkflowThread, window: _Window, *, current: bool) -> Stat
         **thread.metadata,
     }
     return StateSnapshot(
-        values=thread.current_values(),
+        values=thread.current_values() if current else dict(thread.values),
         next=tuple(thread.pending_nodes() if current else thread.next),
         config=config,
         metadata=metadata,

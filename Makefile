@@ -1,0 +1,36 @@
+# Two commands do all set-up on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+$(VENV)/.bench: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	touch $(VENV)/.bench
+
+run: $(STAMP)  ## the main job, on the embedded SQLite store
+	$(BIN)/holdpoint demo
+
+demo: run
+
+test: $(STAMP)  ## the whole suite
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: $(VENV)/.bench  ## Holdpoint and LangGraph side by side; writes BENCHMARKS.md
+	$(BIN)/python -m bench.run
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis

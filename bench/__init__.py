@@ -1,0 +1,1 @@
+"""Side-by-side benchmarks of Holdpoint and LangGraph (see bench/README.md)."""

@@ -1,0 +1,291 @@
+"""The four benchmarks: each takes a :class:`Runner`, returns a :class:`CaseResult`."""
+
+from __future__ import annotations
+
+from functools import partial
+from time import perf_counter_ns
+
+from bench.backends import HOLDPOINT, LANGGRAPH, Side, scratch_dir, sqlite_bytes
+from bench.graphs import loop_builder, messages_loop_builder, refund_builder
+from bench.harness import Runner, Settings, check, fresh_saver
+from bench.report import (
+    CaseResult,
+    Metric,
+    Stats,
+    Table,
+    Target,
+    comparison_rows,
+    ratio,
+    ratio_target,
+)
+from bench.stats import fmt_bytes, fmt_ms, fmt_num, fmt_ratio, median, ms, p95
+
+BACKENDS = ("memory", "sqlite")
+SPEED_LIMIT = 0.5  # Holdpoint's time at most 0.5 x LangGraph's
+STATE_MS_LIMIT = 2.0  # get_state on a freshly opened store, median
+GROWTH_LIMIT = 1.5  # "not growing": longest / shortest thread's get_state median
+STORAGE_LIMIT = 1 / 20
+WARM_UP_STEPS = 20
+
+
+def _reps(settings: Settings) -> str:
+    n = settings.reps
+    return f"median of {n} repetition{'s' if n > 1 else ''}, each on a fresh store"
+
+
+def _refund(settings: Settings, backend: str, side: Side, *, warm_up: bool) -> Stats:
+    threads = settings.warmup_threads if warm_up else settings.threads
+    api = side.api
+    per_thread, to_interrupt, to_end = [], [], []
+    with fresh_saver(side, backend) as saver:
+        graph = refund_builder(api).compile(checkpointer=saver)
+        start = perf_counter_ns()
+        for i in range(threads):
+            config = {"configurable": {"thread_id": f"refund-{i}"}}
+            t0 = perf_counter_ns()
+            paused = graph.invoke({"refund_amount": 250.0, "approved": False}, config)
+            t1 = perf_counter_ns()
+            done = graph.invoke(api.Command(resume=True), config)
+            t2 = perf_counter_ns()
+            check(ok="__interrupt__" in paused, what="no interrupt", got=paused)
+            check(ok=done.get("approved") is True, what="not approved", got=done)
+            per_thread.append(ms(t2 - t0))
+            to_interrupt.append(ms(t1 - t0))
+            to_end.append(ms(t2 - t1))
+        total_s = (perf_counter_ns() - start) / 1e9
+    return {
+        "median": median(per_thread),
+        "p95": p95(per_thread),
+        "to_interrupt": median(to_interrupt),
+        "to_end": median(to_end),
+        "threads_s": threads / total_s,
+    }
+
+
+def refund_cycle(runner: Runner) -> CaseResult:
+    """Benchmark 1: the refund human-in-the-loop cycle on many threads."""
+    settings = runner.settings
+    metrics = [
+        Metric("median", "per-thread median (ms)", fmt_ms),
+        Metric("p95", "per-thread p95 (ms)", fmt_ms),
+        Metric("to_interrupt", "to-interrupt median (ms)", fmt_ms),
+        Metric("to_end", "resume→END median (ms)", fmt_ms),
+        Metric("threads_s", "threads/s", fmt_num),
+    ]
+    result = CaseResult(
+        "refund",
+        f"1. Refund cycle, {settings.threads:,} threads",
+        "Seed (a) graph. Per thread: `invoke(input)` until `interrupt()`, then "
+        f"`invoke(Command(resume=True))` to END; {settings.threads:,} threads per "
+        f"repetition, {_reps(settings)}. threads/s = threads / wall time of the "
+        "repetition.",
+        [Table(["backend", "side", *(m.header for m in metrics)])],
+    )
+    for backend in BACKENDS:
+        measure = partial(_refund, settings, backend)
+        by_side = runner.compare(f"refund/{backend}", measure)
+        result.tables[0].rows += comparison_rows(backend, by_side, metrics)
+        result.targets.append(
+            ratio_target(
+                f"{backend}: per-thread median at most 0.5 x LangGraph's",
+                ratio(by_side, "median"),
+                SPEED_LIMIT,
+            )
+        )
+    return result
+
+
+def _loop(settings: Settings, backend: str, side: Side, *, warm_up: bool) -> Stats:
+    steps = WARM_UP_STEPS if warm_up else settings.loop_steps
+    with fresh_saver(side, backend) as saver:
+        graph = loop_builder(side.api, steps).compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "loop"}, "recursion_limit": steps + 10}
+        t0 = perf_counter_ns()
+        out = graph.invoke({"n": 0}, config)
+        elapsed = perf_counter_ns() - t0
+    check(ok=out.get("n") == steps, what=f"loop did not end at n={steps}", got=out)
+    return {"run_s": elapsed / 1e9, "step_ms": ms(elapsed) / steps}
+
+
+def long_loop(runner: Runner) -> CaseResult:
+    """Benchmark 2: one thread looping a counter node ``loop_steps`` times."""
+    settings = runner.settings
+    steps = settings.loop_steps
+    metrics = [
+        Metric("run_s", "run (s)", fmt_num),
+        Metric("step_ms", "per step (ms)", fmt_ms),
+    ]
+    result = CaseResult(
+        "loop",
+        f"2. {steps:,}-step loop",
+        f"`START → inc`, conditional edge `inc → inc` while `n < {steps}`, else END; "
+        f"`recursion_limit={steps + 10}`. Per step = run time / {steps:,}; "
+        f"{_reps(settings)}.",
+        [Table(["backend", "side", *(m.header for m in metrics)])],
+    )
+    for backend in BACKENDS:
+        by_side = runner.compare(f"loop/{backend}", partial(_loop, settings, backend))
+        result.tables[0].rows += comparison_rows(backend, by_side, metrics)
+        result.targets.append(
+            ratio_target(
+                f"{backend}: per-step time at most 0.5 x LangGraph's",
+                ratio(by_side, "step_ms"),
+                SPEED_LIMIT,
+            )
+        )
+    return result
+
+
+def _get_state(length: int, calls: int, side: Side, *, warm_up: bool) -> Stats:
+    """Build a ``length``-step thread, then time get_state on freshly opened stores."""
+    if warm_up:
+        length, calls = WARM_UP_STEPS, 2
+    builder = loop_builder(side.api, length)
+    config = {"configurable": {"thread_id": "long"}, "recursion_limit": length + 10}
+    first, again = [], []
+    with scratch_dir() as directory:
+        path = directory / "bench.db"
+        with side.sqlite(path) as store:
+            t0 = perf_counter_ns()
+            builder.compile(checkpointer=store).invoke({"n": 0}, config)
+            build_ns = perf_counter_ns() - t0
+        for _ in range(calls):
+            with side.sqlite(path) as store:
+                graph = builder.compile(checkpointer=store)
+                t0 = perf_counter_ns()
+                snapshot = graph.get_state(config)
+                t1 = perf_counter_ns()
+                graph.get_state(config)
+                t2 = perf_counter_ns()
+            values, pending = snapshot.values, snapshot.next
+            check(ok=values.get("n") == length, what="wrong values", got=values)
+            check(ok=not pending, what="thread not at END", got=pending)
+            first.append(ms(t1 - t0))
+            again.append(ms(t2 - t1))
+    return {
+        "first": median(first),
+        "first_p95": p95(first),
+        "again": median(again),
+        "build_step_ms": ms(build_ns) / length,
+    }
+
+
+def _growth(short: Stats | None, long_: Stats | None) -> float | None:
+    return long_["first"] / short["first"] if short and long_ else None
+
+
+def get_state_fresh(runner: Runner) -> CaseResult:
+    """Benchmark 3: get_state at the end of long threads, freshly opened SQLite."""
+    short, long_ = runner.settings.state_lengths
+    calls = runner.settings.state_calls
+    metrics = [
+        Metric("first", "get_state, fresh store, median (ms)", fmt_ms),
+        Metric("first_p95", "p95 (ms)", fmt_ms),
+        Metric("again", "2nd call, same store, median (ms)", fmt_ms),
+        Metric("build_step_ms", "building the thread, per step (ms)", fmt_ms),
+    ]
+    result = CaseResult(
+        "get_state",
+        "3. get_state at the end of a long thread, freshly opened SQLite store",
+        f"The loop graph run to {short:,} and to {long_:,} steps on a SQLite file; "
+        f"the store is closed, then {calls} times: open a new store object on the "
+        "same file and compile the same builder with it (not timed), time "
+        "`graph.get_state(config)`, and time a second call on the same store "
+        "(context). Medians of the calls; one thread per side and length. "
+        "LangGraph's figures are context, not a target.",
+        [Table(["steps", "side", *(m.header for m in metrics)])],
+    )
+    by_length: dict[int, dict[str, Stats | None]] = {}
+    for length in (short, long_):
+        measure = partial(_get_state, length, calls)
+        by_length[length] = runner.compare(f"get_state/{length}", measure, reps=1)
+        rows = comparison_rows(f"{length:,}", by_length[length], metrics)
+        result.tables[0].rows += rows
+    growth = Table(["side", f"get_state median, {long_:,} / {short:,} steps"])
+    for name in (HOLDPOINT, LANGGRAPH):
+        value = _growth(by_length[short].get(name), by_length[long_].get(name))
+        growth.rows.append([name, "n/a" if value is None else fmt_ratio(value)])
+    result.tables.append(growth)
+    for length in (short, long_):
+        hold = by_length[length].get(HOLDPOINT)
+        result.targets.append(
+            Target(
+                f"{length:,} steps: Holdpoint's median at most {STATE_MS_LIMIT:g} ms",
+                None if hold is None else hold["first"] <= STATE_MS_LIMIT,
+                "not measured" if hold is None else f"{fmt_ms(hold['first'])} ms",
+            )
+        )
+    result.targets.append(
+        ratio_target(
+            f"not growing with length ({long_:,} vs {short:,} steps)",
+            _growth(by_length[short].get(HOLDPOINT), by_length[long_].get(HOLDPOINT)),
+            GROWTH_LIMIT,
+        )
+    )
+    return result
+
+
+def _storage(settings: Settings, side: Side, *, warm_up: bool) -> Stats:
+    steps = WARM_UP_STEPS if warm_up else settings.storage_steps
+    builder = messages_loop_builder(side.api, steps, settings.message_size)
+    config = {"configurable": {"thread_id": "messages"}, "recursion_limit": steps + 10}
+    with scratch_dir() as directory:
+        path = directory / "bench.db"
+        with side.sqlite(path) as store:
+            graph = builder.compile(checkpointer=store)
+            t0 = perf_counter_ns()
+            out = graph.invoke({"n": 0, "messages": []}, config)
+            elapsed = perf_counter_ns() - t0
+        count = len(out.get("messages", ()))
+        check(ok=count == steps, what="wrong number of messages", got=count)
+        main, wal = sqlite_bytes(path)
+        files = [f for f in directory.iterdir() if not f.name.endswith("-shm")]
+        total = sum(f.stat().st_size for f in files)
+    return {
+        "main": main,
+        "wal": wal,
+        "total": total,
+        "per_step": total / steps,
+        "step_ms": ms(elapsed) / steps,
+    }
+
+
+def storage(runner: Runner) -> CaseResult:
+    """Benchmark 4: bytes on disk for a thread whose message list grows every step."""
+    steps, size = runner.settings.storage_steps, runner.settings.message_size
+    metrics = [
+        Metric("main", "database file", fmt_bytes),
+        Metric("wal", "-wal after checkpoint", fmt_bytes),
+        Metric("total", "all files", fmt_bytes),
+        Metric("per_step", "per step", fmt_bytes),
+        Metric("step_ms", "run, per step (ms)", fmt_ms),
+    ]
+    result = CaseResult(
+        "storage",
+        f"4. Storage: {steps:,} steps appending one {size}-byte message each",
+        "State `messages: Annotated[list, operator.add]`; one distinct "
+        f"{size}-character message appended per step, {steps:,} steps, on a SQLite "
+        "file. After the store is closed: `PRAGMA wal_checkpoint(TRUNCATE)` through "
+        "a raw sqlite3 connection, then the files are measured. *All files* is every "
+        "file in the store's directory except `-shm`; the ratio uses it. One "
+        "repetition: the sizes are deterministic.",
+        [Table(["", "side", *(m.header for m in metrics)])],
+    )
+    by_side = runner.compare("storage", partial(_storage, runner.settings), reps=1)
+    result.tables[0].rows += comparison_rows("SQLite", by_side, metrics)
+    result.targets.append(
+        ratio_target(
+            "bytes on disk at most 1/20 of LangGraph's",
+            ratio(by_side, "total"),
+            STORAGE_LIMIT,
+        )
+    )
+    return result
+
+
+CASES = {
+    "refund": refund_cycle,
+    "loop": long_loop,
+    "get_state": get_state_fresh,
+    "storage": storage,
+}

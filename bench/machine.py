@@ -1,0 +1,86 @@
+"""What the report says about the machine, the versions and the run."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+from datetime import UTC, datetime
+from importlib import metadata
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+PACKAGES = (
+    "langgraph",
+    "langgraph-checkpoint",
+    "langgraph-checkpoint-sqlite",
+    "eventsourcing",
+    "holdpoint",
+)
+
+
+METHOD = (
+    "- **Method**: one process, one thread at a time, both sides on the same graph "
+    "code (`bench/graphs.py`); a fresh store per repetition (a new in-memory saver, "
+    "or a new SQLite file in its own temporary directory); a warm-up first; "
+    "`gc.collect()` between repetitions; the order of the sides alternates between "
+    "repetitions; `time.perf_counter_ns`. Each figure is the median over repetitions "
+    "of that repetition's statistic. LangGraph runs with its default durability "
+    "(`async`); its SQLite saver is `SqliteSaver` on one connection, after `setup()` "
+    "(which turns on WAL mode)."
+)
+NOISE = (
+    "- **Noise**: absolute times on this shared 2-core box vary by about 20 % from "
+    "run to run; the ratios are what counts. *ratio H/L* is Holdpoint's figure "
+    "divided by LangGraph's: below 1 means Holdpoint is faster or smaller (for "
+    "threads/s, above 1 means faster)."
+)
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _git_revision(root: Path) -> str:
+    git = shutil.which("git")
+    if git is None:
+        return "unknown (git not found)"
+
+    def run(*args: str) -> str:
+        done = subprocess.run([git, *args], cwd=root, capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    try:
+        head = run("rev-parse", "--short", "HEAD")
+        dirty = run("status", "--porcelain")
+    except subprocess.CalledProcessError:
+        return "unknown (no commit yet)"
+    return f"{head}{' + uncommitted changes' if dirty else ''}"
+
+
+def header_lines(root: Path, command: str, started: datetime, seconds: float) -> list[str]:
+    """Markdown bullet lines describing where, when and how the run happened."""
+    versions = ", ".join(f"{p} {_version(p)}" for p in PACKAGES)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return [
+        (
+            f"- **Date**: {started.astimezone(UTC):%Y-%m-%d %H:%M} UTC; "
+            f"the whole run took {seconds:.0f} s."
+        ),
+        f"- **Command**: `{command}` (from the repository root).",
+        (
+            f"- **Machine**: nproc {cpus}, {platform.machine()}, "
+            f"{platform.system()} {platform.release()}; "
+            f"Python {platform.python_version()} ({platform.python_implementation()})."
+        ),
+        f"- **Packages**: {versions}.",
+        f"- **Revision**: {_git_revision(root)}.",
+        METHOD,
+        NOISE,
+    ]

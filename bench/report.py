@@ -1,0 +1,127 @@
+"""Result model of the benchmarks and the writer of BENCHMARKS.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from bench.backends import HOLDPOINT, LANGGRAPH
+from bench.stats import fmt_ratio
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
+
+Stats = dict[str, float]
+RATIO = "ratio H/L"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One measured quantity: its key in a Stats dict, header and formatter."""
+
+    key: str
+    header: str
+    fmt: Callable[[float], str]
+
+
+@dataclass
+class Table:
+    """A markdown table."""
+
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target from the issue and whether this run met it (None: could not tell)."""
+
+    description: str
+    met: bool | None
+    detail: str
+
+    @property
+    def verdict(self) -> str:
+        """Return "met", "MISSED" or "not evaluated"."""
+        if self.met is None:
+            return "not evaluated"
+        return "met" if self.met else "MISSED"
+
+
+@dataclass
+class CaseResult:
+    """Everything one benchmark reports."""
+
+    name: str
+    title: str
+    method: str
+    tables: list[Table] = field(default_factory=list)
+    targets: list[Target] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def ratio(by_side: dict[str, Stats | None], key: str) -> float | None:
+    """Return Holdpoint's value over LangGraph's, or None when either is missing."""
+    hold, lang = by_side.get(HOLDPOINT), by_side.get(LANGGRAPH)
+    if hold is None or lang is None or not lang.get(key):
+        return None
+    return hold[key] / lang[key]
+
+
+def comparison_rows(
+    group: str, by_side: dict[str, Stats | None], metrics: Sequence[Metric]
+) -> list[list[str]]:
+    """One row per side, then the Holdpoint/LangGraph ratio of every metric."""
+    rows = []
+    for side in (HOLDPOINT, LANGGRAPH):
+        stats = by_side.get(side)
+        cells = [m.fmt(stats[m.key]) if stats else "not available" for m in metrics]
+        rows.append([group, side, *cells])
+    ratios = [ratio(by_side, m.key) for m in metrics]
+    rows.append([group, RATIO, *("n/a" if r is None else fmt_ratio(r) for r in ratios)])
+    return rows
+
+
+def ratio_target(description: str, value: float | None, limit: float) -> Target:
+    """Build a target of the form "ratio <= limit"."""
+    if value is None:
+        return Target(description, None, "not measured")
+    return Target(description, value <= limit, f"ratio {fmt_ratio(value)} (limit {limit:g})")
+
+
+def _table_md(table: Table) -> list[str]:
+    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
+    lines += ["| " + " | ".join(row) + " |" for row in table.rows]
+    return [*lines, ""]
+
+
+def render(results: Sequence[CaseResult], header: Sequence[str], missing: dict[str, str]) -> str:
+    """Render the whole BENCHMARKS.md document."""
+    lines = ["# Benchmarks: Holdpoint vs LangGraph", "", *header, ""]
+    for name, reason in missing.items():
+        lines += [f"**{name} was not available**: `{reason}`", ""]
+    summary = Table(["benchmark", "target", "result", "met"])
+    for case in results:
+        for target in case.targets:
+            verdict = f"**{target.verdict}**" if target.met is False else target.verdict
+            summary.rows.append([case.title, target.description, target.detail, verdict])
+    lines += ["## Targets", "", *_table_md(summary)]
+    for case in results:
+        lines += [f"## {case.title}", "", case.method, ""]
+        for table in case.tables:
+            lines += _table_md(table)
+        for error in case.errors:
+            lines += ["Error:", "", "```", error.rstrip(), "```", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_report(
+    path: Path,
+    results: Sequence[CaseResult],
+    header: Sequence[str],
+    missing: dict[str, str],
+) -> None:
+    """Write (overwrite) the markdown report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(results, header, missing), encoding="utf-8")

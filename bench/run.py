@@ -1,0 +1,104 @@
+"""Command line: run the benchmarks and write BENCHMARKS.md.
+
+.venv/bin/python -m bench.run            # full run, writes BENCHMARKS.md
+.venv/bin/python -m bench.run --quick    # smoke run, writes bench/.work/BENCHMARKS.md
+.venv/bin/python -m bench.run --only get_state
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: python bench/run.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.backends import LANGGRAPH, load_sides
+from bench.cases import CASES
+from bench.harness import QUICK, Progress, Runner, Settings
+from bench.machine import header_lines
+from bench.report import CaseResult, write_report
+
+ROOT = Path(__file__).resolve().parent.parent
+FULL_REPORT = ROOT / "BENCHMARKS.md"
+PARTIAL_REPORT = ROOT / "bench" / ".work" / "BENCHMARKS.md"
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.run",
+        description="Benchmark Holdpoint against LangGraph; write a markdown report.",
+    )
+    parser.add_argument("--quick", action="store_true", help="small workloads, one repetition")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=list(CASES),
+        metavar="NAME",
+        help=f"run only this benchmark (repeatable): {', '.join(CASES)}",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        help="report path (default: BENCHMARKS.md for a full run of every benchmark, "
+        "bench/.work/BENCHMARKS.md otherwise)",
+    )
+    return parser.parse_args(argv)
+
+
+def _progress(started: float) -> Progress:
+    def say(message: str) -> None:
+        print(
+            f"[{time.perf_counter() - started:6.1f}s] {message}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return say
+
+
+def _summary(result: CaseResult) -> list[str]:
+    return [f"  {t.description}: {t.detail} -> {t.verdict}" for t in result.targets]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the selected benchmarks; exit status 1 if a side failed or is missing."""
+    args = _parse(sys.argv[1:] if argv is None else argv)
+    settings = QUICK if args.quick else Settings()
+    names = args.only or list(CASES)
+    output = args.output or (
+        FULL_REPORT if not args.quick and names == list(CASES) else PARTIAL_REPORT
+    )
+    clock = time.perf_counter()
+    started = datetime.now(UTC)
+    say = _progress(clock)
+
+    sides, missing = load_sides()
+    for name, reason in missing.items():
+        say(f"WARNING: {name} is not available, running without it: {reason}")
+    if LANGGRAPH in missing:
+        return 2
+
+    runner = Runner(sides, settings, say)
+    results = []
+    for name in names:
+        first_error = len(runner.errors)
+        result = CASES[name](runner)
+        result.errors = runner.errors[first_error:]
+        results.append(result)
+        print(result.title)
+        print("\n".join(_summary(result)), flush=True)
+
+    command = shlex.join(["python", "-m", "bench.run", *(sys.argv[1:] if argv is None else argv)])
+    header = header_lines(ROOT, command, started, time.perf_counter() - clock)
+    write_report(output, results, header, missing)
+    print(f"wrote {output}")
+    return 1 if missing or runner.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
