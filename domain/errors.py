@@ -161,3 +161,11 @@ class NotSerializableError(InvalidUpdateError, TypeError):
 
 class ReducerUnavailableError(HoldpointError):
     """A recorded reducer cannot be resolved, so the state cannot be folded."""
+
+
+class ThreadExistsError(HoldpointError):
+    """A thread with this id already exists."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"Thread {thread_id!r} already exists")
+        self.thread_id = thread_id

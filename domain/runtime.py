@@ -15,9 +15,11 @@ import getpass
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
-from uuid import uuid4, uuid5
+from uuid import uuid4
 
+from domain import snapshots
 from domain.errors import (
     AmbiguousResumeError,
     EmptyInputError,
@@ -31,6 +33,7 @@ from domain.errors import (
     NotInterruptedError,
     ThreadBusyError,
     ThreadCancelledError,
+    ThreadExistsError,
     ThreadInterruptedError,
     ThreadNotFoundError,
     UnknownInterruptError,
@@ -44,7 +47,6 @@ from domain.thread import (
     INTERRUPTED,
     START,
     WorkflowThread,
-    thread_uuid,
 )
 from domain.types import Command, Interrupt
 
@@ -62,13 +64,17 @@ def is_interrupt_id(key: object) -> bool:
     return isinstance(key, str) and len(key) == 32 and set(key) <= _INTERRUPT_ID_CHARS
 
 
+@lru_cache(maxsize=1)
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
 def local_actor() -> dict[str, Any]:
     """Who acts when a Python caller names no one: the OS user, unauthenticated."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
-    return {"id": user, "role": None, "authenticated": False, "via": "local"}
+    return {"id": _os_user(), "role": None, "authenticated": False, "via": "local"}
 
 
 @dataclass(slots=True)
@@ -136,6 +142,10 @@ class Run:
         """Check the input against the thread, record it, and commit."""
         if self.store is not None:
             self.thread = self.store.thread(self.thread_id)
+            wanted = (self.config.get("configurable") or {}).get("checkpoint_id")
+            current = self.thread
+            if wanted and current and not snapshots.is_current_checkpoint(current, str(wanted)):
+                self.thread = self._fork(self.store, str(wanted))
         if isinstance(graph_input, Command):
             if graph_input.resume is not None:
                 self._begin_resume(graph_input)
@@ -147,6 +157,18 @@ class Run:
             self._begin_input(graph_input)
         self._commit()
         return self._values_chunk()
+
+    def _fork(self, store: Workflows, wanted: str) -> WorkflowThread:
+        """Time travel: continue from a past checkpoint on a new thread."""
+        source = snapshots.load_checkpoint(store, self.thread_id, wanted)
+        configurable = self.config.get("configurable") or {}
+        new_id = configurable.get("fork_thread_id") or snapshots.fork_thread_id(
+            store, self.thread_id, source.version
+        )
+        if store.thread(new_id) is not None:
+            raise ThreadExistsError(str(new_id))
+        self.thread_id = str(new_id)
+        return source.fork(self.thread_id, self.actor)
 
     def _begin_input(self, graph_input: Any) -> None:
         values = as_update(graph_input)
@@ -183,7 +205,7 @@ class Run:
             WorkflowThread.NodeCompleted,
             step=thread.step + 1,
             node=START,
-            task_id=self.task_id(START),
+            task_id=thread.task_id(START),
             update=update,
             routes=routes,
             duration_ms=0.0,
@@ -250,7 +272,10 @@ class Run:
     def _existing_thread(self, hint: str) -> WorkflowThread:
         if self.thread is None:
             if not hint:
-                msg = f"Thread {self.thread_id!r} does not exist: there is nothing to continue; send input to start it"
+                msg = (
+                    f"Thread {self.thread_id!r} does not exist: there is nothing to "
+                    "continue; send input to start it"
+                )
                 raise EmptyInputError(msg)
             raise ThreadNotFoundError(self.thread_id, hint)
         return self.thread
@@ -358,7 +383,7 @@ class Run:
                     WorkflowThread.NodeCompleted,
                     step=step,
                     node=outcome.node,
-                    task_id=self.task_id(outcome.node, step),
+                    task_id=thread.task_id(outcome.node),
                     update=outcome.update,
                     routes=outcome.routes,
                     duration_ms=outcome.duration_ms,
@@ -437,10 +462,6 @@ class Run:
         return chunks
 
     # -- plumbing ------------------------------------------------------
-
-    def task_id(self, node: str, step: int | None = None) -> str:
-        thread = self._thread()
-        return str(uuid5(thread_uuid(self.thread_id), f"{thread.step + 1 if step is None else step}:{node}"))
 
     def _thread(self) -> WorkflowThread:
         assert self.thread is not None, "the run has not begun"

@@ -16,7 +16,7 @@ from uuid import UUID
 
 from domain.application import Workflows
 from domain.errors import CheckpointNotFoundError, MissingThreadIdError, ThreadCancelledError
-from domain.thread import CANCELLED, WorkflowThread, thread_uuid
+from domain.thread import CANCELLED, WorkflowThread
 from domain.types import Interrupt, PregelTask, StateSnapshot
 
 _WINDOW_PAGE = 64
@@ -74,7 +74,8 @@ def get_state(store: Workflows, config: dict[str, Any]) -> StateSnapshot:
     return _snapshot(thread, _Window(), current=True)
 
 
-def _state_at_checkpoint(store: Workflows, thread_id: str, wanted: str) -> StateSnapshot:
+def load_checkpoint(store: Workflows, thread_id: str, wanted: str) -> WorkflowThread:
+    """The thread as it stood at checkpoint `wanted`, or CheckpointNotFoundError."""
     version, hash_prefix = parse_checkpoint_id(thread_id, wanted)
     thread = store.thread(thread_id, version=version) if version > 0 else None
     checkpoint = thread.checkpoint if thread is not None else None
@@ -85,6 +86,28 @@ def _state_at_checkpoint(store: Workflows, thread_id: str, wanted: str) -> State
         or not checkpoint["hash"].startswith(hash_prefix)
     ):
         raise CheckpointNotFoundError(thread_id, wanted)
+    return thread
+
+
+def is_current_checkpoint(thread: WorkflowThread, wanted: str) -> bool:
+    checkpoint = thread.checkpoint
+    return checkpoint is not None and wanted == checkpoint_id(
+        checkpoint["version"], checkpoint["hash"]
+    )
+
+
+def fork_thread_id(store: Workflows, thread_id: str, version: int) -> str:
+    """The first free id of the form `<thread>~<version>`, then `~<version>.2`, ..."""
+    candidate, n = f"{thread_id}~{version}", 1
+    while store.thread(candidate) is not None:
+        n += 1
+        candidate = f"{thread_id}~{version}.{n}"
+    return candidate
+
+
+def _state_at_checkpoint(store: Workflows, thread_id: str, wanted: str) -> StateSnapshot:
+    thread = load_checkpoint(store, thread_id, wanted)
+    version = thread.version
     window = _Window()
     after = version
     while True:
@@ -200,10 +223,12 @@ def _snapshot(thread: WorkflowThread, window: _Window, *, current: bool) -> Stat
         error = thread.error if thread.error and thread.error.get("node") == node else None
         tasks.append(
             PregelTask(
-                id=_task_id(thread, node),
+                id=thread.task_id(node),
                 name=node,
                 path=("__pregel_pull", node),
-                error=None if error is None else RuntimeError(f"{error['type']}: {error['message']}"),
+                error=None
+                if error is None
+                else RuntimeError(f"{error['type']}: {error['message']}"),
                 interrupts=interrupts,
                 state=None,
                 result=window.results.get(node),
@@ -216,7 +241,7 @@ def _snapshot(thread: WorkflowThread, window: _Window, *, current: bool) -> Stat
         **thread.metadata,
     }
     return StateSnapshot(
-        values=thread.current_values() if current else dict(thread.values),
+        values=thread.current_values() if current else thread.in_schema_order(thread.values),
         next=tuple(thread.pending_nodes() if current else thread.next),
         config=config,
         metadata=metadata,
@@ -225,9 +250,3 @@ def _snapshot(thread: WorkflowThread, window: _Window, *, current: bool) -> Stat
         tasks=tuple(tasks),
         interrupts=tuple(shown),
     )
-
-
-def _task_id(thread: WorkflowThread, node: str) -> str:
-    from uuid import uuid5
-
-    return str(uuid5(thread_uuid(thread.thread_id), f"{thread.step + 1}:{node}"))

@@ -55,7 +55,7 @@ def _sqlite_env(url: str) -> dict[str, str]:
     if not path.startswith("/") or path == "/":
         msg = f"SQLite store URL {url!r} names no file: use sqlite:///path/to/file.db"
         raise StoreURLError(msg)
-    file = Path(path[1:]) if not path.startswith("//") else Path(path[1:])
+    file = Path(path[1:])  # "/./rel.db" -> "./rel.db", "//abs.db" -> "/abs.db"
     file.parent.mkdir(parents=True, exist_ok=True)
     return {
         "PERSISTENCE_MODULE": "eventsourcing.sqlite",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
@@ -34,6 +35,7 @@ FAILED = "failed"
 CANCELLED = "cancelled"
 
 
+@lru_cache(maxsize=4096)
 def thread_uuid(thread_id: str) -> UUID:
     """The aggregate id of a thread: derived, so any process can address it."""
     return uuid5(THREAD_NAMESPACE, thread_id)
@@ -82,17 +84,47 @@ class WorkflowThread(Aggregate):
         def fold(self, thread: WorkflowThread) -> None:
             """`__init__` has already set the thread up from these fields."""
 
+    class ThreadForked(Aggregate.Created):
+        """A new thread that starts as another thread stood at a checkpoint."""
+
+        thread_id: str
+        graph_id: str
+        graph_digest: str
+        channels: dict[str, str | None]
+        waiting_edges: dict[str, list[str]]
+        metadata: dict[str, Any]
+        actor: dict[str, Any]
+        source_thread_id: str
+        source_version: int
+        source_hash: str
+        state: dict[str, Any]
+        prev_hash: str
+        event_hash: str
+
+        def fold(self, thread: WorkflowThread) -> None:
+            thread.values = dict(self.state["values"])
+            thread.step = self.state["step"]
+            thread.next = list(self.state["next"])
+            thread.done = dict(self.state["done"])
+            thread.barriers = dict(self.state["barriers"])
+            thread.forked_from = {
+                "thread_id": self.source_thread_id,
+                "version": self.source_version,
+                "hash": self.source_hash,
+            }
+            thread._mark_checkpoint(self, "fork")
+
     def __init__(
         self,
         thread_id: str,
         graph_id: str,
         graph_digest: str,
         channels: dict[str, str | None],
-        initial: dict[str, Any],
         waiting_edges: dict[str, list[str]],
         metadata: dict[str, Any],
         actor: dict[str, Any],
         event_hash: str,
+        initial: dict[str, Any] | None = None,
         **_: Any,
     ) -> None:
         self.thread_id = thread_id
@@ -102,7 +134,7 @@ class WorkflowThread(Aggregate):
         self.waiting_edges = waiting_edges
         self.metadata = metadata
         self.started_by = actor
-        self.values: dict[str, Any] = dict(initial)
+        self.values: dict[str, Any] = dict(initial or {})
         self.step = -2
         self.next: list[str] = []
         self.done: dict[str, dict[str, Any]] = {}
@@ -114,6 +146,7 @@ class WorkflowThread(Aggregate):
         self.checkpoint: dict[str, Any] | None = None
         self.parent_checkpoint: dict[str, Any] | None = None
         self.run_id: str | None = None
+        self.forked_from: dict[str, Any] | None = None
         self.head_hash = event_hash
 
     # -- reading -------------------------------------------------------
@@ -139,11 +172,21 @@ class WorkflowThread(Aggregate):
         return [n for n in self.next if n not in self.done]
 
     def current_values(self) -> dict[str, Any]:
-        """Values with the updates of the open step's finished nodes applied."""
-        values = dict(self.values)
-        for node in sorted(self.done):
-            fold_update(values, self.done[node]["update"], self.channels)
-        return values
+        """Values with the updates of the open step's finished nodes applied,
+        in the schema's key order (as LangGraph shows them)."""
+        values = self.values
+        if self.done:
+            values = dict(values)
+            for node in sorted(self.done):
+                fold_update(values, self.done[node]["update"], self.channels)
+        return self.in_schema_order(values)
+
+    def in_schema_order(self, values: dict[str, Any]) -> dict[str, Any]:
+        return {key: values[key] for key in self.channels if key in values}
+
+    def task_id(self, node: str) -> str:
+        """The id of `node`'s task in the open step (the same on every re-run)."""
+        return str(uuid5(self.id, f"{self.step + 1}:{node}"))
 
     def written_in_open_step(self) -> dict[str, str]:
         """Last-value keys already written in the open step, by node."""
@@ -180,12 +223,47 @@ class WorkflowThread(Aggregate):
             "actor": actor,
         }
         timestamp = datetime.now(UTC)
-        digest = event_hash(
-            "ThreadStarted", thread_id, 1, timestamp, GENESIS_HASH, fields
-        )
+        digest = event_hash("ThreadStarted", thread_id, 1, timestamp, GENESIS_HASH, fields)
         return cls._create(
             cls.ThreadStarted,
             id=thread_uuid(thread_id),
+            timestamp=timestamp,
+            prev_hash=GENESIS_HASH,
+            event_hash=digest,
+            **fields,
+        )
+
+    def fork(self, new_thread_id: str, actor: dict[str, Any]) -> WorkflowThread:
+        """A new thread that starts from this one as it stands, at its checkpoint.
+
+        Pending interrupts and answers are not carried over: the interrupted
+        node runs again in the fork and asks anew.
+        """
+        assert self.checkpoint is not None, "a thread forks from a checkpoint"
+        fields = {
+            "thread_id": new_thread_id,
+            "graph_id": self.graph_id,
+            "graph_digest": self.graph_digest,
+            "channels": self.channels,
+            "waiting_edges": self.waiting_edges,
+            "metadata": self.metadata,
+            "actor": actor,
+            "source_thread_id": self.thread_id,
+            "source_version": self.version,
+            "source_hash": self.head_hash,
+            "state": {
+                "values": self.values,
+                "step": self.step,
+                "next": self.next,
+                "done": self.done,
+                "barriers": self.barriers,
+            },
+        }
+        timestamp = datetime.now(UTC)
+        digest = event_hash("ThreadForked", new_thread_id, 1, timestamp, GENESIS_HASH, fields)
+        return type(self)._create(
+            self.ThreadForked,
+            id=thread_uuid(new_thread_id),
             timestamp=timestamp,
             prev_hash=GENESIS_HASH,
             event_hash=digest,

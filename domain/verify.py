@@ -11,7 +11,14 @@ from domain.hashing import GENESIS_HASH, event_hash
 from domain.thread import WorkflowThread
 
 _NOT_HASHED = frozenset(
-    {"originator_id", "originator_version", "timestamp", "prev_hash", "event_hash", "originator_topic"}
+    {
+        "originator_id",
+        "originator_version",
+        "timestamp",
+        "prev_hash",
+        "event_hash",
+        "originator_topic",
+    }
 )
 
 
@@ -45,20 +52,40 @@ def recompute_hash(event: Any, thread_id: str) -> str:
     )
 
 
-def verify_chain(events: Iterable[WorkflowThread.Event], thread_id: str | None = None) -> ChainReport:
+def verify_chain(
+    events: Iterable[WorkflowThread.Event], thread_id: str | None = None
+) -> ChainReport:
     """Check every event's own hash, its link to the one before, and its version."""
     expected_prev = GENESIS_HASH
     count = 0
-    for count, event in enumerate(events, start=1):  # noqa: B007
+    for count, event in enumerate(events, start=1):
         if thread_id is None:
             thread_id = getattr(event, "thread_id", None) or "?"
         version = event.originator_version
         if version != count:
-            return ChainReport(thread_id, count, False, version, f"expected version {count}, found {version}: an event is missing or out of order")
+            return ChainReport(
+                thread_id,
+                count,
+                False,
+                version,
+                f"expected version {count}, found {version}: an event is missing or out of order",
+            )
         if event.prev_hash != expected_prev:
-            return ChainReport(thread_id, count, False, version, "prev_hash does not match the hash of the event before it")
+            return ChainReport(
+                thread_id,
+                count,
+                False,
+                version,
+                "prev_hash does not match the hash of the event before it",
+            )
         actual = recompute_hash(event, thread_id)
         if actual != event.event_hash:
-            return ChainReport(thread_id, count, False, version, "the event's content does not match its hash (altered)")
+            return ChainReport(
+                thread_id,
+                count,
+                False,
+                version,
+                "the event's content does not match its hash (altered)",
+            )
         expected_prev = event.event_hash
     return ChainReport(thread_id or "?", count, True)

@@ -7,9 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 from domain import snapshots
 from domain.application import Workflows
-from domain.errors import GraphDefinitionError, InvalidUpdateError, NoCheckpointerError
+from domain.errors import (
+    GraphDefinitionError,
+    InvalidUpdateError,
+    MissingThreadIdError,
+    NoCheckpointerError,
+)
+from domain.graph.constants import END, START
 from domain.graph.digest import graph_digest
-from domain.graph.state import END, START
 from domain.hashing import to_json
 from domain.runtime import Run, resolve_actor
 from domain.schema import (
@@ -66,7 +71,12 @@ class CompiledStateGraph:
 
     # -- running -------------------------------------------------------
 
-    def invoke(self, input: Any, config: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:  # noqa: A002
+    def invoke(
+        self,
+        input: Any,  # noqa: A002 - LangGraph's parameter name
+        config: dict[str, Any] | None = None,
+        **_: Any,
+    ) -> dict[str, Any]:
         """Run until the graph ends or pauses; return the values (and `__interrupt__`)."""
         run = Run(self, config, ())
         for _chunk in run.stream(input):
@@ -87,7 +97,10 @@ class CompiledStateGraph:
             yield chunk if isinstance(stream_mode, str) else (mode, chunk)
 
     async def ainvoke(
-        self, input: Any, config: dict[str, Any] | None = None, **_: Any  # noqa: A002
+        self,
+        input: Any,  # noqa: A002
+        config: dict[str, Any] | None = None,
+        **_: Any,
     ) -> dict[str, Any]:
         run = Run(self, config, ())
         async for _chunk in run.astream(input):
@@ -108,7 +121,7 @@ class CompiledStateGraph:
 
     # -- reading -------------------------------------------------------
 
-    def get_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+    def get_state(self, config: dict[str, Any], **_: Any) -> StateSnapshot:
         """The thread's state now, or at `configurable.checkpoint_id`."""
         return snapshots.get_state(self._store(), config)
 
@@ -125,7 +138,7 @@ class CompiledStateGraph:
             self._store(), config, filter=filter, before=before, limit=limit
         )
 
-    async def aget_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+    async def aget_state(self, config: dict[str, Any], **_: Any) -> StateSnapshot:
         return self.get_state(config)
 
     async def aget_state_history(
@@ -144,8 +157,6 @@ class CompiledStateGraph:
         configurable = config.get("configurable") or {}
         thread_id = configurable.get("thread_id")
         if not thread_id:
-            from domain.errors import MissingThreadIdError
-
             raise MissingThreadIdError
         if as_node is not None and as_node not in self.builder.nodes and as_node != START:
             msg = f"Node {as_node} does not exist"
@@ -157,6 +168,13 @@ class CompiledStateGraph:
         update = self.filter_update(update, "The state update")
         actor = resolve_actor(configurable.get("actor"))
         thread = store.thread(thread_id)
+        wanted = configurable.get("checkpoint_id")
+        if thread is not None and wanted and not snapshots.is_current_checkpoint(thread, wanted):
+            source = snapshots.load_checkpoint(store, thread_id, wanted)
+            fork_id = configurable.get("fork_thread_id") or snapshots.fork_thread_id(
+                store, thread_id, source.version
+            )
+            thread = source.fork(fork_id, actor)
         if thread is None:
             thread = self.start_thread(thread_id, config, actor)
             as_node = as_node or START
@@ -247,7 +265,10 @@ class CompiledStateGraph:
         targets = []
         for r in results:
             if r not in branch.path_map:
-                msg = f"The conditional edge of node {node!r} returned {r!r}, which its path map lacks"
+                msg = (
+                    f"The conditional edge of node {node!r} returned {r!r}, "
+                    "which its path map lacks"
+                )
                 raise InvalidUpdateError(msg)
             targets.append(branch.path_map[r])
         return targets

@@ -26,7 +26,10 @@ def graph_digest(builder: StateGraph) -> str:
         "waiting_edges": sorted([list(starts), end] for starts, end in builder.waiting_edges),
         "branches": {
             source: [
-                [code_digest(b.path), None if b.path_map is None else sorted(map(str, b.path_map.values()))]
+                [
+                    code_digest(b.path),
+                    None if b.path_map is None else sorted(map(str, b.path_map.values())),
+                ]
                 for b in branches
             ]
             for source, branches in builder.branches.items()
@@ -37,9 +40,7 @@ def graph_digest(builder: StateGraph) -> str:
 
 
 def code_digest(action: Callable[..., Any]) -> str:
-    code = getattr(action, "__code__", None) or getattr(
-        getattr(action, "__call__", None), "__code__", None  # noqa: B004
-    )
+    code = getattr(action, "__code__", None) or getattr(type(action).__call__, "__code__", None)
     if not isinstance(code, CodeType):
         name = getattr(action, "__qualname__", type(action).__qualname__)
         return hashlib.sha256(name.encode()).hexdigest()

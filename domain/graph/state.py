@@ -5,16 +5,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from domain.errors import GraphDefinitionError
+from domain.graph.compiled import CompiledStateGraph
+from domain.graph.constants import END, START
 from domain.schema import Channel, channels_of
-
-if TYPE_CHECKING:
-    from domain.graph.compiled import CompiledStateGraph
-
-START = "__start__"
-END = "__end__"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +63,7 @@ class StateGraph:
     with the reducer, other keys keep the last value written.
     """
 
-    def __init__(self, state_schema: type, config_schema: type | None = None, **_: Any) -> None:
+    def __init__(self, state_schema: type, *_: Any, **__: Any) -> None:
         self.state_schema = state_schema
         self.channels: dict[str, Channel] = channels_of(state_schema)
         self.nodes: dict[str, NodeSpec] = {}
@@ -169,10 +165,7 @@ class StateGraph:
                 for target in branch.targets() or ():
                     self._check_node(target, known | {END}, "ends")
         if not any(s == START for s, _ in self.edges) and START not in self.branches:
-            msg = (
-                "Graph must have an entrypoint: add at least one edge from START "
-                "to another node"
-            )
+            msg = "Graph must have an entrypoint: add at least one edge from START to another node"
             raise GraphDefinitionError(msg)
 
     @staticmethod
@@ -191,8 +184,6 @@ class StateGraph:
         **_: Any,
     ) -> CompiledStateGraph:
         """Check the graph and bind it to a checkpointer (a store)."""
-        from domain.graph.compiled import CompiledStateGraph
-
         if interrupt_before or interrupt_after:
             msg = (
                 "Static breakpoints (interrupt_before / interrupt_after) are not "
