@@ -335,7 +335,7 @@ class Run:
             args = (task.state, self.config) if spec.takes_config else (task.state,)
             returned = spec.action(*args)
         except GraphInterrupt as pause:
-            return Outcome(task.node, interrupt=pause)
+            return _paused(task.node, pause)
         except Exception as error:  # a node's failure is recorded, then raised
             return Outcome(task.node, error=error)
         finally:
@@ -353,7 +353,7 @@ class Run:
             else:
                 returned = await asyncio.to_thread(spec.action, *args)
         except GraphInterrupt as pause:
-            return Outcome(task.node, interrupt=pause)
+            return _paused(task.node, pause)
         except Exception as error:  # a node's failure is recorded, then raised
             return Outcome(task.node, error=error)
         finally:
@@ -396,7 +396,7 @@ class Run:
                     step=step,
                     node=outcome.node,
                     index=outcome.interrupt.index,
-                    value=to_json(outcome.interrupt.value, "The interrupt() value"),
+                    value=outcome.interrupt.value,
                 )
         failure = next((o.error for o in outcomes if o.error is not None), None)
         for outcome in outcomes:
@@ -482,6 +482,15 @@ class Run:
                 self.position = position
         elif self.thread is not None:
             self.thread.collect_events()
+
+
+def _paused(node: str, pause: GraphInterrupt) -> Outcome:
+    """A node that paused; an interrupt() value that is not JSON fails the node."""
+    try:
+        pause.value = to_json(pause.value, f"The interrupt() value of node {node!r}")
+    except HoldpointError as error:
+        return Outcome(node, error=error)
+    return Outcome(node, interrupt=pause)
 
 
 def pending_interrupts(thread: WorkflowThread) -> list[Interrupt]:
