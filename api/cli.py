@@ -7,8 +7,9 @@ import sys
 from collections.abc import Sequence
 
 from api.bootstrap import configure_logging
+from api.demo import run_demo
 from domain.errors import HoldpointError
-from domain.store import DEFAULT_STORE_URL, StoreURLError
+from domain.store import DEFAULT_STORE_URL
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,10 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
     try:
         if args.command == "demo":
-            from api.demo import run_demo
-
             return run_demo(amount=args.amount, decision=args.decision)
-    except (HoldpointError, StoreURLError) as error:
+    except HoldpointError as error:
         print(f"holdpoint: error: {error}", file=sys.stderr)
         return 2
     return 0

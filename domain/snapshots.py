@@ -11,6 +11,7 @@ checkpoint: the interrupts raised meanwhile, and each task's result.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
@@ -22,6 +23,7 @@ from domain.types import Interrupt, PregelTask, StateSnapshot
 _WINDOW_PAGE = 64
 
 
+@lru_cache(maxsize=65536)
 def checkpoint_id(version: int, event_hash: str) -> str:
     """A checkpoint id: the version in the high bits, the event's hash below."""
     return str(UUID(int=(version << 64) | int(event_hash[:16], 16)))
@@ -162,7 +164,7 @@ def _history(store: Workflows, thread_id: str) -> list[StateSnapshot]:
     window = _Window()
     for event in store.iter_thread_events(thread_id):
         if thread is None:
-            thread = event.mutate(None)  # type: ignore[assignment]
+            thread = event.mutate(None)
             continue
         if thread.makes_checkpoint(event):
             if thread.checkpoint is not None:

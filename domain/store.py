@@ -17,13 +17,20 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from eventsourcing.persistence import PersistenceError
+
 from domain.application import Workflows
+from domain.errors import HoldpointError
 
 DEFAULT_STORE_URL = "sqlite:///./var/holdpoint.db"
 
 
-class StoreURLError(ValueError):
+class StoreURLError(HoldpointError, ValueError):
     """The store URL cannot be understood."""
+
+
+class StoreUnavailableError(HoldpointError):
+    """The store cannot be opened: a missing folder, a locked or unreadable file..."""
 
 
 def store_url_from_env() -> str:
@@ -33,7 +40,21 @@ def store_url_from_env() -> str:
 def open_store(url: str | None = None) -> Workflows:
     """Open the store at `url` (default: `HOLDPOINT_STORE`, then SQLite)."""
     url = url or store_url_from_env()
-    return Workflows(env=store_env(url), url=url)
+    env = store_env(url)
+    try:
+        return Workflows(env=env, url=url)
+    except (OSError, PersistenceError) as error:
+        msg = f"Cannot open the store {redacted(url)}: {error}"
+        raise StoreUnavailableError(msg) from None
+
+
+def redacted(url: str) -> str:
+    """The URL with any password replaced by ***, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
 
 
 def store_env(url: str) -> dict[str, str]:
@@ -43,10 +64,10 @@ def store_env(url: str) -> dict[str, str]:
         return {"PERSISTENCE_MODULE": "eventsourcing.popo"}
     if scheme == "sqlite":
         return _sqlite_env(url)
-    msg = (
-        f"Unknown store URL {url!r}: use memory://, sqlite:///path/to/file.db "
-        "or postgresql://user:password@host:5432/dbname"
-    )
+    if scheme in ("postgresql", "postgres"):
+        msg = f"PostgreSQL stores are not supported yet ({redacted(url)}): use sqlite:///path.db"
+        raise StoreURLError(msg)
+    msg = f"Unknown store URL {redacted(url)!r}: use memory:// or sqlite:///path/to/file.db"
     raise StoreURLError(msg)
 
 
@@ -56,7 +77,11 @@ def _sqlite_env(url: str) -> dict[str, str]:
         msg = f"SQLite store URL {url!r} names no file: use sqlite:///path/to/file.db"
         raise StoreURLError(msg)
     file = Path(path[1:])  # "/./rel.db" -> "./rel.db", "//abs.db" -> "/abs.db"
-    file.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        msg = f"Cannot create the folder of the SQLite store {url}: {error.strerror}"
+        raise StoreUnavailableError(msg) from None
     return {
         "PERSISTENCE_MODULE": "eventsourcing.sqlite",
         "SQLITE_DBNAME": str(file),

@@ -186,7 +186,8 @@ class WorkflowThread(Aggregate):
 
     def task_id(self, node: str) -> str:
         """The id of `node`'s task in the open step (the same on every re-run)."""
-        return str(uuid5(self.id, f"{self.step + 1}:{node}"))
+        digest = hashlib.sha1(f"{self.id.hex}:{self.step + 1}:{node}".encode()).hexdigest()
+        return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
     def written_in_open_step(self) -> dict[str, str]:
         """Last-value keys already written in the open step, by node."""
@@ -304,7 +305,7 @@ class WorkflowThread(Aggregate):
         )
         return interrupt_id
 
-    def _mark_checkpoint(self, event: WorkflowThread.Event, source: str) -> None:
+    def _mark_checkpoint(self, event: Any, source: str) -> None:
         self.parent_checkpoint = self.checkpoint
         self.checkpoint = {
             "version": event.originator_version,

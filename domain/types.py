@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from domain.errors import NoCheckpointerError
@@ -69,7 +69,7 @@ class StateSnapshot(NamedTuple):
     created_at: str | None
     parent_config: dict[str, Any] | None
     tasks: tuple[PregelTask, ...]
-    interrupts: tuple[Interrupt, ...] = field(default=())  # type: ignore[assignment]
+    interrupts: tuple[Interrupt, ...] = ()
 
 
 def interrupt(value: Any) -> Any:
