@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError
 
-from domain.errors import ConcurrentUpdateError
-from domain.thread import WorkflowThread, thread_uuid
+from domain.errors import ConcurrentUpdateError, ThreadCancelledError, ThreadNotFoundError
+from domain.thread import CANCELLED, WorkflowThread, thread_uuid
 
 SNAPSHOT_INTERVAL = 50
 
@@ -82,3 +82,17 @@ class Workflows(Application[Any]):
         ):
             self.snapshots.put([WorkflowThread.Snapshot.take(thread)])
         return recordings[-1].notification.id
+
+    def cancel(self, thread_id: str, actor: dict[str, Any], reason: str | None) -> int | None:
+        """Stop a thread for good (the Article 14(4)(e) stop button).
+
+        Its pending interrupts are withdrawn; it can still be read. Raises
+        ThreadNotFoundError or ThreadCancelledError, recording nothing.
+        """
+        thread = self.thread(thread_id)
+        if thread is None:
+            raise ThreadNotFoundError(thread_id)
+        if thread.status == CANCELLED:
+            raise ThreadCancelledError(thread_id)
+        thread.record(WorkflowThread.ThreadCancelled, step=thread.step, actor=actor, reason=reason)
+        return self.record(thread)

@@ -1,0 +1,68 @@
+"""Cancelling a thread: the Article 14(4)(e) stop button."""
+
+import operator
+from typing import Annotated, TypedDict
+
+import pytest
+
+from domain.errors import ThreadCancelledError, ThreadNotFoundError
+from domain.graph import END, START, StateGraph
+from domain.thread import WorkflowThread
+from domain.types import Command, interrupt
+
+REVIEWER = {"id": "rita", "role": "reviewer", "authenticated": True, "via": "test"}
+
+
+class State(TypedDict):
+    log: Annotated[list, operator.add]
+
+
+def ask(state: State) -> dict:
+    return {"log": [interrupt("go ahead?")]}
+
+
+def paused_graph(store):
+    builder = StateGraph(State)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    graph = builder.compile(checkpointer=store)
+    graph.invoke({"log": []}, {"configurable": {"thread_id": "t"}})
+    return graph
+
+
+def stored(store):
+    return [(type(e).__name__, e.originator_version) for e in store.thread_events("t")]
+
+
+def test_cancelling_a_paused_thread_withdraws_its_interrupts(store):
+    # Given a thread paused at an interrupt
+    graph = paused_graph(store)
+    # When a reviewer cancels it with a reason
+    store.cancel("t", REVIEWER, "customer withdrew the request")
+    # Then ThreadCancelled records who and why, and nothing is pending
+    last = store.thread_events("t")[-1]
+    assert isinstance(last, WorkflowThread.ThreadCancelled)
+    assert (last.actor["id"], last.reason) == ("rita", "customer withdrew the request")
+    snapshot = graph.get_state({"configurable": {"thread_id": "t"}})
+    assert snapshot.interrupts == ()
+    assert store.thread("t").status == "cancelled"
+
+
+def test_a_cancelled_thread_cannot_be_resumed_or_cancelled_again(store):
+    graph = paused_graph(store)
+    store.cancel("t", REVIEWER, None)
+    before = stored(store)
+    with pytest.raises(ThreadCancelledError):
+        graph.invoke(Command(resume=True), {"configurable": {"thread_id": "t"}})
+    with pytest.raises(ThreadCancelledError):
+        store.cancel("t", REVIEWER, None)
+    with pytest.raises(ThreadCancelledError):
+        graph.update_state({"configurable": {"thread_id": "t"}}, {"log": ["x"]})
+    assert stored(store) == before
+
+
+def test_cancelling_an_unknown_thread_is_an_error(store):
+    with pytest.raises(ThreadNotFoundError):
+        store.cancel("nope", REVIEWER, None)
+    assert store.thread("nope") is None
