@@ -2,7 +2,9 @@
 
 - `memory://`: in this process only (tests, notebooks).
 - `sqlite:///relative/path.db` or `sqlite:////absolute/path.db`: the embedded
-  default; the folder is created on demand.
+  default; the folder is created on demand. Options: `?synchronous=full`
+  (default `normal`: see `persistence/sqlite.py` for what each survives) and
+  `?timeout=SECONDS` (how long a writer waits for the lock, default 5).
 - `postgresql://...`: the production store (see issue 3).
 
 `HOLDPOINT_STORE` holds the URL for the CLI and the server; the default is
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from eventsourcing.persistence import PersistenceError
 
@@ -72,7 +74,7 @@ def store_env(url: str) -> dict[str, str]:
 
 
 def _sqlite_env(url: str) -> dict[str, str]:
-    path = url.removeprefix("sqlite://")
+    path, _, query = url.removeprefix("sqlite://").partition("?")
     if not path.startswith("/") or path == "/":
         msg = f"SQLite store URL {url!r} names no file: use sqlite:///path/to/file.db"
         raise StoreURLError(msg)
@@ -82,8 +84,10 @@ def _sqlite_env(url: str) -> dict[str, str]:
     except OSError as error:
         msg = f"Cannot create the folder of the SQLite store {url}: {error.strerror}"
         raise StoreUnavailableError(msg) from None
+    options = dict(parse_qsl(query))
     return {
-        "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+        "PERSISTENCE_MODULE": "persistence.sqlite",
         "SQLITE_DBNAME": str(file),
-        "SQLITE_LOCK_TIMEOUT": "5",
+        "SQLITE_LOCK_TIMEOUT": options.get("timeout", "5"),
+        "SQLITE_SYNCHRONOUS": options.get("synchronous", "normal"),
     }

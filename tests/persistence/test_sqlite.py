@@ -1,0 +1,61 @@
+"""The embedded SQLite store: append-only at the database, tunable durability."""
+
+import sqlite3
+from pathlib import Path
+from typing import TypedDict
+
+import pytest
+
+from domain.graph import END, START, StateGraph
+from domain.store import StoreUnavailableError, open_store
+
+
+class State(TypedDict):
+    x: int
+
+
+def record_one_thread(url: str) -> None:
+    builder = StateGraph(State)
+    builder.add_node("n", lambda state: {"x": state["x"] + 1})
+    builder.add_edge(START, "n")
+    builder.add_edge("n", END)
+    with open_store(url) as store:
+        builder.compile(checkpointer=store).invoke({"x": 1}, {"configurable": {"thread_id": "t"}})
+
+
+def synchronous_level(url: str) -> int:
+    with open_store(url) as store:
+        pool = store.recorder.datastore.pool
+        connection = pool.get_connection(is_writer=False)
+        try:
+            cursor = connection.cursor()
+            cursor.execute("PRAGMA synchronous")
+            return int(cursor.fetchone()[0])
+        finally:
+            pool.put_connection(connection)
+
+
+@pytest.mark.parametrize(
+    "statement", ["UPDATE stored_events SET topic = topic", "DELETE FROM stored_events"]
+)
+def test_a_raw_connection_cannot_rewrite_or_delete_events(tmp_path: Path, statement: str):
+    # Given a store with a recorded thread
+    record_one_thread(f"sqlite:///{tmp_path / 'h.db'}")
+    raw = sqlite3.connect(tmp_path / "h.db")
+    count = raw.execute("SELECT COUNT(*) FROM stored_events").fetchone()[0]
+    # When someone with the file tries to change or remove events
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        raw.execute(statement)
+    # Then every event is still there
+    assert raw.execute("SELECT COUNT(*) FROM stored_events").fetchone()[0] == count > 0
+
+
+def test_commits_use_normal_synchronous_unless_full_is_asked_for(tmp_path: Path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    assert synchronous_level(url) == 1  # NORMAL
+    assert synchronous_level(url + "?synchronous=full") == 2  # FULL
+
+
+def test_an_unknown_synchronous_level_is_a_clear_error(tmp_path: Path):
+    with pytest.raises(StoreUnavailableError, match="SQLITE_SYNCHRONOUS must be one of"):
+        open_store(f"sqlite:///{tmp_path / 's.db'}?synchronous=sometimes")
