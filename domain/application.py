@@ -76,10 +76,8 @@ class Workflows(Application[Any]):
         except IntegrityError:
             raise ConcurrentUpdateError(thread.thread_id) from None
         first, last = events[0].originator_version, events[-1].originator_version
-        if (
-            self.snapshots is not None
-            and (first - 1) // SNAPSHOT_INTERVAL != last // SNAPSHOT_INTERVAL
-        ):
+        interval = self.snapshotting_intervals.get(WorkflowThread, SNAPSHOT_INTERVAL)
+        if self.snapshots is not None and (first - 1) // interval != last // interval:
             self.snapshots.put([WorkflowThread.Snapshot.take(thread)])
         return recordings[-1].notification.id
 

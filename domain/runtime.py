@@ -184,6 +184,12 @@ class Run:
         self._record_start(update, routes)
 
     def _begin_command(self, command: Command[Any]) -> None:
+        if command.update is None and not command.goto_nodes():
+            msg = (
+                "Command() carries nothing to do: give resume=..., update=... or goto=...; "
+                "to answer an interrupt with None, use Command(resume={interrupt_id: None})"
+            )
+            raise InvalidUpdateError(msg)
         thread = self._existing_thread("a Command needs a thread to act on")
         self._check_accepts_input(thread)
         update = {}

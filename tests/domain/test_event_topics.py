@@ -29,7 +29,8 @@ def event_classes() -> list[type]:
     return [
         value
         for value in vars(WorkflowThread).values()
-        if isinstance(value, type) and value.__name__ not in ("Event", "Created", "Snapshot")
+        if isinstance(value, type)
+        and value.__name__ not in ("Event", "Created", "Snapshot")
         and issubclass(value, WorkflowThread.Event | WorkflowThread.Created)
     ]
 
