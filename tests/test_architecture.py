@@ -157,3 +157,14 @@ def test_relative_imports_are_resolved_against_their_package(tmp_path):
         "eventsourcing.domain",
         "eventsourcing.postgres",
     ]
+
+
+@pytest.mark.parametrize("path", modules_under("persistence"), ids=module_name)
+def test_persistence_modules_import_only_the_library_and_drivers(path):
+    # Persistence adapters are named by PERSISTENCE_MODULE; they know no Holdpoint layer.
+    bad = [
+        m
+        for m in imports_of(path)
+        if m.split(".", maxsplit=1)[0] in {"domain", "api", "projections"}
+    ]
+    assert bad == [], f"{module_name(path)} imports {bad}"

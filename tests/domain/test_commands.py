@@ -269,3 +269,22 @@ def test_goto_as_input_to_an_unknown_node_is_an_invalid_update(store):
     with pytest.raises(InvalidUpdateError, match="nowhere"):
         graph.invoke(Command(goto="nowhere"), config())
     assert len(store.thread_events("cmd")) == before
+
+
+def test_an_empty_command_is_refused_and_records_nothing(store):
+    # Given a thread paused at an interrupt
+    builder = StateGraph(S)
+    builder.add_node("router", router)
+    builder.add_node("approve", approve)
+    builder.add_node("deny", deny)
+    builder.add_edge(START, "router")
+    graph = builder.compile(checkpointer=store)
+    config = {"configurable": {"thread_id": "empty"}}
+    graph.invoke({"amount": 1.0, "approved": False, "trail": []}, config)
+    before = [e.event_hash for e in store.thread_events("empty")]
+    # When a Command that carries nothing is sent (or resume=None)
+    for command in (Command(), Command(resume=None)):
+        with pytest.raises(InvalidUpdateError, match="carries nothing"):
+            graph.invoke(command, config)
+    # Then nothing was recorded
+    assert [e.event_hash for e in store.thread_events("empty")] == before
