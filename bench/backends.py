@@ -24,23 +24,26 @@ from langgraph.types import Command, interrupt
 from bench.graphs import Api
 
 HOLDPOINT = "Holdpoint"
+HOLDPOINT_FULL = "Holdpoint, synchronous=full"
 LANGGRAPH = "LangGraph"
+SIDE_ORDER = (HOLDPOINT, HOLDPOINT_FULL, LANGGRAPH)
 
 Opener = Callable[[Path], AbstractContextManager[Any]]
 
 
 @dataclass(frozen=True)
 class Side:
-    """One implementation under test: its API and how to open its stores."""
+    """One implementation under test: its API and how to open its stores.
 
+    A ``variant`` is a second configuration of a side (Holdpoint's SQLite store
+    at ``synchronous=full``), run for context where it changes the figures.
+    """
+
+    name: str
     api: Api
     memory: Callable[[], AbstractContextManager[Any]]
     sqlite: Opener
-
-    @property
-    def name(self) -> str:
-        """The side's display name."""
-        return self.api.name
+    variant: bool = False
 
 
 def _close(saver: object) -> None:
@@ -49,7 +52,7 @@ def _close(saver: object) -> None:
         close()
 
 
-def _langgraph() -> Side:
+def _langgraph() -> list[Side]:
     @contextmanager
     def memory() -> Iterator[Any]:
         yield InMemorySaver()
@@ -64,11 +67,11 @@ def _langgraph() -> Side:
         finally:
             conn.close()
 
-    api = Api(LANGGRAPH, StateGraph, START, END, interrupt, Command)
-    return Side(api, memory, sqlite)
+    api = Api(StateGraph, START, END, interrupt, Command)
+    return [Side(LANGGRAPH, api, memory, sqlite)]
 
 
-def _holdpoint() -> Side:
+def _holdpoint() -> list[Side]:
     graph = importlib.import_module("domain.graph")
     types = importlib.import_module("domain.types")
     memory_module = importlib.import_module("domain.checkpoint.memory")
@@ -82,23 +85,22 @@ def _holdpoint() -> Side:
         finally:
             _close(saver)
 
-    @contextmanager
-    def sqlite(path: Path) -> Iterator[Any]:
-        store = store_module.open_store(f"sqlite:///{path}")
-        try:
-            yield store
-        finally:
-            store.close()
+    def sqlite_opener(options: str) -> Opener:
+        @contextmanager
+        def sqlite(path: Path) -> Iterator[Any]:
+            store = store_module.open_store(f"sqlite:///{path}{options}")
+            try:
+                yield store
+            finally:
+                store.close()
 
-    api = Api(
-        HOLDPOINT,
-        graph.StateGraph,
-        graph.START,
-        graph.END,
-        types.interrupt,
-        types.Command,
-    )
-    return Side(api, memory, sqlite)
+        return sqlite
+
+    api = Api(graph.StateGraph, graph.START, graph.END, types.interrupt, types.Command)
+    return [
+        Side(HOLDPOINT, api, memory, sqlite_opener("")),
+        Side(HOLDPOINT_FULL, api, memory, sqlite_opener("?synchronous=full"), variant=True),
+    ]
 
 
 def load_sides() -> tuple[list[Side], dict[str, str]]:
@@ -107,7 +109,7 @@ def load_sides() -> tuple[list[Side], dict[str, str]]:
     missing: dict[str, str] = {}
     for name, loader in ((HOLDPOINT, _holdpoint), (LANGGRAPH, _langgraph)):
         try:
-            sides.append(loader())
+            sides += loader()
         except Exception as exc:
             missing[name] = "".join(traceback.format_exception_only(exc)).strip()
     return sides, missing

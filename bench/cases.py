@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from functools import partial
 from time import perf_counter_ns
+from typing import TYPE_CHECKING
 
 from bench.backends import HOLDPOINT, LANGGRAPH, Side, scratch_dir, sqlite_bytes
-from bench.graphs import loop_builder, messages_loop_builder, refund_builder
+from bench.graphs import (
+    Config,
+    GraphBuilder,
+    loop_builder,
+    messages_loop_builder,
+    refund_builder,
+)
 from bench.harness import Runner, Settings, check, fresh_saver
 from bench.report import (
     CaseResult,
@@ -19,6 +26,9 @@ from bench.report import (
     ratio_target,
 )
 from bench.stats import fmt_bytes, fmt_ms, fmt_num, fmt_ratio, median, ms, p95
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 BACKENDS = ("memory", "sqlite")
 SPEED_LIMIT = 0.5  # Holdpoint's time at most 0.5 x LangGraph's
@@ -33,7 +43,8 @@ def _reps(settings: Settings) -> str:
     return f"median of {n} repetition{'s' if n > 1 else ''}, each on a fresh store"
 
 
-def _refund(settings: Settings, backend: str, side: Side, *, warm_up: bool) -> Stats:
+def refund_once(settings: Settings, backend: str, side: Side, *, warm_up: bool) -> Stats:
+    """Run one repetition of the refund cycle on a fresh ``backend`` store."""
     threads = settings.warmup_threads if warm_up else settings.threads
     api = side.api
     per_thread, to_interrupt, to_end = [], [], []
@@ -82,8 +93,8 @@ def refund_cycle(runner: Runner) -> CaseResult:
         [Table(["backend", "side", *(m.header for m in metrics)])],
     )
     for backend in BACKENDS:
-        measure = partial(_refund, settings, backend)
-        by_side = runner.compare(f"refund/{backend}", measure)
+        measure = partial(refund_once, settings, backend)
+        by_side = runner.compare(f"refund/{backend}", measure, variants=backend == "sqlite")
         result.tables[0].rows += comparison_rows(backend, by_side, metrics)
         result.targets.append(
             ratio_target(
@@ -95,7 +106,8 @@ def refund_cycle(runner: Runner) -> CaseResult:
     return result
 
 
-def _loop(settings: Settings, backend: str, side: Side, *, warm_up: bool) -> Stats:
+def loop_once(settings: Settings, backend: str, side: Side, *, warm_up: bool) -> Stats:
+    """Run the counter loop once on a fresh ``backend`` store."""
     steps = WARM_UP_STEPS if warm_up else settings.loop_steps
     with fresh_saver(side, backend) as saver:
         graph = loop_builder(side.api, steps).compile(checkpointer=saver)
@@ -124,7 +136,8 @@ def long_loop(runner: Runner) -> CaseResult:
         [Table(["backend", "side", *(m.header for m in metrics)])],
     )
     for backend in BACKENDS:
-        by_side = runner.compare(f"loop/{backend}", partial(_loop, settings, backend))
+        measure = partial(loop_once, settings, backend)
+        by_side = runner.compare(f"loop/{backend}", measure, variants=backend == "sqlite")
         result.tables[0].rows += comparison_rows(backend, by_side, metrics)
         result.targets.append(
             ratio_target(
@@ -136,37 +149,70 @@ def long_loop(runner: Runner) -> CaseResult:
     return result
 
 
-def _get_state(length: int, calls: int, side: Side, *, warm_up: bool) -> Stats:
-    """Build a ``length``-step thread, then time get_state on freshly opened stores."""
-    if warm_up:
-        length, calls = WARM_UP_STEPS, 2
+def build_loop_thread(side: Side, path: Path, length: int) -> tuple[GraphBuilder, Config, int]:
+    """Run the loop graph to ``length`` steps on the SQLite file ``path``.
+
+    Return the builder, the thread's config and the run time in nanoseconds.
+    """
     builder = loop_builder(side.api, length)
-    config = {"configurable": {"thread_id": "long"}, "recursion_limit": length + 10}
-    first, again = [], []
+    config: Config = {"configurable": {"thread_id": "long"}, "recursion_limit": length + 10}
+    with side.sqlite(path) as store:
+        t0 = perf_counter_ns()
+        builder.compile(checkpointer=store).invoke({"n": 0}, config)
+        return builder, config, perf_counter_ns() - t0
+
+
+def read_fresh(
+    side: Side, path: Path, builder: GraphBuilder, config: Config, length: int
+) -> tuple[int, int]:
+    """Open a new store on ``path``; time get_state there, then a second call (ns).
+
+    Opening the store and compiling the builder are not timed; the state read
+    must be the end of a ``length``-step thread.
+    """
+    with side.sqlite(path) as store:
+        graph = builder.compile(checkpointer=store)
+        t0 = perf_counter_ns()
+        snapshot = graph.get_state(config)
+        t1 = perf_counter_ns()
+        graph.get_state(config)
+        t2 = perf_counter_ns()
+    check(ok=snapshot.values.get("n") == length, what="wrong values", got=snapshot.values)
+    check(ok=not snapshot.next, what="thread not at END", got=snapshot.next)
+    return t1 - t0, t2 - t1
+
+
+def get_state_once(lengths: tuple[int, ...], calls: int, side: Side, *, warm_up: bool) -> Stats:
+    """Build one thread per length, then time get_state on freshly opened stores.
+
+    The lengths take turns call by call, so that a drift in the machine's speed
+    cannot pass for a growth with length. Keys are ``"<length>:<statistic>"``.
+    """
+    if warm_up:
+        lengths, calls = (WARM_UP_STEPS,), 2
+    stats: Stats = {}
     with scratch_dir() as directory:
-        path = directory / "bench.db"
-        with side.sqlite(path) as store:
-            t0 = perf_counter_ns()
-            builder.compile(checkpointer=store).invoke({"n": 0}, config)
-            build_ns = perf_counter_ns() - t0
+        threads = {n: build_loop_thread(side, directory / f"{n}.db", n) for n in lengths}
+        times: dict[int, list[tuple[int, int]]] = {n: [] for n in lengths}
         for _ in range(calls):
-            with side.sqlite(path) as store:
-                graph = builder.compile(checkpointer=store)
-                t0 = perf_counter_ns()
-                snapshot = graph.get_state(config)
-                t1 = perf_counter_ns()
-                graph.get_state(config)
-                t2 = perf_counter_ns()
-            values, pending = snapshot.values, snapshot.next
-            check(ok=values.get("n") == length, what="wrong values", got=values)
-            check(ok=not pending, what="thread not at END", got=pending)
-            first.append(ms(t1 - t0))
-            again.append(ms(t2 - t1))
+            for n, (builder, config, _) in threads.items():
+                times[n].append(read_fresh(side, directory / f"{n}.db", builder, config, n))
+    for n, pairs in times.items():
+        first = [ms(t) for t, _ in pairs]
+        stats[f"{n}:first"] = median(first)
+        stats[f"{n}:first_p95"] = p95(first)
+        stats[f"{n}:again"] = median([ms(t) for _, t in pairs])
+        stats[f"{n}:build_step_ms"] = ms(threads[n][2]) / n
+    return stats
+
+
+def _of_length(by_side: dict[str, Stats | None], length: int) -> dict[str, Stats | None]:
+    prefix = f"{length}:"
     return {
-        "first": median(first),
-        "first_p95": p95(first),
-        "again": median(again),
-        "build_step_ms": ms(build_ns) / length,
+        name: {k.removeprefix(prefix): v for k, v in stats.items() if k.startswith(prefix)}
+        if stats
+        else None
+        for name, stats in by_side.items()
     }
 
 
@@ -187,20 +233,19 @@ def get_state_fresh(runner: Runner) -> CaseResult:
     result = CaseResult(
         "get_state",
         "3. get_state at the end of a long thread, freshly opened SQLite store",
-        f"The loop graph run to {short:,} and to {long_:,} steps on a SQLite file; "
-        f"the store is closed, then {calls} times: open a new store object on the "
-        "same file and compile the same builder with it (not timed), time "
-        "`graph.get_state(config)`, and time a second call on the same store "
-        "(context). Medians of the calls; one thread per side and length. "
+        f"The loop graph run to {short:,} and to {long_:,} steps, each on its own SQLite "
+        f"file; the stores are closed, then {calls} times, the two files taking turns: "
+        "open a new store object on the file and compile the same builder with it "
+        "(not timed), time `graph.get_state(config)`, and time a second call on the "
+        "same store (context). Medians of the calls; one thread per side and length. "
         "LangGraph's figures are context, not a target.",
         [Table(["steps", "side", *(m.header for m in metrics)])],
     )
-    by_length: dict[int, dict[str, Stats | None]] = {}
-    for length in (short, long_):
-        measure = partial(_get_state, length, calls)
-        by_length[length] = runner.compare(f"get_state/{length}", measure, reps=1)
-        rows = comparison_rows(f"{length:,}", by_length[length], metrics)
-        result.tables[0].rows += rows
+    measure = partial(get_state_once, (short, long_), calls)
+    by_side = runner.compare("get_state", measure, reps=1)
+    by_length = {length: _of_length(by_side, length) for length in (short, long_)}
+    for length, stats in by_length.items():
+        result.tables[0].rows += comparison_rows(f"{length:,}", stats, metrics)
     growth = Table(["side", f"get_state median, {long_:,} / {short:,} steps"])
     for name in (HOLDPOINT, LANGGRAPH):
         value = _growth(by_length[short].get(name), by_length[long_].get(name))
@@ -225,7 +270,8 @@ def get_state_fresh(runner: Runner) -> CaseResult:
     return result
 
 
-def _storage(settings: Settings, side: Side, *, warm_up: bool) -> Stats:
+def storage_once(settings: Settings, side: Side, *, warm_up: bool) -> Stats:
+    """Run the message loop on a fresh SQLite file and measure the files."""
     steps = WARM_UP_STEPS if warm_up else settings.storage_steps
     builder = messages_loop_builder(side.api, steps, settings.message_size)
     config = {"configurable": {"thread_id": "messages"}, "recursion_limit": steps + 10}
@@ -271,7 +317,7 @@ def storage(runner: Runner) -> CaseResult:
         "repetition: the sizes are deterministic.",
         [Table(["", "side", *(m.header for m in metrics)])],
     )
-    by_side = runner.compare("storage", partial(_storage, runner.settings), reps=1)
+    by_side = runner.compare("storage", partial(storage_once, runner.settings), reps=1)
     result.tables[0].rows += comparison_rows("SQLite", by_side, metrics)
     result.targets.append(
         ratio_target(

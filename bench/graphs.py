@@ -48,7 +48,6 @@ class GraphBuilder(Protocol):
 class Api:
     """The part of the LangGraph API that the benchmark graphs use."""
 
-    name: str
     StateGraph: Any
     START: str
     END: str

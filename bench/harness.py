@@ -107,21 +107,23 @@ class Runner:
             return None
 
     def compare(
-        self, label: str, measure: Measure, reps: int | None = None
+        self, label: str, measure: Measure, reps: int | None = None, *, variants: bool = False
     ) -> dict[str, Stats | None]:
         """Warm up, then ``reps`` repetitions per side; medians of each statistic.
 
-        A side that raises is left out from then on (its result is None).
+        Variant sides run only with ``variants``. A side that raises is left out
+        from then on (its result is None).
         """
         reps = self.settings.reps if reps is None else reps
+        sides = [side for side in self.sides if variants or not side.variant]
         self.progress(f"{label}: warm-up")
         runs: dict[str, list[Stats]] = {
             side.name: []
-            for side in self.sides
+            for side in sides
             if self.attempt(label, measure, side, warm_up=True) is not None
         }
         for rep in range(reps):
-            order = self.sides if rep % 2 == 0 else self.sides[::-1]
+            order = sides if rep % 2 == 0 else sides[::-1]
             for side in (s for s in order if s.name in runs):
                 gc.collect()
                 self.progress(f"{label}: {side.name}, repetition {rep + 1}/{reps}")
@@ -130,7 +132,7 @@ class Runner:
                     del runs[side.name]
                 else:
                     runs[side.name].append(stats)
-        out: dict[str, Stats | None] = {side.name: None for side in self.sides}
+        out: dict[str, Stats | None] = {side.name: None for side in sides}
         for name, stats_list in runs.items():
             out[name] = {key: median([stats[key] for stats in stats_list]) for key in stats_list[0]}
         return out

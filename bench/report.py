@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from bench.backends import HOLDPOINT, LANGGRAPH
+from bench.backends import HOLDPOINT, HOLDPOINT_FULL, LANGGRAPH, SIDE_ORDER
 from bench.stats import fmt_ratio
 
 if TYPE_CHECKING:
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 Stats = dict[str, float]
-RATIO = "ratio H/L"
+RATIO_LABELS = {HOLDPOINT: "ratio H/L", HOLDPOINT_FULL: "ratio H(synchronous=full)/L"}
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,9 @@ class CaseResult:
     errors: list[str] = field(default_factory=list)
 
 
-def ratio(by_side: dict[str, Stats | None], key: str) -> float | None:
-    """Return Holdpoint's value over LangGraph's, or None when either is missing."""
-    hold, lang = by_side.get(HOLDPOINT), by_side.get(LANGGRAPH)
+def ratio(by_side: dict[str, Stats | None], key: str, side: str = HOLDPOINT) -> float | None:
+    """Return ``side``'s value over LangGraph's, or None when either is missing."""
+    hold, lang = by_side.get(side), by_side.get(LANGGRAPH)
     if hold is None or lang is None or not lang.get(key):
         return None
     return hold[key] / lang[key]
@@ -72,14 +72,17 @@ def ratio(by_side: dict[str, Stats | None], key: str) -> float | None:
 def comparison_rows(
     group: str, by_side: dict[str, Stats | None], metrics: Sequence[Metric]
 ) -> list[list[str]]:
-    """One row per side, then the Holdpoint/LangGraph ratio of every metric."""
+    """One row per side measured, then each Holdpoint side's ratio to LangGraph."""
     rows = []
-    for side in (HOLDPOINT, LANGGRAPH):
-        stats = by_side.get(side)
-        cells = [m.fmt(stats[m.key]) if stats else "not available" for m in metrics]
-        rows.append([group, side, *cells])
-    ratios = [ratio(by_side, m.key) for m in metrics]
-    rows.append([group, RATIO, *("n/a" if r is None else fmt_ratio(r) for r in ratios)])
+    names = [name for name in SIDE_ORDER if name in by_side or name != HOLDPOINT_FULL]
+    for name in names:
+        stats = by_side.get(name)
+        cells = [m.fmt(stats[m.key]) if stats else "no result" for m in metrics]
+        rows.append([group, name, *cells])
+    for name, label in RATIO_LABELS.items():
+        if name in names:
+            ratios = [ratio(by_side, m.key, name) for m in metrics]
+            rows.append([group, label, *("n/a" if r is None else fmt_ratio(r) for r in ratios)])
     return rows
 
 

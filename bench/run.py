@@ -20,7 +20,7 @@ if __package__ in (None, ""):  # run as a script: python bench/run.py
 from bench.backends import LANGGRAPH, load_sides
 from bench.cases import CASES
 from bench.harness import QUICK, Progress, Runner, Settings
-from bench.machine import header_lines
+from bench.machine import header_lines, load_average
 from bench.report import CaseResult, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,9 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     settings = QUICK if args.quick else Settings()
     names = args.only or list(CASES)
-    output = args.output or (
-        FULL_REPORT if not args.quick and names == list(CASES) else PARTIAL_REPORT
-    )
+    output = args.output or (FULL_REPORT if not (args.quick or args.only) else PARTIAL_REPORT)
+    load_at_start = load_average()
     clock = time.perf_counter()
     started = datetime.now(UTC)
     say = _progress(clock)
@@ -94,7 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(_summary(result)), flush=True)
 
     command = shlex.join(["python", "-m", "bench.run", *(sys.argv[1:] if argv is None else argv)])
-    header = header_lines(ROOT, command, started, time.perf_counter() - clock)
+    header = header_lines(ROOT, command, started, time.perf_counter() - clock, load_at_start)
+    if args.quick:
+        header.append(
+            "- **Smoke run** (`--quick`): small workloads and one repetition; the verdicts "
+            "below do not judge the targets, which are set for the full sizes."
+        )
     write_report(output, results, header, missing)
     print(f"wrote {output}")
     return 1 if missing or runner.errors else 0
