@@ -139,11 +139,9 @@ def get_state_history(
         before_id = (before.get("configurable") or {}).get("checkpoint_id")
         if before_id:
             before_version, _ = parse_checkpoint_id(thread_id, str(before_id))
-    entries = _history(store, thread_id)
     count = 0
-    for snapshot in reversed(entries):
-        version = (snapshot.config["configurable"].get("checkpoint_id"), snapshot)
-        if before_version is not None and _version_of(version[0]) >= before_version:
+    for snapshot in reversed(_history(store, thread_id)):
+        if before_version is not None and _version_of(snapshot) >= before_version:
             continue
         if filter and any((snapshot.metadata or {}).get(k) != v for k, v in filter.items()):
             continue
@@ -153,8 +151,8 @@ def get_state_history(
             return
 
 
-def _version_of(checkpoint: str) -> int:
-    return UUID(checkpoint).int >> 64
+def _version_of(snapshot: StateSnapshot) -> int:
+    return UUID(snapshot.config["configurable"]["checkpoint_id"]).int >> 64
 
 
 def _history(store: Workflows, thread_id: str) -> list[StateSnapshot]:
