@@ -108,7 +108,7 @@ class Run:
         self.store: Workflows | None = graph.checkpointer
         self.config = config
         self.modes = modes
-        self.thread_id: str = configurable.get("thread_id") or ""
+        self.thread_id = str(configurable.get("thread_id") or "")
         if self.store is not None and not self.thread_id:
             raise MissingThreadIdError
         if self.store is None:
