@@ -5,7 +5,11 @@
   default; the folder is created on demand. Options: `?synchronous=full`
   (default `normal`: see `persistence/sqlite.py` for what each survives) and
   `?timeout=SECONDS` (how long a writer waits for the lock, default 5).
-- `postgresql://...`: the production store (see issue 3).
+- `postgresql://user:password@host:5432/dbname`: the production store.
+  Options: `?schema=NAME` (created if missing), `?pool_size=2`,
+  `?max_overflow=8`, `?connect_timeout=5` (seconds), `?lock_timeout=10`
+  (seconds a commit waits for the events table's lock), `?create_tables=no`
+  (for a runtime role that cannot create them: run `holdpoint db init` first).
 
 `HOLDPOINT_STORE` holds the URL for the CLI and the server; the default is
 `sqlite:///./var/holdpoint.db`. The store configures the `eventsourcing`
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from eventsourcing.persistence import PersistenceError
 
@@ -67,10 +71,54 @@ def store_env(url: str) -> dict[str, str]:
     if scheme == "sqlite":
         return _sqlite_env(url)
     if scheme in ("postgresql", "postgres"):
-        msg = f"PostgreSQL stores are not supported yet ({redacted(url)}): use sqlite:///path.db"
-        raise StoreURLError(msg)
-    msg = f"Unknown store URL {redacted(url)!r}: use memory:// or sqlite:///path/to/file.db"
+        return _postgres_env(url)
+    msg = (
+        f"Unknown store URL {redacted(url)!r}: use memory://, sqlite:///path/to/file.db "
+        "or postgresql://user:password@host:5432/dbname"
+    )
     raise StoreURLError(msg)
+
+
+_POSTGRES_OPTIONS = {
+    "schema": "POSTGRES_SCHEMA",
+    "pool_size": "POSTGRES_POOL_SIZE",
+    "max_overflow": "POSTGRES_MAX_OVERFLOW",
+    "connect_timeout": "POSTGRES_CONNECT_TIMEOUT",
+    "lock_timeout": "POSTGRES_LOCK_TIMEOUT",
+    "create_tables": "CREATE_TABLE",
+}
+
+
+def _postgres_env(url: str) -> dict[str, str]:
+    parts = urlsplit(url)
+    database = unquote(parts.path.lstrip("/"))
+    if not parts.hostname or not database:
+        msg = (
+            f"PostgreSQL store URL {redacted(url)!r} needs a host and a database: "
+            "postgresql://user:password@host:5432/dbname"
+        )
+        raise StoreURLError(msg)
+    options = dict(parse_qsl(parts.query))
+    unknown = sorted(set(options) - set(_POSTGRES_OPTIONS))
+    if unknown:
+        msg = (
+            f"Unknown option {unknown[0]!r} in {redacted(url)}: use {', '.join(_POSTGRES_OPTIONS)}"
+        )
+        raise StoreURLError(msg)
+    env = {
+        "PERSISTENCE_MODULE": "persistence.postgres",
+        "POSTGRES_DBNAME": database,
+        "POSTGRES_HOST": parts.hostname,
+        "POSTGRES_PORT": str(parts.port or 5432),
+        "POSTGRES_USER": unquote(parts.username or ""),
+        "POSTGRES_PASSWORD": unquote(parts.password or ""),
+        "POSTGRES_CONNECT_TIMEOUT": "5",
+        "POSTGRES_LOCK_TIMEOUT": "10",
+        "POSTGRES_POOL_SIZE": "2",
+        "POSTGRES_MAX_OVERFLOW": "8",
+    }
+    env.update({_POSTGRES_OPTIONS[key]: value for key, value in options.items()})
+    return env
 
 
 def _sqlite_env(url: str) -> dict[str, str]:

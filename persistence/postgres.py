@@ -1,0 +1,139 @@
+"""The production PostgreSQL store: the library's recorder, faster and append-only.
+
+What differs from `eventsourcing.postgres`:
+
+- One round trip per commit. The library's default insert is a pipelined
+  transaction (`LOCK TABLE ... IN EXCLUSIVE MODE`, `NOTIFY`, `INSERT`,
+  `COMMIT`); its faster database-function path skips the table lock, so a
+  follower reading the notification log could pass over an id that commits
+  later. Ours is one function, `holdpoint_insert_events`, that takes the same
+  EXCLUSIVE lock, notifies and inserts, called as one autocommit statement:
+  notification ids still become visible in commit order, so no projection
+  can miss an event.
+- The function is `SECURITY DEFINER`, owned by the role that created the
+  tables, so the server's role needs no INSERT (nor the UPDATE that LOCK
+  TABLE otherwise demands) on the events table: see the README's
+  least-privilege role.
+- The events table refuses UPDATE, DELETE and TRUNCATE (triggers), even for
+  its owner.
+- A schema named by `POSTGRES_SCHEMA` is created if it does not exist.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import psycopg
+from eventsourcing import postgres as library
+from eventsourcing.persistence import Environment, OperationalError
+from psycopg.sql import SQL, Composed, Identifier
+
+INSERT_FUNCTION = "holdpoint_insert_events"
+REFUSE_FUNCTION = "holdpoint_refuse_change"
+
+
+class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder):
+    """Inserts through one locking function; the table refuses changes."""
+
+    def __init__(self, datastore: library.PostgresDatastore, **kwargs: Any) -> None:
+        super().__init__(datastore, **kwargs)
+        schema = Identifier(self.datastore.schema)
+        table = Identifier(self.events_table_name)
+        self.pg_function_name_insert_events = INSERT_FUNCTION
+        self.sql_invoke_pg_function_insert_events = SQL(
+            "SELECT * FROM {schema}.{function}((%s))"
+        ).format(schema=schema, function=Identifier(INSERT_FUNCTION))
+        self.sql_create_statements[self.create_insert_function_statement_index] = SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.{function}(events {schema}.{event}[]) "
+            "RETURNS SETOF bigint LANGUAGE plpgsql SECURITY DEFINER "
+            "SET search_path = pg_catalog, pg_temp AS $BODY$ "
+            "BEGIN "
+            "  SET LOCAL lock_timeout = '{lock_timeout}s'; "
+            "  LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
+            "  NOTIFY {channel}; "
+            "  RETURN QUERY INSERT INTO {schema}.{table} "
+            "    (originator_id, originator_version, topic, state) "
+            "    SELECT originator_id, originator_version, topic, state FROM unnest(events) "
+            "    RETURNING notification_id; "
+            "END; $BODY$"
+        ).format(
+            schema=schema,
+            function=Identifier(INSERT_FUNCTION),
+            event=Identifier(self.stored_event_type_name),
+            lock_timeout=self.datastore.lock_timeout,
+            table=table,
+            channel=Identifier(self.channel_name),
+        )
+        self.sql_create_statements.extend(self._append_only_statements(schema, table))
+
+    def _append_only_statements(self, schema: Identifier, table: Identifier) -> list[Composed]:
+        refuse = Identifier(REFUSE_FUNCTION)
+        return [
+            SQL(
+                "CREATE OR REPLACE FUNCTION {schema}.{refuse}() RETURNS trigger "
+                "LANGUAGE plpgsql AS $BODY$ BEGIN "
+                "RAISE EXCEPTION 'holdpoint events are append-only: % refused', TG_OP "
+                "USING ERRCODE = 'insufficient_privilege'; END; $BODY$"
+            ).format(schema=schema, refuse=refuse),
+            SQL(
+                "CREATE OR REPLACE TRIGGER holdpoint_no_update_or_delete "
+                "BEFORE UPDATE OR DELETE ON {schema}.{table} "
+                "FOR EACH ROW EXECUTE FUNCTION {schema}.{refuse}()"
+            ).format(schema=schema, table=table, refuse=refuse),
+            SQL(
+                "CREATE OR REPLACE TRIGGER holdpoint_no_truncate "
+                "BEFORE TRUNCATE ON {schema}.{table} "
+                "FOR EACH STATEMENT EXECUTE FUNCTION {schema}.{refuse}()"
+            ).format(schema=schema, table=table, refuse=refuse),
+        ]
+
+
+class Factory(library.PostgresFactory):  # the module's only factory, as the library requires
+    """`PERSISTENCE_MODULE=persistence.postgres`."""
+
+    application_recorder_class = AppendOnlyPostgresApplicationRecorder
+
+    def __init__(self, env: Environment | dict[str, str] | None) -> None:
+        super().__init__(env)
+        probe_connection(self.datastore.pool.kwargs, float(self.datastore.pool.timeout))
+        self.datastore.enable_db_functions = True
+        if self.env_create_table() and self.datastore.schema != "public":
+            with self.datastore.transaction(commit=True) as cursor:
+                cursor.execute(
+                    SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(self.datastore.schema))
+                )
+
+
+TRANSIENT_CAUSES = ("connection refused", "starting up", "timeout expired", "shutting down")
+
+
+def probe_connection(kwargs: dict[str, Any], timeout: float) -> None:
+    """Connect once, so that a wrong password, a missing database or an
+    unreachable host is reported with its real cause, at once, instead of the
+    pool's "couldn't get a connection". Refused connections and a server that
+    is starting up are retried with backoff for at most `timeout` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.1
+    params = {k: v for k, v in kwargs.items() if k != "row_factory"}
+    while True:
+        try:
+            psycopg.connect(**params, connect_timeout=max(1, int(timeout))).close()
+        except psycopg.OperationalError as error:
+            cause = _cause(error)
+            transient = any(word in str(error).lower() for word in TRANSIENT_CAUSES)
+            if not transient or time.monotonic() + delay > deadline:
+                host = f"{params.get('host')}:{params.get('port')}"
+                msg = f"{cause} (PostgreSQL at {host}, database {params.get('dbname')!r})"
+                raise OperationalError(msg) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+        else:
+            return
+
+
+def _cause(error: BaseException) -> str:
+    """'password authentication failed for user "x"', 'Connection refused', ..."""
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return first.rpartition(" failed: ")[2].removeprefix("FATAL:").strip()
