@@ -14,7 +14,7 @@ from domain.graph import END, START, CompiledStateGraph, StateGraph
 from domain.store import open_store
 from domain.thread import WorkflowThread
 from domain.types import Command, interrupt
-from domain.verify import ChainReport, verify_chain
+from domain.verify import ChainReport, verify_thread
 
 AGENT = {"id": "demo-agent", "role": "agent"}
 REVIEWER = {"id": "demo-reviewer", "role": "reviewer"}
@@ -62,7 +62,7 @@ def run_demo(amount: float = 250.0, decision: str = "approve") -> int:
         print(f"\nOutcome: {result['outcome']}\n")
         events = store.thread_events(thread_id)
         show_events(events)
-        return show_verdict(verify_chain(events, thread_id))
+        return show_verdict(verify_thread(store, thread_id))
 
 
 def show_pause(graph: CompiledStateGraph, config: dict[str, Any], result: dict[str, Any]) -> None:
@@ -98,7 +98,7 @@ def summarize(event: WorkflowThread.Event) -> str:
         case WorkflowThread.InterruptRaised():
             text = f"{event.node} asks: {question(event.value)}"
         case WorkflowThread.InterruptResumed():
-            text = f"{event.decision}={event.value} by {event.actor['id']}: {event.reason}"
+            text = f"{event.decision}={event.resume} by {event.actor['id']}: {event.reason}"
         case WorkflowThread.NodeFailed():
             text = f"{event.node} raised {event.error_type}: {event.message}"
         case WorkflowThread.ThreadCompleted():

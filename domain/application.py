@@ -14,6 +14,7 @@ from eventsourcing.persistence import IntegrityError
 
 from domain.errors import ConcurrentUpdateError, ThreadCancelledError, ThreadNotFoundError
 from domain.thread import CANCELLED, WorkflowThread, thread_uuid
+from domain.verify import RecordedEvent
 
 SNAPSHOT_INTERVAL = 50
 
@@ -56,6 +57,21 @@ class Workflows(Application[Any]):
     ) -> list[WorkflowThread.Event]:
         """The thread's recorded events, oldest first."""
         return list(self.events.get(thread_uuid(thread_id), gt=gt, lte=lte))  # type: ignore[arg-type]
+
+    def recorded_events(self, thread_id: str) -> list[RecordedEvent]:
+        """The thread's events as stored, before any upcasting (for verification)."""
+        mapper = self.mapper
+        records = []
+        for stored in self.recorder.select_events(thread_uuid(thread_id)):
+            data = stored.state
+            if mapper.cipher:
+                data = mapper.cipher.decrypt(data)
+            if mapper.compressor:
+                data = mapper.compressor.decompress(data)
+            name = stored.topic.rpartition(":")[2].rpartition(".")[2]
+            state = mapper.transcoder.decode(data)
+            records.append(RecordedEvent(stored.originator_version, name, state))
+        return records
 
     def iter_thread_events(self, thread_id: str) -> Iterator[WorkflowThread.Event]:
         return iter(self.events.get(thread_uuid(thread_id)))  # type: ignore[arg-type]

@@ -238,7 +238,7 @@ class Run:
             thread.record(
                 WorkflowThread.InterruptResumed,
                 interrupt_id=interrupt_id,
-                value=to_json(value, "The resume value"),
+                resume=to_json(value, "The resume value"),
                 decision=decision,
                 reason=None if reason is None else str(reason),
                 actor=self.actor,
@@ -403,6 +403,7 @@ class Run:
                     node=outcome.node,
                     index=outcome.interrupt.index,
                     value=outcome.interrupt.value,
+                    required_role=outcome.interrupt.required_role,
                 )
         failure = next((o.error for o in outcomes if o.error is not None), None)
         for outcome in outcomes:

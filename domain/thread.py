@@ -291,7 +291,9 @@ class WorkflowThread(Aggregate):
             **fields,
         )
 
-    def raise_interrupt(self, *, step: int, node: str, index: int, value: Any) -> str:
+    def raise_interrupt(
+        self, *, step: int, node: str, index: int, value: Any, required_role: str | None = None
+    ) -> str:
         """Record an interrupt; its id is unique in the thread and stable."""
         seed = f"{self.thread_id}\x1f{self.version + 1}\x1f{node}\x1f{index}"
         interrupt_id = hashlib.sha256(seed.encode()).hexdigest()[:32]
@@ -302,6 +304,7 @@ class WorkflowThread(Aggregate):
             interrupt_id=interrupt_id,
             index=index,
             value=value,
+            required_role=required_role,
         )
         return interrupt_id
 
@@ -377,6 +380,7 @@ class WorkflowThread(Aggregate):
         interrupt_id: str
         index: int
         value: Any
+        required_role: str | None = None  # added after v1: old events read as None
 
         def fold(self, thread: WorkflowThread) -> None:
             for other, record in list(thread.interrupts.items()):
@@ -388,13 +392,20 @@ class WorkflowThread(Aggregate):
                 "value": self.value,
                 "step": self.step,
                 "raised_at": self.timestamp.isoformat(),
+                "required_role": self.required_role,
             }
 
     class InterruptResumed(Event):
-        """A human answered an interrupt; the node will run again with it."""
+        """A human answered an interrupt; the node will run again with it.
+
+        Version 2 calls the answer `resume`, as `Command(resume=...)` and the
+        HTTP API do; version 1 called it `value`.
+        """
+
+        class_version = 2
 
         interrupt_id: str
-        value: Any
+        resume: Any
         decision: str
         reason: str | None
         actor: dict[str, Any]
@@ -403,9 +414,13 @@ class WorkflowThread(Aggregate):
 
         def fold(self, thread: WorkflowThread) -> None:
             record = thread.interrupts.pop(self.interrupt_id)
-            thread.answers.setdefault(record["node"], []).append(self.value)
+            thread.answers.setdefault(record["node"], []).append(self.resume)
             thread.run_id = self.run_id
             thread.error = None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["resume"] = state.pop("value")
 
     class StateEdited(Event):
         """A human changed the state (update_state), as if `as_node` wrote it."""

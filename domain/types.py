@@ -72,12 +72,14 @@ class StateSnapshot(NamedTuple):
     interrupts: tuple[Interrupt, ...] = ()
 
 
-def interrupt(value: Any) -> Any:
+def interrupt(value: Any, *, required_role: str | None = None) -> Any:
     """Pause the running node for a human, or return the human's answer.
 
     The first time a node reaches its i-th `interrupt()` the thread pauses and
     `value` is shown to the reviewer. When the thread is resumed the node runs
     again from its start and its i-th `interrupt()` returns the i-th answer.
+    `required_role` (Holdpoint's addition) names the role a reviewer must hold
+    to answer; it is recorded on InterruptRaised.
     """
     task = current_task()
     if not task.durable:
@@ -86,4 +88,4 @@ def interrupt(value: Any) -> Any:
             "checkpointer=InMemorySaver() or a store from domain.store.open_store()"
         )
         raise NoCheckpointerError(msg)
-    return task.next_resume_value(value)
+    return task.next_resume_value(value, required_role)

@@ -58,7 +58,7 @@ def test_demo_records_the_reviewers_decision_in_the_store(store_file):
         events = store.thread_events(thread_id)
 
     resumed = [e for e in events if type(e).__name__ == "InterruptResumed"]
-    assert [(e.decision, e.value, e.actor["id"], e.actor["role"]) for e in resumed] == [
+    assert [(e.decision, e.resume, e.actor["id"], e.actor["role"]) for e in resumed] == [
         ("approve", True, "demo-reviewer", "reviewer")
     ]
     assert resumed[0].reason

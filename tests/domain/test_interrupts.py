@@ -345,7 +345,7 @@ def test_a_resume_records_the_answer_with_decision_reason_actor_and_idempotency_
         e for e in store.thread_events("t1") if isinstance(e, WorkflowThread.InterruptResumed)
     ]
     assert resumed.interrupt_id == interrupt_id
-    assert resumed.value is False
+    assert resumed.resume is False
     assert resumed.decision == "reject"
     assert resumed.reason == "over budget"
     assert resumed.idempotency_key == "k-1"

@@ -66,7 +66,7 @@ def resume(thread: WorkflowThread, interrupt_id: str, value: Any) -> None:
     thread.record(
         WorkflowThread.InterruptResumed,
         interrupt_id=interrupt_id,
-        value=value,
+        resume=value,
         decision="approve",
         reason="looks right",
         actor=ACTOR,
@@ -370,7 +370,7 @@ def test_resuming_an_interrupt_answers_it_and_makes_its_node_runnable_again():
     [event] = thread.collect_events()
     assert isinstance(event, WorkflowThread.InterruptResumed)
     assert event.interrupt_id == interrupt_id
-    assert event.value is False
+    assert event.resume is False
     assert event.decision == "approve"
     assert event.reason == "looks right"
     assert event.actor == ACTOR

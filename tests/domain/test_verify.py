@@ -75,7 +75,7 @@ def test_a_thread_read_back_through_a_new_store_object_verifies(sqlite_url):
 @pytest.mark.parametrize(
     ("version", "change"),
     [
-        (5, {"value": False}),  # the human's answer, InterruptResumed
+        (5, {"resume": False}),  # the human's answer, InterruptResumed
         (5, {"actor": {"id": "mallory", "role": "admin"}}),
         (2, {"input": {"refund_amount": 1.0, "approved": False}}),  # InputReceived
         (1, {"graph_digest": "0" * 64}),  # ThreadStarted
@@ -117,7 +117,7 @@ def test_altering_a_field_in_place_is_reported_at_its_version(store):
 def test_rehashing_an_altered_event_still_breaks_the_link_to_the_next(store):
     # Given: the forger recomputes the altered event's own hash
     events = record_refund_cycle(store)
-    forged = dataclasses.replace(events[4], value=False)
+    forged = dataclasses.replace(events[4], resume=False)
     forged = dataclasses.replace(forged, event_hash=recompute_hash(forged, "v1"))
     tampered = [*events[:4], forged, *events[5:]]
 

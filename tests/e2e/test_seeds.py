@@ -139,7 +139,7 @@ def test_content_review_records_the_reviewer_and_the_decision():
     events = module.graph.checkpointer.thread_events("content-review-audit")
     resumed = [e for e in events if type(e).__name__ == "InterruptResumed"]
     assert len(resumed) == 1
-    assert resumed[0].value == "changes_requested"
+    assert resumed[0].resume == "changes_requested"
     assert resumed[0].decision == "reject"
     assert resumed[0].actor["id"] == "rita"
     assert resumed[0].actor["role"] == "reviewer"
