@@ -104,6 +104,25 @@ class Factory(library.PostgresFactory):  # the module's only factory, as the lib
                     SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(self.datastore.schema))
                 )
 
+    def application_recorder(self) -> library.ApplicationRecorder:
+        recorder = super().application_recorder()
+        if not self.env_create_table():
+            self._check_tables_exist(f"{self.env.name.lower()}_events")
+        return recorder
+
+    def _check_tables_exist(self, table: str) -> None:
+        """With create_tables=no, say so at once if `holdpoint db init` never ran."""
+        qualified = f"{self.datastore.schema}.{table}"
+        with self.datastore.transaction(commit=False) as cursor:
+            cursor.execute("SELECT to_regclass(%s) AS found", (qualified,))
+            row = cursor.fetchone()
+        if row is None or row["found"] is None:
+            msg = (
+                f"the table {qualified} does not exist: run `holdpoint db init` "
+                "as the role that owns the tables (this store opens with create_tables=no)"
+            )
+            raise OperationalError(msg)
+
 
 TRANSIENT_CAUSES = ("connection refused", "starting up", "timeout expired", "shutting down")
 
