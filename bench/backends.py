@@ -1,7 +1,9 @@
 """The two sides (Holdpoint and LangGraph) and fresh checkpointers for each.
 
-Every repetition gets a fresh checkpointer: a new in-memory saver, or a new
-SQLite file in its own scratch directory.
+Every repetition gets a fresh checkpointer: a new in-memory saver, a new
+SQLite file in its own scratch directory, or fresh PostgreSQL storage (a new
+schema for Holdpoint, LangGraph's truncated tables in their own database: see
+``bench/postgres.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 from bench.graphs import Api
+from bench.postgres import Server, drop_schema, new_schema_name, truncate_langgraph
 
 HOLDPOINT = "Holdpoint"
 HOLDPOINT_FULL = "Holdpoint, synchronous=full"
@@ -29,6 +32,7 @@ LANGGRAPH = "LangGraph"
 SIDE_ORDER = (HOLDPOINT, HOLDPOINT_FULL, LANGGRAPH)
 
 Opener = Callable[[Path], AbstractContextManager[Any]]
+PostgresOpener = Callable[[Server], AbstractContextManager[Any]]
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class Side:
     api: Api
     memory: Callable[[], AbstractContextManager[Any]]
     sqlite: Opener
+    postgres: PostgresOpener | None = None
     variant: bool = False
 
 
@@ -67,8 +72,17 @@ def _langgraph() -> list[Side]:
         finally:
             conn.close()
 
+    @contextmanager
+    def postgres(server: Server) -> Iterator[Any]:
+        from langgraph.checkpoint.postgres import PostgresSaver  # noqa: PLC0415
+
+        with PostgresSaver.from_conn_string(server.langgraph_url) as saver:
+            saver.setup()
+            truncate_langgraph(server)
+            yield saver
+
     api = Api(StateGraph, START, END, interrupt, Command)
-    return [Side(LANGGRAPH, api, memory, sqlite)]
+    return [Side(LANGGRAPH, api, memory, sqlite, postgres)]
 
 
 def _holdpoint() -> list[Side]:
@@ -96,9 +110,21 @@ def _holdpoint() -> list[Side]:
 
         return sqlite
 
+    @contextmanager
+    def postgres(server: Server) -> Iterator[Any]:
+        schema = new_schema_name()
+        try:
+            store = store_module.open_store(server.holdpoint_url(schema))
+            try:
+                yield store
+            finally:
+                store.close()
+        finally:
+            drop_schema(server, schema)
+
     api = Api(graph.StateGraph, graph.START, graph.END, types.interrupt, types.Command)
     return [
-        Side(HOLDPOINT, api, memory, sqlite_opener("")),
+        Side(HOLDPOINT, api, memory, sqlite_opener(""), postgres),
         Side(HOLDPOINT_FULL, api, memory, sqlite_opener("?synchronous=full"), variant=True),
     ]
 

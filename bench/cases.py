@@ -1,4 +1,4 @@
-"""The four benchmarks: each takes a :class:`Runner`, returns a :class:`CaseResult`."""
+"""The benchmarks: each takes a :class:`Runner`, returns a :class:`CaseResult`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from bench.graphs import (
     messages_loop_builder,
     refund_builder,
 )
-from bench.harness import Runner, Settings, check, fresh_saver
+from bench.harness import BACKENDS, Runner, Settings, check, fresh_saver
 from bench.report import (
     CaseResult,
     Metric,
@@ -24,13 +24,17 @@ from bench.report import (
     comparison_rows,
     ratio,
     ratio_target,
+    skipped_row,
+    skipped_target,
 )
 from bench.stats import fmt_bytes, fmt_ms, fmt_num, fmt_ratio, median, ms, p95
+from bench.writers import concurrent_writers
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-BACKENDS = ("memory", "sqlite")
+    from bench.postgres import Server
+
 SPEED_LIMIT = 0.5  # Holdpoint's time at most 0.5 x LangGraph's
 STATE_MS_LIMIT = 2.0  # get_state on a freshly opened store, median
 GROWTH_LIMIT = 1.5  # "not growing": longest / shortest thread's get_state median
@@ -43,12 +47,19 @@ def _reps(settings: Settings) -> str:
     return f"median of {n} repetition{'s' if n > 1 else ''}, each on a fresh store"
 
 
-def refund_once(settings: Settings, backend: str, side: Side, *, warm_up: bool) -> Stats:
+def refund_once(
+    settings: Settings,
+    backend: str,
+    side: Side,
+    *,
+    warm_up: bool,
+    server: Server | None = None,
+) -> Stats:
     """Run one repetition of the refund cycle on a fresh ``backend`` store."""
     threads = settings.warmup_threads if warm_up else settings.threads
     api = side.api
     per_thread, to_interrupt, to_end = [], [], []
-    with fresh_saver(side, backend) as saver:
+    with fresh_saver(side, backend, server) as saver:
         graph = refund_builder(api).compile(checkpointer=saver)
         start = perf_counter_ns()
         for i in range(threads):
@@ -93,23 +104,30 @@ def refund_cycle(runner: Runner) -> CaseResult:
         [Table(["backend", "side", *(m.header for m in metrics)])],
     )
     for backend in BACKENDS:
-        measure = partial(refund_once, settings, backend)
+        description = f"{backend}: per-thread median at most 0.5 x LangGraph's"
+        reason = runner.skipped(backend)
+        if reason is not None:
+            result.tables[0].rows.append(skipped_row(backend, reason, len(metrics)))
+            result.targets.append(skipped_target(description, reason))
+            continue
+        measure = partial(refund_once, settings, backend, server=runner.server)
         by_side = runner.compare(f"refund/{backend}", measure, variants=backend == "sqlite")
         result.tables[0].rows += comparison_rows(backend, by_side, metrics)
-        result.targets.append(
-            ratio_target(
-                f"{backend}: per-thread median at most 0.5 x LangGraph's",
-                ratio(by_side, "median"),
-                SPEED_LIMIT,
-            )
-        )
+        result.targets.append(ratio_target(description, ratio(by_side, "median"), SPEED_LIMIT))
     return result
 
 
-def loop_once(settings: Settings, backend: str, side: Side, *, warm_up: bool) -> Stats:
+def loop_once(
+    settings: Settings,
+    backend: str,
+    side: Side,
+    *,
+    warm_up: bool,
+    server: Server | None = None,
+) -> Stats:
     """Run the counter loop once on a fresh ``backend`` store."""
     steps = WARM_UP_STEPS if warm_up else settings.loop_steps
-    with fresh_saver(side, backend) as saver:
+    with fresh_saver(side, backend, server) as saver:
         graph = loop_builder(side.api, steps).compile(checkpointer=saver)
         config = {"configurable": {"thread_id": "loop"}, "recursion_limit": steps + 10}
         t0 = perf_counter_ns()
@@ -136,16 +154,16 @@ def long_loop(runner: Runner) -> CaseResult:
         [Table(["backend", "side", *(m.header for m in metrics)])],
     )
     for backend in BACKENDS:
-        measure = partial(loop_once, settings, backend)
+        description = f"{backend}: per-step time at most 0.5 x LangGraph's"
+        reason = runner.skipped(backend)
+        if reason is not None:
+            result.tables[0].rows.append(skipped_row(backend, reason, len(metrics)))
+            result.targets.append(skipped_target(description, reason))
+            continue
+        measure = partial(loop_once, settings, backend, server=runner.server)
         by_side = runner.compare(f"loop/{backend}", measure, variants=backend == "sqlite")
         result.tables[0].rows += comparison_rows(backend, by_side, metrics)
-        result.targets.append(
-            ratio_target(
-                f"{backend}: per-step time at most 0.5 x LangGraph's",
-                ratio(by_side, "step_ms"),
-                SPEED_LIMIT,
-            )
-        )
+        result.targets.append(ratio_target(description, ratio(by_side, "step_ms"), SPEED_LIMIT))
     return result
 
 
@@ -334,4 +352,5 @@ CASES = {
     "loop": long_loop,
     "get_state": get_state_fresh,
     "storage": storage,
+    "writers": concurrent_writers,
 }

@@ -10,22 +10,29 @@ from datetime import UTC, datetime
 from importlib import metadata
 from typing import TYPE_CHECKING
 
+from bench.postgres import URL_VARIABLE, configured_url, redacted
+
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from bench.postgres import Server
 
 PACKAGES = (
     "langgraph",
     "langgraph-checkpoint",
     "langgraph-checkpoint-sqlite",
+    "langgraph-checkpoint-postgres",
     "eventsourcing",
+    "psycopg",
     "holdpoint",
 )
 
 
 METHOD = (
     "- **Method**: one process, one thread at a time, both sides on the same graph "
-    "code (`bench/graphs.py`); a fresh store per repetition (a new in-memory saver, "
-    "or a new SQLite file in its own temporary directory); a warm-up first; "
+    "code (`bench/graphs.py`) except benchmark 5 (concurrent writers); a fresh store "
+    "per repetition (a new in-memory saver, a new SQLite file in its own temporary "
+    "directory, or fresh PostgreSQL storage: see below); a warm-up first; "
     "`gc.collect()` between repetitions; the order of the sides alternates between "
     "repetitions; `time.perf_counter_ns`. Each figure is the median over repetitions "
     "of that repetition's statistic."
@@ -38,7 +45,11 @@ DURABILITY = (
     "before the next superstep starts (LangGraph's `sync`); its SQLite store is WAL with "
     "`synchronous=NORMAL` by default (no fsync per commit: safe against a process crash, "
     "not a power cut). The *Holdpoint, synchronous=full* rows open the store with "
-    "`?synchronous=full`, LangGraph's setting, for context; the targets use the default."
+    "`?synchronous=full`, LangGraph's setting, for context; the targets use the default. "
+    "On PostgreSQL, Holdpoint commits each superstep's events with one autocommit "
+    "statement (a function that takes the events table's EXCLUSIVE lock, notifies and "
+    "inserts) and the server's `synchronous_commit` (a WAL flush per commit); LangGraph's "
+    "`PostgresSaver` is on one autocommit connection."
 )
 NOISE = (
     "- **Noise**: absolute times on this shared 2-core box vary by about 20 % from "
@@ -46,6 +57,24 @@ NOISE = (
     "divided by LangGraph's: below 1 means Holdpoint is faster or smaller (for "
     "threads/s, above 1 means faster)."
 )
+
+
+def postgres_line(server: Server | None, problem: str | None) -> str:
+    """Say which PostgreSQL server the run used and how, or why it was skipped."""
+    if server is None:
+        return (
+            f"- **PostgreSQL: skipped**: {problem or 'no server'}. Every `postgres` row "
+            f"and benchmark 5 are left out. Start a server with `bash .ci/postgres.sh` (as "
+            f"root), or set {URL_VARIABLE} (now {redacted(configured_url())})."
+        )
+    return (
+        f"- **PostgreSQL**: server {server.version} at {redacted(server.url)} "
+        f"({server.settings}). Holdpoint: `open_store(URL?schema=NAME)` with the default "
+        "pool, a new schema per repetition, dropped afterwards (`DROP SCHEMA ... CASCADE`). "
+        "LangGraph: `PostgresSaver.from_conn_string` on its own database "
+        f"(`{redacted(server.langgraph_url)}`: one autocommit connection, no pool, no "
+        "pipeline), `setup()`, its checkpoint tables truncated before each repetition."
+    )
 
 
 def _version(package: str) -> str:
@@ -78,7 +107,12 @@ def load_average() -> float:
 
 
 def header_lines(
-    root: Path, command: str, started: datetime, seconds: float, load_at_start: float
+    root: Path,
+    command: str,
+    started: datetime,
+    seconds: float,
+    load_at_start: float,
+    postgres: str,
 ) -> list[str]:
     """Return markdown bullet lines saying where, when and how the run happened."""
     versions = ", ".join(f"{p} {_version(p)}" for p in PACKAGES)
@@ -102,6 +136,7 @@ def header_lines(
         ),
         f"- **Revision**: {_git_revision(root)}.",
         METHOD,
+        postgres,
         DURABILITY,
         NOISE,
     ]

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 Stats = dict[str, float]
+NOT_MEASURED = "not measured"
 RATIO_LABELS = {HOLDPOINT: "ratio H/L", HOLDPOINT_FULL: "ratio H(synchronous=full)/L"}
 
 
@@ -35,15 +36,21 @@ class Table:
 
 @dataclass(frozen=True)
 class Target:
-    """A target from the issue and whether this run met it (None: could not tell)."""
+    """A target from the issue and whether this run met it (None: could not tell).
+
+    A ``reported`` target has no limit: the figure is only reported.
+    """
 
     description: str
     met: bool | None
     detail: str
+    reported: bool = False
 
     @property
     def verdict(self) -> str:
-        """Return "met", "MISSED" or "not evaluated"."""
+        """Return "met", "MISSED", "reported" or "not evaluated"."""
+        if self.reported:
+            return "reported"
         if self.met is None:
             return "not evaluated"
         return "met" if self.met else "MISSED"
@@ -89,8 +96,25 @@ def comparison_rows(
 def ratio_target(description: str, value: float | None, limit: float) -> Target:
     """Build a target of the form "ratio <= limit"."""
     if value is None:
-        return Target(description, None, "not measured")
+        return Target(description, None, NOT_MEASURED)
     return Target(description, value <= limit, f"ratio {fmt_ratio(value)} (limit {limit:g})")
+
+
+def reported_target(description: str, value: float | None) -> Target:
+    """Build a target without a limit: the ratio is reported, not judged."""
+    if value is None:
+        return Target(description, None, NOT_MEASURED)
+    return Target(description, None, f"ratio {fmt_ratio(value)} (no limit)", reported=True)
+
+
+def skipped_row(group: str, reason: str, cells: int) -> list[str]:
+    """A table row saying that ``group`` (a backend) was skipped, and why."""
+    return [group, f"skipped: {reason}", *([""] * cells)]
+
+
+def skipped_target(description: str, reason: str) -> Target:
+    """A target not evaluated because its backend was skipped."""
+    return Target(description, None, f"skipped: {reason}")
 
 
 def _table_md(table: Table) -> list[str]:

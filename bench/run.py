@@ -20,7 +20,8 @@ if __package__ in (None, ""):  # run as a script: python bench/run.py
 from bench.backends import LANGGRAPH, load_sides
 from bench.cases import CASES
 from bench.harness import QUICK, Progress, Runner, Settings
-from bench.machine import header_lines, load_average
+from bench.machine import header_lines, load_average, postgres_line
+from bench.postgres import connect
 from bench.report import CaseResult, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     if LANGGRAPH in missing:
         return 2
 
-    runner = Runner(sides, settings, say)
+    server, problem = connect()
+    if problem is not None:
+        say(f"WARNING: the PostgreSQL benchmarks are skipped: {problem}")
+    runner = Runner(sides, settings, say, server, problem)
     results = []
     for name in names:
         first_error = len(runner.errors)
@@ -93,7 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(_summary(result)), flush=True)
 
     command = shlex.join(["python", "-m", "bench.run", *(sys.argv[1:] if argv is None else argv)])
-    header = header_lines(ROOT, command, started, time.perf_counter() - clock, load_at_start)
+    header = header_lines(
+        ROOT,
+        command,
+        started,
+        time.perf_counter() - clock,
+        load_at_start,
+        postgres_line(server, problem),
+    )
     if args.quick:
         header.append(
             "- **Smoke run** (`--quick`): small workloads and one repetition; the verdicts "

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from eventsourcing.persistence import PersistenceError
@@ -79,14 +80,54 @@ def store_env(url: str) -> dict[str, str]:
     raise StoreURLError(msg)
 
 
-_POSTGRES_OPTIONS = {
-    "schema": "POSTGRES_SCHEMA",
-    "pool_size": "POSTGRES_POOL_SIZE",
-    "max_overflow": "POSTGRES_MAX_OVERFLOW",
-    "connect_timeout": "POSTGRES_CONNECT_TIMEOUT",
-    "lock_timeout": "POSTGRES_LOCK_TIMEOUT",
-    "create_tables": "CREATE_TABLE",
+def _whole(text: str) -> bool:
+    return text.isdigit()
+
+
+def _yes_no(text: str) -> bool:
+    return text.lower() in ("yes", "no", "y", "n", "true", "false", "on", "off", "1", "0")
+
+
+def _sqlite_synchronous(text: str) -> bool:
+    return text.upper() in ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+def _identifier(text: str) -> bool:
+    return text.isidentifier() and text.isascii() and len(text) <= 63
+
+
+_POSTGRES_OPTIONS = {  # URL option: (library setting, check, what a value must be)
+    "schema": ("POSTGRES_SCHEMA", _identifier, "a name of letters, digits and _"),
+    "pool_size": ("POSTGRES_POOL_SIZE", _whole, "a whole number"),
+    "max_overflow": ("POSTGRES_MAX_OVERFLOW", _whole, "a whole number"),
+    "connect_timeout": ("POSTGRES_CONNECT_TIMEOUT", _whole, "whole seconds"),
+    "lock_timeout": ("POSTGRES_LOCK_TIMEOUT", _whole, "whole seconds"),
+    "create_tables": ("CREATE_TABLE", _yes_no, "yes or no"),
 }
+_SQLITE_OPTIONS = {
+    "synchronous": (
+        "SQLITE_SYNCHRONOUS",
+        lambda v: v.upper() in SQLITE_SYNCHRONOUS,
+        "normal or full",
+    ),
+    "timeout": ("SQLITE_LOCK_TIMEOUT", _whole, "whole seconds"),
+}
+SQLITE_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+def _options(url: str, query: str, known: dict[str, tuple[str, Any, str]]) -> dict[str, str]:
+    """The URL's options as library settings; an unknown option or value is an error."""
+    settings = {}
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if name not in known:
+            msg = f"Unknown option {name!r} in {redacted(url)}: use {', '.join(known)}"
+            raise StoreURLError(msg)
+        setting, check, expected = known[name]
+        if not check(value):
+            msg = f"Option {name}={value!r} in {redacted(url)} must be {expected}"
+            raise StoreURLError(msg)
+        settings[setting] = value
+    return settings
 
 
 def _postgres_env(url: str) -> dict[str, str]:
@@ -96,13 +137,6 @@ def _postgres_env(url: str) -> dict[str, str]:
         msg = (
             f"PostgreSQL store URL {redacted(url)!r} needs a host and a database: "
             "postgresql://user:password@host:5432/dbname"
-        )
-        raise StoreURLError(msg)
-    options = dict(parse_qsl(parts.query))
-    unknown = sorted(set(options) - set(_POSTGRES_OPTIONS))
-    if unknown:
-        msg = (
-            f"Unknown option {unknown[0]!r} in {redacted(url)}: use {', '.join(_POSTGRES_OPTIONS)}"
         )
         raise StoreURLError(msg)
     env = {
@@ -117,7 +151,7 @@ def _postgres_env(url: str) -> dict[str, str]:
         "POSTGRES_POOL_SIZE": "2",
         "POSTGRES_MAX_OVERFLOW": "8",
     }
-    env.update({_POSTGRES_OPTIONS[key]: value for key, value in options.items()})
+    env.update(_options(url, parts.query, _POSTGRES_OPTIONS))
     return env
 
 
@@ -132,10 +166,10 @@ def _sqlite_env(url: str) -> dict[str, str]:
     except OSError as error:
         msg = f"Cannot create the folder of the SQLite store {url}: {error.strerror}"
         raise StoreUnavailableError(msg) from None
-    options = dict(parse_qsl(query))
     return {
         "PERSISTENCE_MODULE": "persistence.sqlite",
         "SQLITE_DBNAME": str(file),
-        "SQLITE_LOCK_TIMEOUT": options.get("timeout", "5"),
-        "SQLITE_SYNCHRONOUS": options.get("synchronous", "normal"),
+        "SQLITE_LOCK_TIMEOUT": "5",
+        "SQLITE_SYNCHRONOUS": "normal",
+        **_options(url, query, _SQLITE_OPTIONS),
     }

@@ -13,7 +13,10 @@ What differs from `eventsourcing.postgres`:
 - The function is `SECURITY DEFINER`, owned by the role that created the
   tables, so the server's role needs no INSERT (nor the UPDATE that LOCK
   TABLE otherwise demands) on the events table: see the README's
-  least-privilege role.
+  least-privilege role. EXECUTE on it is revoked from PUBLIC: only roles
+  granted it may append.
+- Table creation by several processes at once is serialised by an advisory
+  lock.
 - The events table refuses UPDATE, DELETE and TRUNCATE (triggers), even for
   its owner.
 - A schema named by `POSTGRES_SCHEMA` is created if it does not exist.
@@ -22,6 +25,8 @@ What differs from `eventsourcing.postgres`:
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -65,6 +70,15 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
             table=table,
             channel=Identifier(self.channel_name),
         )
+        self.sql_create_statements.append(
+            SQL(
+                "REVOKE ALL ON FUNCTION {schema}.{function}({schema}.{event}[]) FROM PUBLIC"
+            ).format(
+                schema=schema,
+                function=Identifier(INSERT_FUNCTION),
+                event=Identifier(self.stored_event_type_name),
+            )
+        )
         self.sql_create_statements.extend(self._append_only_statements(schema, table))
 
     def _append_only_statements(self, schema: Identifier, table: Identifier) -> list[Composed]:
@@ -99,16 +113,41 @@ class Factory(library.PostgresFactory):  # the module's only factory, as the lib
         probe_connection(self.datastore.pool.kwargs, float(self.datastore.pool.timeout))
         self.datastore.enable_db_functions = True
         if self.env_create_table() and self.datastore.schema != "public":
-            with self.datastore.transaction(commit=True) as cursor:
+            with self._ddl_lock(), self.datastore.transaction(commit=True) as cursor:
                 cursor.execute(
                     SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(self.datastore.schema))
                 )
 
     def application_recorder(self) -> library.ApplicationRecorder:
-        recorder = super().application_recorder()
         if not self.env_create_table():
+            recorder = super().application_recorder()
             self._check_tables_exist(f"{self.env.name.lower()}_events")
-        return recorder
+            return recorder
+        with self._ddl_lock():
+            return super().application_recorder()
+
+    def aggregate_recorder(self, purpose: str = "events") -> library.AggregateRecorder:
+        if not self.env_create_table():
+            return super().aggregate_recorder(purpose)
+        with self._ddl_lock():
+            return super().aggregate_recorder(purpose)
+
+    @contextmanager
+    def _ddl_lock(self) -> Iterator[None]:
+        """Serialise table creation across processes that open the store at once.
+
+        Concurrent `CREATE OR REPLACE FUNCTION/TRIGGER` deadlock, and
+        concurrent `CREATE SCHEMA/TYPE` collide; a session advisory lock on
+        the schema's name makes the second opener wait for the first.
+        """
+        params = {k: v for k, v in self.datastore.pool.kwargs.items() if k != "row_factory"}
+        with psycopg.connect(**params, autocommit=True) as connection:
+            key = f"holdpoint-ddl:{self.datastore.schema}"
+            connection.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
+            try:
+                yield
+            finally:
+                connection.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
 
     def _check_tables_exist(self, table: str) -> None:
         """With create_tables=no, say so at once if `holdpoint db init` never ran."""

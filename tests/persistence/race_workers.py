@@ -172,3 +172,15 @@ def serve(name: str, barriers: list[tuple[Barrier, Barrier]], inbox: Any, outbox
     finally:
         for store in stores.values():
             store.close()
+
+
+def open_at_once(urls: list[str], barriers: list[Barrier], outbox: Any) -> None:
+    """For each URL in turn: meet the others at its barrier, open the store, report."""
+    for url, barrier in zip(urls, barriers, strict=True):
+        barrier.wait(BARRIER_TIMEOUT)
+        try:
+            open_store(url).close()
+        except HoldpointError as error:
+            outbox.put(f"{type(error).__name__}: {error}")
+        else:
+            outbox.put("ok")

@@ -7,7 +7,7 @@ from typing import TypedDict
 import pytest
 
 from domain.graph import END, START, StateGraph
-from domain.store import StoreUnavailableError, open_store
+from domain.store import StoreURLError, open_store
 
 
 class State(TypedDict):
@@ -57,5 +57,10 @@ def test_commits_use_normal_synchronous_unless_full_is_asked_for(tmp_path: Path)
 
 
 def test_an_unknown_synchronous_level_is_a_clear_error(tmp_path: Path):
-    with pytest.raises(StoreUnavailableError, match="SQLITE_SYNCHRONOUS must be one of"):
+    with pytest.raises(StoreURLError, match=r"synchronous='sometimes'.* must be normal or full"):
         open_store(f"sqlite:///{tmp_path / 's.db'}?synchronous=sometimes")
+
+
+def test_an_unknown_option_is_a_clear_error(tmp_path: Path):
+    with pytest.raises(StoreURLError, match="Unknown option 'synchronus'"):
+        open_store(f"sqlite:///{tmp_path / 's.db'}?synchronus=full")
