@@ -10,14 +10,13 @@ The least-privilege grant list, as verified here, for a store in schema S
     GRANT USAGE ON SCHEMA S TO holdpoint_app;
     GRANT SELECT ON S.holdpoint_events, S.holdpoint_snapshots TO holdpoint_app;
     GRANT INSERT ON S.holdpoint_snapshots TO holdpoint_app;
-    GRANT EXECUTE ON FUNCTION S.holdpoint_insert_events(S.stored_event_uuid[])
+    GRANT EXECUTE ON FUNCTION S.holdpoint_insert_events(uuid[], bigint[], text[], bytea[])
         TO holdpoint_app;
 
 and the server opens `postgresql://holdpoint_app:...@host/db?schema=S&create_tables=no`.
 Nothing more is needed: no grant on the notification id sequence (the insert
-function, SECURITY DEFINER, draws ids with its owner's rights), none on the
-composite type `S.stored_event_uuid` (types are usable by PUBLIC by default),
-and CONNECT on the database is PUBLIC by default (grant it if it was revoked).
+function, SECURITY DEFINER, draws ids with its owner's rights), and CONNECT
+on the database is PUBLIC by default (grant it if it was revoked).
 INSERT on the snapshots table is used once a thread passes 50 events. Each
 grant is needed (`test_every_grant_in_the_list_is_needed`); the EXECUTE grant
 is only meaningful once the function's default EXECUTE for PUBLIC is revoked
@@ -48,7 +47,6 @@ pytestmark = pytest.mark.postgres
 EVENTS = "holdpoint_events"
 SNAPSHOTS = "holdpoint_snapshots"
 INSERT_FUNCTION = "holdpoint_insert_events"
-EVENT_TYPE = "stored_event_uuid"
 AGENT = {"id": "agent-1", "role": "agent"}
 REVIEWER = {"id": "reviewer-1", "role": "reviewer"}
 
@@ -109,7 +107,7 @@ RUNTIME_GRANTS = [
     "GRANT USAGE ON SCHEMA {schema} TO {role}",
     "GRANT SELECT ON {schema}.{events}, {schema}.{snapshots} TO {role}",
     "GRANT INSERT ON {schema}.{snapshots} TO {role}",
-    "GRANT EXECUTE ON FUNCTION {schema}.{function}({schema}.{event_type}[]) TO {role}",
+    "GRANT EXECUTE ON FUNCTION {schema}.{function}(uuid[], bigint[], text[], bytea[]) TO {role}",
 ]
 READ_ONLY_GRANTS = RUNTIME_GRANTS[:2]  # an auditor's role: it reads, nothing else
 
@@ -148,7 +146,6 @@ def grant_statement(template: str, schema: str, role: str) -> sql.Composed:
         events=sql.Identifier(EVENTS),
         snapshots=sql.Identifier(SNAPSHOTS),
         function=sql.Identifier(INSERT_FUNCTION),
-        event_type=sql.Identifier(EVENT_TYPE),
     )
 
 
@@ -304,13 +301,9 @@ def test_a_role_without_the_execute_grant_cannot_append_through_the_function(dat
     count = one_recorded_thread(database)
     reader = make_role(READ_ONLY_GRANTS)
     query = sql.SQL(
-        "SELECT * FROM {schema}.{function}(ARRAY[ROW(gen_random_uuid(), 1, 'forged', "
-        "'\\x00'::bytea)]::{schema}.{event_type}[])"
-    ).format(
-        schema=sql.Identifier(database.schema),
-        function=sql.Identifier(INSERT_FUNCTION),
-        event_type=sql.Identifier(EVENT_TYPE),
-    )
+        "SELECT * FROM {schema}.{function}(ARRAY[gen_random_uuid()], ARRAY[1::bigint], "
+        "ARRAY['forged'], ARRAY['\\x00'::bytea])"
+    ).format(schema=sql.Identifier(database.schema), function=sql.Identifier(INSERT_FUNCTION))
     with (
         database.connect(reader.name, reader.password) as connection,
         pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"),
