@@ -2,7 +2,7 @@
 
 What differs from `eventsourcing.postgres`:
 
-- One round trip per commit, the events sent as four arrays. The library's
+- One round trip per commit, the events gathered into four arrays. The library's
   default insert is a pipelined transaction (`LOCK TABLE ... IN EXCLUSIVE
   MODE`, `NOTIFY`, `INSERT`, `COMMIT`); its faster database-function path skips the table lock, so a
   follower reading the notification log could pass over an id that commits
@@ -51,9 +51,7 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
         super().__init__(datastore, **kwargs)
         schema = Identifier(self.datastore.schema)
         table = Identifier(self.events_table_name)
-        self.sql_call_insert_function = SQL(
-            "SELECT * FROM {schema}.{function}(%s, %s, %s, %s)"
-        ).format(schema=schema, function=Identifier(INSERT_FUNCTION))
+        self._insert_statements: dict[int, bytes] = {}
         signature = SQL("{schema}.{function}(uuid[], bigint[], text[], bytea[])").format(
             schema=schema, function=Identifier(INSERT_FUNCTION)
         )
@@ -87,18 +85,40 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
     def insert_events(self, stored_events: Sequence[StoredEvent], **_: Any) -> Sequence[int]:
         """One statement, one round trip: the function locks, notifies and inserts.
 
-        The events go as four parallel arrays rather than an array of a
-        composite type, which psycopg would adapt row by row in Python.
+        The events go as scalar parameters that the server gathers into four
+        arrays: psycopg adapts scalars far faster than lists, and there is one
+        prepared statement per batch size.
         """
-        columns = (
-            [event.originator_id for event in stored_events],
-            [event.originator_version for event in stored_events],
-            [event.topic for event in stored_events],
-            [event.state for event in stored_events],
-        )
+        params: list[Any] = [event.originator_id for event in stored_events]
+        params += [event.originator_version for event in stored_events]
+        params += [event.topic for event in stored_events]
+        params += [event.state for event in stored_events]
         with self.datastore.get_connection() as connection, connection.cursor() as cursor:
-            cursor.execute(self.sql_call_insert_function, columns, prepare=True)
+            statement = self._insert_statement(len(stored_events), connection)
+            cursor.execute(statement, params, prepare=True)
             return [row[INSERT_FUNCTION] for row in cursor.fetchall()]
+
+    def _insert_statement(self, size: int, connection: Any) -> bytes:
+        """The call for `size` events, rendered once (a Composed renders on every use)."""
+        statement = self._insert_statements.get(size)
+        if statement is None:
+
+            def array(cast: str) -> Composed:
+                return SQL("ARRAY[{}]").format(SQL(", ").join([SQL(f"%s::{cast}")] * size))
+
+            composed = SQL(
+                "SELECT * FROM {schema}.{function}({ids}, {versions}, {topics}, {states})"
+            ).format(
+                schema=Identifier(self.datastore.schema),
+                function=Identifier(INSERT_FUNCTION),
+                ids=array("uuid"),
+                versions=array("bigint"),
+                topics=array("text"),
+                states=array("bytea"),
+            )
+            statement = composed.as_bytes(connection)
+            self._insert_statements[size] = statement
+        return statement
 
     def _append_only_statements(self, schema: Identifier, table: Identifier) -> list[Composed]:
         refuse = Identifier(REFUSE_FUNCTION)
