@@ -20,8 +20,8 @@ imports a database driver.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from eventsourcing.persistence import PersistenceError
@@ -96,7 +96,10 @@ def _identifier(text: str) -> bool:
     return text.isidentifier() and text.isascii() and len(text) <= 63
 
 
-_POSTGRES_OPTIONS = {  # URL option: (library setting, check, what a value must be)
+Option = tuple[str, Callable[[str], bool], str]
+_POSTGRES_OPTIONS: dict[
+    str, Option
+] = {  # URL option: (library setting, check, what a value must be)
     "schema": ("POSTGRES_SCHEMA", _identifier, "a name of letters, digits and _"),
     "pool_size": ("POSTGRES_POOL_SIZE", _whole, "a whole number"),
     "max_overflow": ("POSTGRES_MAX_OVERFLOW", _whole, "a whole number"),
@@ -104,18 +107,13 @@ _POSTGRES_OPTIONS = {  # URL option: (library setting, check, what a value must 
     "lock_timeout": ("POSTGRES_LOCK_TIMEOUT", _whole, "whole seconds"),
     "create_tables": ("CREATE_TABLE", _yes_no, "yes or no"),
 }
-_SQLITE_OPTIONS = {
-    "synchronous": (
-        "SQLITE_SYNCHRONOUS",
-        lambda v: v.upper() in SQLITE_SYNCHRONOUS,
-        "normal or full",
-    ),
+_SQLITE_OPTIONS: dict[str, Option] = {
+    "synchronous": ("SQLITE_SYNCHRONOUS", _sqlite_synchronous, "normal or full"),
     "timeout": ("SQLITE_LOCK_TIMEOUT", _whole, "whole seconds"),
 }
-SQLITE_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
-def _options(url: str, query: str, known: dict[str, tuple[str, Any, str]]) -> dict[str, str]:
+def _options(url: str, query: str, known: dict[str, Option]) -> dict[str, str]:
     """The URL's options as library settings; an unknown option or value is an error."""
     settings = {}
     for name, value in parse_qsl(query, keep_blank_values=True):

@@ -32,12 +32,13 @@ from typing import Any
 import psycopg
 from eventsourcing import postgres as library
 from eventsourcing.persistence import (
-    Environment,
+    AggregateRecorder,
+    ApplicationRecorder,
     InterfaceError,
     OperationalError,
     StoredEvent,
 )
-from eventsourcing.utils import retry
+from eventsourcing.utils import Environment, retry
 from psycopg.sql import SQL, Composed, Identifier
 
 INSERT_FUNCTION = "holdpoint_insert_events"
@@ -149,7 +150,7 @@ class Factory(library.PostgresFactory):  # the module's only factory, as the lib
 
     def __init__(self, env: Environment | dict[str, str] | None) -> None:
         super().__init__(env)
-        probe_connection(self.datastore.pool.kwargs, float(self.datastore.pool.timeout))
+        probe_connection(self._connect_params(), float(self.datastore.pool.timeout))
         self.datastore.enable_db_functions = True
         if self.env_create_table() and self.datastore.schema != "public":
             with self._ddl_lock(), self.datastore.transaction(commit=True) as cursor:
@@ -157,7 +158,7 @@ class Factory(library.PostgresFactory):  # the module's only factory, as the lib
                     SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(self.datastore.schema))
                 )
 
-    def application_recorder(self) -> library.ApplicationRecorder:
+    def application_recorder(self) -> ApplicationRecorder:
         if not self.env_create_table():
             recorder = super().application_recorder()
             self._check_tables_exist(f"{self.env.name.lower()}_events")
@@ -165,11 +166,17 @@ class Factory(library.PostgresFactory):  # the module's only factory, as the lib
         with self._ddl_lock():
             return super().application_recorder()
 
-    def aggregate_recorder(self, purpose: str = "events") -> library.AggregateRecorder:
+    def aggregate_recorder(self, purpose: str = "events") -> AggregateRecorder:
         if not self.env_create_table():
             return super().aggregate_recorder(purpose)
         with self._ddl_lock():
             return super().aggregate_recorder(purpose)
+
+    def _connect_params(self) -> dict[str, Any]:
+        """The pool's connection settings, for the few direct connections we make."""
+        kwargs = self.datastore.pool.kwargs
+        assert isinstance(kwargs, dict)
+        return {k: v for k, v in kwargs.items() if k != "row_factory"}
 
     @contextmanager
     def _ddl_lock(self) -> Iterator[None]:
@@ -179,8 +186,7 @@ class Factory(library.PostgresFactory):  # the module's only factory, as the lib
         concurrent `CREATE SCHEMA/TYPE` collide; a session advisory lock on
         the schema's name makes the second opener wait for the first.
         """
-        params = {k: v for k, v in self.datastore.pool.kwargs.items() if k != "row_factory"}
-        with psycopg.connect(**params, autocommit=True) as connection:
+        with psycopg.connect(**self._connect_params(), autocommit=True) as connection:
             key = f"holdpoint-ddl:{self.datastore.schema}"
             connection.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
             try:
@@ -205,7 +211,7 @@ class Factory(library.PostgresFactory):  # the module's only factory, as the lib
 TRANSIENT_CAUSES = ("connection refused", "starting up", "timeout expired", "shutting down")
 
 
-def probe_connection(kwargs: dict[str, Any], timeout: float) -> None:
+def probe_connection(params: dict[str, Any], timeout: float) -> None:
     """Connect once, so that a wrong password, a missing database or an
     unreachable host is reported with its real cause, at once, instead of the
     pool's "couldn't get a connection". Refused connections and a server that
@@ -213,7 +219,6 @@ def probe_connection(kwargs: dict[str, Any], timeout: float) -> None:
     """
     deadline = time.monotonic() + timeout
     delay = 0.1
-    params = {k: v for k, v in kwargs.items() if k != "row_factory"}
     while True:
         try:
             psycopg.connect(**params, connect_timeout=max(1, int(timeout))).close()

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from eventsourcing import sqlite as library
-from eventsourcing.persistence import Environment
+from eventsourcing.utils import Environment
 
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 
