@@ -11,15 +11,14 @@ before the next step starts.
 from __future__ import annotations
 
 import asyncio
-import getpass
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 from domain import snapshots
+from domain.actor import DECISIONS, resolve_actor
 from domain.errors import (
     AmbiguousResumeError,
     EmptyInputError,
@@ -55,26 +54,12 @@ if TYPE_CHECKING:
     from domain.graph.compiled import CompiledStateGraph
 
 DEFAULT_RECURSION_LIMIT = 10007
-DECISIONS = ("approve", "reject", "edit", "respond", "escalate")
 _INTERRUPT_ID_CHARS = frozenset("0123456789abcdef")
 
 
 def is_interrupt_id(key: object) -> bool:
     """LangGraph's rule: a resume map's keys are all 32 lowercase hex digits."""
     return isinstance(key, str) and len(key) == 32 and set(key) <= _INTERRUPT_ID_CHARS
-
-
-@lru_cache(maxsize=1)
-def _os_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
-
-
-def local_actor() -> dict[str, Any]:
-    """Who acts when a Python caller names no one: the OS user, unauthenticated."""
-    return {"id": _os_user(), "role": None, "authenticated": False, "via": "local"}
 
 
 @dataclass(slots=True)
@@ -502,21 +487,3 @@ def _paused(node: str, pause: GraphInterrupt) -> Outcome:
 
 def pending_interrupts(thread: WorkflowThread) -> list[Interrupt]:
     return [Interrupt(value=r["value"], id=i) for i, r in thread.interrupts.items()]
-
-
-def resolve_actor(actor: Any) -> dict[str, Any]:
-    """The actor a Python caller named in the config, or the local OS user."""
-    if actor is None:
-        return local_actor()
-    if isinstance(actor, str):
-        return {"id": actor, "role": None, "authenticated": False, "via": "config"}
-    if isinstance(actor, dict) and actor.get("id"):
-        record = {
-            "id": str(actor["id"]),
-            "role": None if actor.get("role") is None else str(actor["role"]),
-            "authenticated": bool(actor.get("authenticated", False)),
-            "via": str(actor.get("via", "config")),
-        }
-        return to_json(record, "The actor")  # type: ignore[no-any-return]
-    msg = 'config["configurable"]["actor"] must be {"id": ..., "role": ...}'
-    raise InvalidUpdateError(msg)

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from domain import snapshots
+from domain.actor import resolve_actor
 from domain.application import Workflows
 from domain.errors import (
     GraphDefinitionError,
@@ -16,7 +17,7 @@ from domain.errors import (
 from domain.graph.constants import END, START
 from domain.graph.digest import graph_digest
 from domain.hashing import to_json
-from domain.runtime import Run, resolve_actor
+from domain.runtime import Run
 from domain.schema import (
     as_state,
     as_update,
