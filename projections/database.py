@@ -1,0 +1,142 @@
+"""The read models' database: the same database as the store's events.
+
+SQLite stores keep their read models in the same file; PostgreSQL stores in
+the same schema; a memory store in a private in-memory SQLite database. SQL
+is written once, with `%s` placeholders, and adapted for SQLite.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+import psycopg
+from psycopg.rows import tuple_row
+
+from domain.application import Workflows
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor the read models use."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...
+    def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Any: ...
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+
+
+class Database:
+    """One read-model database; `transaction()` yields a cursor, committed on exit."""
+
+    dialect: str
+
+    @contextmanager
+    def transaction(self) -> Iterator[Cursor]:  # pragma: no cover - abstract
+        raise NotImplementedError
+        yield
+
+    def close(self) -> None:
+        """Release the connection."""
+
+    def table(self, name: str) -> str:
+        return name
+
+
+class SQLiteDatabase(Database):
+    dialect = "sqlite"
+
+    def __init__(self, path: str) -> None:
+        self._connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._connection.execute("PRAGMA busy_timeout = 5000")
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Cursor]:
+        with self._lock:
+            cursor = self._connection.cursor()
+            cursor.execute("BEGIN IMMEDIATE")
+            try:
+                yield _SQLiteCursor(cursor)
+            except BaseException:
+                self._connection.rollback()
+                raise
+            self._connection.commit()
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+class _SQLiteCursor:
+    """Adapts `%s` placeholders to SQLite's `?`."""
+
+    def __init__(self, cursor: sqlite3.Cursor) -> None:
+        self._cursor = cursor
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self._cursor.execute(sql.replace("%s", "?"), tuple(params))
+
+    def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Any:
+        return self._cursor.executemany(sql.replace("%s", "?"), params)
+
+    def fetchone(self) -> Any:
+        return self._cursor.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self._cursor.fetchall()
+
+
+class PostgresDatabase(Database):
+    dialect = "postgres"
+
+    def __init__(self, params: dict[str, Any], schema: str) -> None:
+        self._params = params
+        self._schema = schema
+        self._local = threading.local()
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        connection = getattr(self._local, "connection", None)
+        if connection is None or connection.closed:
+            connection = psycopg.connect(**self._params, row_factory=tuple_row)
+            self._local.connection = connection
+        return connection
+
+    @contextmanager
+    def transaction(self) -> Iterator[Cursor]:
+        connection = self._connection()
+        with connection.transaction(), connection.cursor() as cursor:
+            yield cursor  # type: ignore[misc]
+
+    def close(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        if connection is not None:
+            connection.close()
+
+    def table(self, name: str) -> str:
+        return f'"{self._schema}".{name}'
+
+
+def database_for(store: Workflows) -> Database:
+    """The database that holds `store`'s events, for its read models."""
+    module = store.env.get("PERSISTENCE_MODULE") or ""
+    if module.endswith("sqlite"):
+        return SQLiteDatabase(str(store.env.get("SQLITE_DBNAME")))
+    if module.endswith("postgres"):
+        params = {
+            "dbname": store.env.get("POSTGRES_DBNAME"),
+            "host": store.env.get("POSTGRES_HOST"),
+            "port": store.env.get("POSTGRES_PORT") or "5432",
+            "user": store.env.get("POSTGRES_USER"),
+            "password": store.env.get("POSTGRES_PASSWORD"),
+        }
+        return PostgresDatabase(params, store.env.get("POSTGRES_SCHEMA") or "public")
+    return SQLiteDatabase(":memory:")

@@ -1,0 +1,178 @@
+"""Feed read models from the store's notification log, exactly once.
+
+Each projection has a position, the id of the last notification it applied,
+kept in `holdpoint_projection_positions` in the same database as its rows and
+updated in the same transaction: a batch is applied whole or not at all, so a
+killed projector neither loses nor repeats an event. The position row is
+locked for the batch (`FOR UPDATE` on PostgreSQL, `BEGIN IMMEDIATE` on
+SQLite), so two projectors never apply the same batch. Notification ids are
+visible in commit order (the store's insert takes the table lock), so reading
+"after my position" never passes over an event that commits later.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eventsourcing.utils import get_topic
+
+from domain.application import Workflows
+from projections.database import Cursor, Database, database_for
+
+POSITIONS = "holdpoint_projection_positions"
+Progress = Callable[[str, int, int], None]
+
+
+class Projection(ABC):
+    """A read model: its tables, and how each event it cares about changes them."""
+
+    name: str
+    event_classes: tuple[type, ...]
+
+    @abstractmethod
+    def create_tables(self, cursor: Cursor, db: Database) -> None:
+        """Create the model's tables if they do not exist."""
+
+    @abstractmethod
+    def clear(self, cursor: Cursor, db: Database) -> None:
+        """Delete every row, before a rebuild."""
+
+    @abstractmethod
+    def apply(self, event: Any, position: int, cursor: Cursor, db: Database) -> None:
+        """Change the rows for one event (one of `event_classes`)."""
+
+
+@dataclass(frozen=True)
+class ProjectionStatus:
+    name: str
+    position: int
+    head: int
+
+    @property
+    def lag(self) -> int:
+        return max(self.head - self.position, 0)
+
+
+class ProjectionRunner:
+    """Keeps `projections` up to date with `store`."""
+
+    def __init__(
+        self,
+        store: Workflows,
+        projections: Sequence[Projection],
+        database: Database | None = None,
+        batch_size: int = 500,
+    ) -> None:
+        self.store = store
+        self.projections = {projection.name: projection for projection in projections}
+        self.db = database or database_for(store)
+        self.batch_size = batch_size
+        self._topics = {
+            name: {get_topic(cls) for cls in projection.event_classes}
+            for name, projection in self.projections.items()
+        }
+        self.setup()
+
+    def setup(self) -> None:
+        with self.db.transaction() as cursor:
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.db.table(POSITIONS)} "
+                "(name TEXT PRIMARY KEY, position BIGINT NOT NULL)"
+            )
+            for name, projection in self.projections.items():
+                projection.create_tables(cursor, self.db)
+                cursor.execute(
+                    f"INSERT INTO {self.db.table(POSITIONS)} (name, position) VALUES (%s, 0) "
+                    "ON CONFLICT (name) DO NOTHING",
+                    (name,),
+                )
+
+    def head(self) -> int:
+        return int(self.store.recorder.max_notification_id() or 0)
+
+    def status(self) -> list[ProjectionStatus]:
+        head = self.head()
+        with self.db.transaction() as cursor:
+            cursor.execute(f"SELECT name, position FROM {self.db.table(POSITIONS)}")
+            positions = dict(cursor.fetchall())
+        return [
+            ProjectionStatus(name, int(positions.get(name, 0)), head) for name in self.projections
+        ]
+
+    def catch_up(self, progress: Progress | None = None) -> int:
+        """Apply everything recorded so far; return how many events were applied."""
+        applied = 0
+        for name in self.projections:
+            head = self.head()
+            while True:
+                count, position = self._apply_batch(name)
+                applied += count
+                if progress is not None:
+                    progress(name, position, head)
+                if count == 0 or position >= head:
+                    break
+        return applied
+
+    def rebuild(self, names: Iterable[str] | None = None, progress: Progress | None = None) -> int:
+        """Forget the rows of `names` (default: all) and apply the whole log again."""
+        chosen = list(names or self.projections)
+        unknown = [name for name in chosen if name not in self.projections]
+        if unknown:
+            msg = f"Unknown projection {unknown[0]!r}: use one of {', '.join(self.projections)}"
+            raise ValueError(msg)
+        with self.db.transaction() as cursor:
+            for name in chosen:
+                self.projections[name].clear(cursor, self.db)
+                cursor.execute(
+                    f"UPDATE {self.db.table(POSITIONS)} SET position = 0 WHERE name = %s", (name,)
+                )
+        return self.catch_up(progress)
+
+    def wait(self, position: int, timeout: float, poll: float = 0.01) -> bool:
+        """Wait until every projection has applied `position`; False on timeout."""
+        done = threading.Event()
+        deadline = timeout
+        while deadline > 0:
+            if all(status.position >= position for status in self.status()):
+                return True
+            done.wait(poll)
+            deadline -= poll
+        return False
+
+    def run_forever(self, stop: threading.Event, poll: float = 0.2) -> None:
+        """The projector: catch up, then look again every `poll` seconds until `stop`."""
+        while not stop.is_set():
+            self.catch_up()
+            stop.wait(poll)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _apply_batch(self, name: str) -> tuple[int, int]:
+        projection, topics = self.projections[name], self._topics[name]
+        lock = " FOR UPDATE" if self.db.dialect == "postgres" else ""
+        with self.db.transaction() as cursor:
+            cursor.execute(
+                f"SELECT position FROM {self.db.table(POSITIONS)} WHERE name = %s{lock}", (name,)
+            )
+            position = int(cursor.fetchone()[0])
+            notifications = self.store.recorder.select_notifications(
+                start=position + 1, limit=self.batch_size
+            )
+            if not notifications:
+                return 0, position
+            mapper = self.store.mapper
+            for notification in notifications:
+                if notification.topic in topics:
+                    event = mapper.to_domain_event(notification)
+                    projection.apply(event, notification.id, cursor, self.db)
+            position = notifications[-1].id
+            cursor.execute(
+                f"UPDATE {self.db.table(POSITIONS)} SET position = %s WHERE name = %s",
+                (position, name),
+            )
+        return len(notifications), position
