@@ -114,7 +114,7 @@ class PostgresDatabase(Database):
     def transaction(self) -> Iterator[Cursor]:
         connection = self._connection()
         with connection.transaction(), connection.cursor() as cursor:
-            yield cursor  # type: ignore[misc]
+            yield cursor
 
     def close(self) -> None:
         connection = getattr(self._local, "connection", None)
