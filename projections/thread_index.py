@@ -1,0 +1,190 @@
+"""The thread index: search threads by graph, status, time and metadata.
+
+Status follows the thread's events: `running` after input or an answer,
+`interrupted` while interrupts are pending, `failed` after a node or the run
+failed, `idle` when a run reached its end, `cancelled` for good.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from domain.thread import WorkflowThread
+from projections.database import Cursor, Database
+from projections.runner import Projection
+
+THREADS = "holdpoint_threads"
+STATUSES = ("running", "interrupted", "failed", "idle", "cancelled")
+
+
+def _utc(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class ThreadIndexProjection(Projection):
+    name = "thread_index"
+    event_classes = (
+        WorkflowThread.ThreadStarted,
+        WorkflowThread.ThreadForked,
+        WorkflowThread.InputReceived,
+        WorkflowThread.NodeCompleted,
+        WorkflowThread.NodeFailed,
+        WorkflowThread.InterruptRaised,
+        WorkflowThread.InterruptResumed,
+        WorkflowThread.ThreadCompleted,
+        WorkflowThread.ThreadFailed,
+        WorkflowThread.ThreadCancelled,
+    )
+
+    def create_tables(self, cursor: Cursor, db: Database) -> None:
+        table = db.table(THREADS)
+        cursor.execute(
+            f"CREATE TABLE IF NOT EXISTS {table} ("
+            "originator_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL UNIQUE, "
+            "graph_id TEXT NOT NULL, status TEXT NOT NULL, created_at TEXT NOT NULL, "
+            "updated_at TEXT NOT NULL, metadata TEXT NOT NULL, forked_from TEXT, "
+            "started_by TEXT, pending INTEGER NOT NULL, position BIGINT NOT NULL)"
+        )
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS {THREADS}_created ON {table} (created_at, thread_id)"
+        )
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS {THREADS}_graph ON {table} (graph_id, status, created_at)"
+        )
+
+    def clear(self, cursor: Cursor, db: Database) -> None:
+        cursor.execute(f"DELETE FROM {db.table(THREADS)}")
+
+    def apply(self, event: Any, position: int, cursor: Cursor, db: Database) -> None:
+        table, key, at = db.table(THREADS), event.originator_id.hex, _utc(event.timestamp)
+        if isinstance(event, WorkflowThread.ThreadStarted | WorkflowThread.ThreadForked):
+            forked = getattr(event, "source_thread_id", None)
+            cursor.execute(
+                f"INSERT INTO {table} (originator_id, thread_id, graph_id, status, created_at, "
+                "updated_at, metadata, forked_from, started_by, pending, position) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s)",
+                (
+                    key,
+                    event.thread_id,
+                    event.graph_id,
+                    "running" if forked else "idle",
+                    at,
+                    at,
+                    json.dumps(event.metadata, sort_keys=True),
+                    forked,
+                    event.actor.get("id"),
+                    position,
+                ),
+            )
+            return
+        change = _STATUS_CHANGES.get(type(event))
+        if change is None:
+            return
+        status_sql, pending_delta = change
+        cursor.execute(
+            f"UPDATE {table} SET pending = pending + %s, status = {status_sql}, "
+            "updated_at = %s, position = %s WHERE originator_id = %s",
+            (pending_delta, at, position, key),
+        )
+
+
+# event class -> (SQL for the new status, change in pending interrupts)
+_STATUS_CHANGES: dict[type, tuple[str, int]] = {
+    WorkflowThread.InputReceived: ("'running'", 0),
+    WorkflowThread.NodeCompleted: ("CASE WHEN status = 'failed' THEN 'running' ELSE status END", 0),
+    WorkflowThread.NodeFailed: ("'failed'", 0),
+    WorkflowThread.ThreadFailed: ("'failed'", 0),
+    WorkflowThread.InterruptRaised: ("'interrupted'", 1),
+    WorkflowThread.InterruptResumed: (
+        "CASE WHEN pending > 1 THEN 'interrupted' ELSE 'running' END",
+        -1,
+    ),
+    WorkflowThread.ThreadCompleted: ("'idle'", 0),
+    WorkflowThread.ThreadCancelled: ("'cancelled'", 0),
+}
+
+
+@dataclass(frozen=True)
+class ThreadSummary:
+    thread_id: str
+    graph_id: str
+    status: str
+    created_at: str
+    updated_at: str
+    metadata: dict[str, Any]
+    forked_from: str | None
+    started_by: str | None
+
+
+@dataclass(frozen=True)
+class ThreadsPage:
+    items: list[ThreadSummary]
+    total: int
+    next_cursor: str | None
+
+
+class ThreadIndex:
+    """Search threads, newest first, with a keyset cursor."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def search(
+        self,
+        *,
+        graph_id: str | None = None,
+        status: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        metadata: dict[str, str] | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> ThreadsPage:
+        if status is not None and status not in STATUSES:
+            msg = f"Unknown status {status!r}: use one of {', '.join(STATUSES)}"
+            raise ValueError(msg)
+        where, params = ["1 = 1"], []
+        for column, value in (("graph_id", graph_id), ("status", status)):
+            if value is not None:
+                where.append(f"{column} = %s")
+                params.append(value)
+        if created_after is not None:
+            where.append("created_at >= %s")
+            params.append(_utc(created_after))
+        if created_before is not None:
+            where.append("created_at < %s")
+            params.append(_utc(created_before))
+        for key, value in (metadata or {}).items():
+            where.append(self._metadata_equals())
+            params += [key, str(value)]
+        table, condition = self.db.table(THREADS), " AND ".join(where)
+        with self.db.transaction() as cursor:
+            cursor.execute(f"SELECT COUNT(*) FROM {table} WHERE {condition}", params)
+            total = int(cursor.fetchone()[0])
+            page_params = list(params)
+            if after:
+                created_at, _, thread_id = after.partition("|")
+                condition += " AND (created_at, thread_id) < (%s, %s)"
+                page_params += [created_at, thread_id]
+            cursor.execute(
+                "SELECT thread_id, graph_id, status, created_at, updated_at, metadata, "
+                f"forked_from, started_by FROM {table} WHERE {condition} "
+                "ORDER BY created_at DESC, thread_id DESC LIMIT %s",
+                [*page_params, limit + 1],
+            )
+            rows = cursor.fetchall()
+        items = [
+            ThreadSummary(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7])
+            for r in rows[:limit]
+        ]
+        more = len(rows) > limit
+        next_cursor = f"{items[-1].created_at}|{items[-1].thread_id}" if more and items else None
+        return ThreadsPage(items, total, next_cursor)
+
+    def _metadata_equals(self) -> str:
+        if self.db.dialect == "postgres":
+            return "(metadata::jsonb ->> %s) = %s"
+        return "CAST(json_extract(metadata, '$.' || %s) AS TEXT) = %s"
