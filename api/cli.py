@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
+
+import structlog
 
 from api.bootstrap import configure_logging
 from api.demo import run_demo
+from api.progress import ProgressBar
 from domain.errors import HoldpointError
 from domain.store import DEFAULT_STORE_URL, open_store, redacted, store_url_from_env
+from projections.catalog import runner_for
+from projections.thread_index import STATUSES, ThreadIndex
 
 Handler = Callable[[argparse.Namespace], int]
+log = structlog.get_logger()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +61,45 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     init.set_defaults(handler=_db_init)
+
+    projections = commands.add_parser("projections", help="inspect or rebuild the read models")
+    projection_commands = projections.add_subparsers(
+        dest="projections_command", required=True, metavar="PROJECTIONS_COMMAND"
+    )
+    status = projection_commands.add_parser(
+        "status", help="each read model's position in the event log, and its lag"
+    )
+    status.set_defaults(handler=_projections_status)
+    rebuild = projection_commands.add_parser(
+        "rebuild",
+        help="empty read models and apply the whole event log again, with progress",
+        description="Rebuild the named read models (default: all) from position zero.",
+    )
+    rebuild.add_argument("names", nargs="*", metavar="NAME", help="read models to rebuild")
+    rebuild.set_defaults(handler=_projections_rebuild)
+
+    projector = commands.add_parser(
+        "projector",
+        help="keep the read models up to date, as a worker, until stopped",
+        description=(
+            "Apply new events to every read model as they are recorded; runs until "
+            "SIGTERM or Ctrl-C. Several projectors may run: each batch is applied once."
+        ),
+    )
+    projector.add_argument(
+        "--poll", type=float, default=0.2, help="seconds between looks at the log (default 0.2)"
+    )
+    projector.set_defaults(handler=_projector)
+
+    threads = commands.add_parser("threads", help="find threads")
+    thread_commands = threads.add_subparsers(
+        dest="threads_command", required=True, metavar="THREADS_COMMAND"
+    )
+    listing = thread_commands.add_parser("list", help="threads, newest first")
+    listing.add_argument("--graph", help="only this graph")
+    listing.add_argument("--status", choices=STATUSES, help="only threads in this status")
+    listing.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    listing.set_defaults(handler=_threads_list)
     return parser
 
 
@@ -64,6 +111,62 @@ def _db_init(_: argparse.Namespace) -> int:
     url = store_url_from_env()
     with open_store(url.replace("create_tables=no", "create_tables=yes")):
         print(f"Store ready: {redacted(url)}")
+    return 0
+
+
+def _projections_status(_: argparse.Namespace) -> int:
+    with open_store() as store:
+        runner = runner_for(store)
+        print(f"{'projection':<20} {'position':>10} {'head':>10} {'lag':>8}")
+        for status in runner.status():
+            print(f"{status.name:<20} {status.position:>10} {status.head:>10} {status.lag:>8}")
+        runner.close()
+    return 0
+
+
+def _projections_rebuild(args: argparse.Namespace) -> int:
+    with open_store() as store:
+        runner = runner_for(store)
+        bar = ProgressBar()
+        try:
+            applied = runner.rebuild(args.names or None, progress=bar)
+        except ValueError as error:
+            bar.finish()
+            print(f"holdpoint: error: {error}", file=sys.stderr)
+            return 2
+        bar.finish()
+        print(f"Rebuilt {', '.join(args.names or runner.projections)}: {applied} events applied")
+        runner.close()
+    return 0
+
+
+def _projector(args: argparse.Namespace) -> int:
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    with open_store() as store:
+        runner = runner_for(store)
+        log.info("projector started", projections=list(runner.projections), poll=args.poll)
+        runner.run_forever(stop, poll=args.poll)
+        log.info("projector stopped", status=[vars(s) for s in runner.status()])
+        runner.close()
+    return 0
+
+
+def _threads_list(args: argparse.Namespace) -> int:
+    with open_store() as store:
+        runner = runner_for(store)
+        runner.catch_up()
+        page = ThreadIndex(runner.db).search(
+            graph_id=args.graph, status=args.status, limit=args.limit
+        )
+        print(f"{'thread':<28} {'graph':<16} {'status':<12} created (UTC)")
+        for thread in page.items:
+            print(
+                f"{thread.thread_id:<28} {thread.graph_id:<16} {thread.status:<12} {thread.created_at}"
+            )
+        print(f"{len(page.items)} of {page.total} threads")
+        runner.close()
     return 0
 
 

@@ -1,0 +1,17 @@
+"""The read models Holdpoint keeps, and the runner that feeds them."""
+
+from __future__ import annotations
+
+from domain.application import Workflows
+from projections.pending_approvals import PendingApprovalsProjection
+from projections.runner import Projection, ProjectionRunner
+from projections.thread_index import ThreadIndexProjection
+
+
+def all_projections() -> list[Projection]:
+    return [PendingApprovalsProjection(), ThreadIndexProjection()]
+
+
+def runner_for(store: Workflows) -> ProjectionRunner:
+    """A runner for every read model, in the store's own database."""
+    return ProjectionRunner(store, all_projections())
