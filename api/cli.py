@@ -161,10 +161,8 @@ def _threads_list(args: argparse.Namespace) -> int:
             graph_id=args.graph, status=args.status, limit=args.limit
         )
         print(f"{'thread':<28} {'graph':<16} {'status':<12} created (UTC)")
-        for thread in page.items:
-            print(
-                f"{thread.thread_id:<28} {thread.graph_id:<16} {thread.status:<12} {thread.created_at}"
-            )
+        for t in page.items:
+            print(f"{t.thread_id:<28} {t.graph_id:<16} {t.status:<12} {t.created_at}")
         print(f"{len(page.items)} of {page.total} threads")
         runner.close()
     return 0
