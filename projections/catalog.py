@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from domain.application import Workflows
+from projections.oversight import OversightProjection
 from projections.pending_approvals import PendingApprovalsProjection
 from projections.runner import Projection, ProjectionRunner
 from projections.thread_index import ThreadIndexProjection
 
 
 def all_projections() -> list[Projection]:
-    return [PendingApprovalsProjection(), ThreadIndexProjection()]
+    return [PendingApprovalsProjection(), ThreadIndexProjection(), OversightProjection()]
 
 
 def runner_for(store: Workflows) -> ProjectionRunner:
