@@ -7,6 +7,7 @@ for a store URL; `InMemorySaver()` is one kept in memory.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from typing import Any, ClassVar
 
 from eventsourcing.application import AggregateNotFoundError, Application
@@ -57,6 +58,17 @@ class Workflows(Application[Any]):
     ) -> list[WorkflowThread.Event]:
         """The thread's recorded events, oldest first."""
         return list(self.events.get(thread_uuid(thread_id), gt=gt, lte=lte))  # type: ignore[arg-type]
+
+    def expire(self, thread_id: str, interrupt_id: str, now: datetime) -> int | None:
+        """Apply an overdue interrupt's expiry rule; the position, or None if not due.
+
+        Of several workers expiring the same interrupt, one records
+        InterruptExpired; the others get ConcurrentUpdateError or None.
+        """
+        thread = self.thread(thread_id)
+        if thread is None or not thread.expire(interrupt_id, now):
+            return None
+        return self.record(thread)
 
     def recorded_events(self, thread_id: str) -> list[RecordedEvent]:
         """The thread's events as stored, before any upcasting (for verification)."""

@@ -21,11 +21,11 @@ class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name, kept for port
     exception swallows it, so catch narrower exceptions around `interrupt()`.
     """
 
-    def __init__(self, index: int, value: Any, required_role: str | None = None) -> None:
+    def __init__(self, index: int, value: Any, policy: dict[str, Any] | None = None) -> None:
         super().__init__(value)
         self.index = index
         self.value = value
-        self.required_role = required_role
+        self.policy = policy or {}
 
 
 class GraphDefinitionError(HoldpointError, ValueError):

@@ -388,7 +388,7 @@ class Run:
                     node=outcome.node,
                     index=outcome.interrupt.index,
                     value=outcome.interrupt.value,
-                    required_role=outcome.interrupt.required_role,
+                    policy=outcome.interrupt.policy,
                 )
         failure = next((o.error for o in outcomes if o.error is not None), None)
         for outcome in outcomes:

@@ -18,12 +18,12 @@ class TaskContext:
     resume_values: list[Any] = field(default_factory=list)
     calls: int = 0
 
-    def next_resume_value(self, value: Any, required_role: str | None) -> Any:
+    def next_resume_value(self, value: Any, policy: dict[str, Any]) -> Any:
         index = self.calls
         self.calls += 1
         if index < len(self.resume_values):
             return self.resume_values[index]
-        raise GraphInterrupt(index, value, required_role)
+        raise GraphInterrupt(index, value, policy)
 
 
 _current: ContextVar[TaskContext] = ContextVar("holdpoint_task")

@@ -14,7 +14,7 @@ Every attribute is plain JSON data so that snapshots store it as it is.
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
@@ -33,6 +33,10 @@ RUNNING = "running"
 INTERRUPTED = "interrupted"
 FAILED = "failed"
 CANCELLED = "cancelled"
+
+
+def _due(moment: datetime, seconds: float) -> str:
+    return (moment + timedelta(seconds=seconds)).isoformat()
 
 
 @lru_cache(maxsize=4096)
@@ -292,11 +296,20 @@ class WorkflowThread(Aggregate):
         )
 
     def raise_interrupt(
-        self, *, step: int, node: str, index: int, value: Any, required_role: str | None = None
+        self,
+        *,
+        step: int,
+        node: str,
+        index: int,
+        value: Any,
+        policy: dict[str, Any] | None = None,
     ) -> str:
         """Record an interrupt; its id is unique in the thread and stable."""
+        policy = policy or {}
         seed = f"{self.thread_id}\x1f{self.version + 1}\x1f{node}\x1f{index}"
         interrupt_id = hashlib.sha256(seed.encode()).hexdigest()[:32]
+        seconds = policy.get("deadline_seconds")
+        due_by = None if seconds is None else _due(datetime.now(UTC), seconds)
         self.record(
             self.InterruptRaised,
             step=step,
@@ -304,9 +317,32 @@ class WorkflowThread(Aggregate):
             interrupt_id=interrupt_id,
             index=index,
             value=value,
-            required_role=required_role,
+            required_role=policy.get("required_role"),
+            due_by=due_by,
+            on_expiry=None if seconds is None else {**policy["on_expiry"], "seconds": seconds},
         )
         return interrupt_id
+
+    def expire(self, interrupt_id: str, now: datetime) -> bool:
+        """Record that a pending interrupt's deadline passed, and apply its rule.
+
+        Returns False, recording nothing, when the interrupt is no longer
+        pending or is not yet due (another worker, or a human, came first).
+        """
+        record = self.interrupts.get(interrupt_id)
+        due_by = None if record is None else record.get("due_by")
+        if due_by is None or datetime.fromisoformat(due_by) > now:
+            return False
+        rule = record["on_expiry"]
+        new_due_by = _due(now, rule["seconds"]) if rule["action"] == "escalate" else None
+        self.record(
+            self.InterruptExpired,
+            interrupt_id=interrupt_id,
+            due_by=record["due_by"],
+            rule=rule,
+            new_due_by=new_due_by,
+        )
+        return True
 
     def _mark_checkpoint(self, event: Any, source: str) -> None:
         self.parent_checkpoint = self.checkpoint
@@ -380,7 +416,10 @@ class WorkflowThread(Aggregate):
         interrupt_id: str
         index: int
         value: Any
-        required_role: str | None = None  # added after v1: old events read as None
+        # Added after v1; old events read as None.
+        required_role: str | None = None
+        due_by: str | None = None
+        on_expiry: dict[str, Any] | None = None
 
         def fold(self, thread: WorkflowThread) -> None:
             for other, record in list(thread.interrupts.items()):
@@ -393,7 +432,27 @@ class WorkflowThread(Aggregate):
                 "step": self.step,
                 "raised_at": self.timestamp.isoformat(),
                 "required_role": self.required_role,
+                "due_by": self.due_by,
+                "on_expiry": self.on_expiry,
             }
+
+    class InterruptExpired(Event):
+        """An interrupt's deadline passed: its rule decided it, or escalated it."""
+
+        interrupt_id: str
+        due_by: str
+        rule: dict[str, Any]
+        new_due_by: str | None
+
+        def fold(self, thread: WorkflowThread) -> None:
+            if self.rule["action"] == "escalate":
+                record = thread.interrupts[self.interrupt_id]
+                record["required_role"] = self.rule["role"]
+                record["due_by"] = self.new_due_by
+                return
+            record = thread.interrupts.pop(self.interrupt_id)
+            thread.answers.setdefault(record["node"], []).append(self.rule["resume"])
+            thread.error = None
 
     class InterruptResumed(Event):
         """A human answered an interrupt; the node will run again with it.

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
-from domain.errors import NoCheckpointerError
+from domain.errors import InvalidUpdateError, NoCheckpointerError
 from domain.task_context import current_task
 
 N = TypeVar("N")
@@ -72,14 +73,24 @@ class StateSnapshot(NamedTuple):
     interrupts: tuple[Interrupt, ...] = ()
 
 
-def interrupt(value: Any, *, required_role: str | None = None) -> Any:
+def interrupt(
+    value: Any,
+    *,
+    required_role: str | None = None,
+    deadline: float | timedelta | None = None,
+    on_expiry: str = "reject",
+) -> Any:
     """Pause the running node for a human, or return the human's answer.
 
     The first time a node reaches its i-th `interrupt()` the thread pauses and
     `value` is shown to the reviewer. When the thread is resumed the node runs
     again from its start and its i-th `interrupt()` returns the i-th answer.
-    `required_role` (Holdpoint's addition) names the role a reviewer must hold
-    to answer; it is recorded on InterruptRaised.
+    Holdpoint's additions, recorded on InterruptRaised: `required_role`, the
+    role a reviewer must hold to answer; `deadline` (seconds or a timedelta),
+    after which the deadline worker records InterruptExpired and applies
+    `on_expiry`: "reject" (the default: the node gets False), "approve"
+    (True), or "escalate:ROLE" (the interrupt stays open, now for ROLE, with
+    a fresh deadline of the same length).
     """
     task = current_task()
     if not task.durable:
@@ -88,4 +99,29 @@ def interrupt(value: Any, *, required_role: str | None = None) -> Any:
             "checkpointer=InMemorySaver() or a store from domain.store.open_store()"
         )
         raise NoCheckpointerError(msg)
-    return task.next_resume_value(value, required_role)
+    return task.next_resume_value(value, interrupt_policy(required_role, deadline, on_expiry))
+
+
+def interrupt_policy(
+    required_role: str | None, deadline: float | timedelta | None, on_expiry: str
+) -> dict[str, Any]:
+    """Who may answer, by when, and what happens after: plain JSON for the event."""
+    seconds = deadline.total_seconds() if isinstance(deadline, timedelta) else deadline
+    if seconds is not None and seconds <= 0:
+        msg = f"interrupt() deadline must be positive, not {deadline!r}"
+        raise InvalidUpdateError(msg)
+    return {
+        "required_role": required_role,
+        "deadline_seconds": seconds,
+        "on_expiry": None if seconds is None else expiry_rule(on_expiry),
+    }
+
+
+def expiry_rule(on_expiry: str) -> dict[str, Any]:
+    if on_expiry in ("reject", "approve"):
+        return {"action": "decide", "decision": on_expiry, "resume": on_expiry == "approve"}
+    action, _, role = on_expiry.partition(":")
+    if action == "escalate" and role:
+        return {"action": "escalate", "role": role}
+    msg = f'on_expiry must be "reject", "approve" or "escalate:ROLE", not {on_expiry!r}'
+    raise InvalidUpdateError(msg)
