@@ -16,6 +16,7 @@ from api.progress import ProgressBar
 from domain.errors import HoldpointError
 from domain.store import DEFAULT_STORE_URL, open_store, redacted, store_url_from_env
 from projections.catalog import runner_for
+from projections.deadlines import expire_overdue
 from projections.thread_index import STATUSES, ThreadIndex
 
 Handler = Callable[[argparse.Namespace], int]
@@ -82,8 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
         "projector",
         help="keep the read models up to date, as a worker, until stopped",
         description=(
-            "Apply new events to every read model as they are recorded; runs until "
-            "SIGTERM or Ctrl-C. Several projectors may run: each batch is applied once."
+            "Apply new events to every read model as they are recorded, and record the "
+            "expiry of overdue interrupts; runs until SIGTERM or Ctrl-C. Several "
+            "projectors may run: each batch is applied, and each expiry recorded, once."
         ),
     )
     projector.add_argument(
@@ -147,7 +149,9 @@ def _projector(args: argparse.Namespace) -> int:
     with open_store() as store:
         runner = runner_for(store)
         log.info("projector started", projections=list(runner.projections), poll=args.poll)
-        runner.run_forever(stop, poll=args.poll)
+        runner.run_forever(
+            stop, poll=args.poll, after_catch_up=lambda: expire_overdue(store, runner.db)
+        )
         log.info("projector stopped", status=[vars(s) for s in runner.status()])
         runner.close()
     return 0

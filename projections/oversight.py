@@ -26,6 +26,10 @@ def utc_text(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def _utc_or_none(iso: str | None) -> str | None:
+    return None if iso is None else utc_text(datetime.fromisoformat(iso))
+
+
 class OversightProjection(Projection):
     name = "oversight"
     event_classes = (
@@ -33,6 +37,7 @@ class OversightProjection(Projection):
         WorkflowThread.ThreadForked,
         WorkflowThread.InterruptRaised,
         WorkflowThread.InterruptResumed,
+        WorkflowThread.InterruptExpired,
         WorkflowThread.ThreadCancelled,
     )
 
@@ -45,7 +50,8 @@ class OversightProjection(Projection):
             f"CREATE TABLE IF NOT EXISTS {db.table(INTERRUPTS)} ("
             "interrupt_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, graph_id TEXT NOT NULL, "
             "node TEXT NOT NULL, idx INTEGER NOT NULL, raised_at TEXT NOT NULL, "
-            "required_role TEXT, outcome TEXT NOT NULL, closed_at TEXT, decision TEXT, "
+            "required_role TEXT, due_by TEXT, escalations INTEGER NOT NULL DEFAULT 0, "
+            "outcome TEXT NOT NULL, closed_at TEXT, decision TEXT, "
             "reviewer_id TEXT, reviewer_role TEXT, reason TEXT, "
             "seconds_to_decision DOUBLE PRECISION)"
         )
@@ -81,31 +87,30 @@ class OversightProjection(Projection):
             )
             cursor.execute(
                 f"INSERT INTO {log} (interrupt_id, thread_id, graph_id, node, idx, raised_at, "
-                "required_role, outcome) "
-                f"SELECT %s, thread_id, graph_id, %s, %s, %s, %s, 'open' FROM {db.table(THREADS)} "
-                "WHERE originator_id = %s",
-                (event.interrupt_id, event.node, event.index, at, event.required_role, key),
-            )
-        elif isinstance(event, WorkflowThread.InterruptResumed):
-            cursor.execute(
-                f"SELECT raised_at FROM {log} WHERE interrupt_id = %s", (event.interrupt_id,)
-            )
-            row = cursor.fetchone()
-            raised = datetime.strptime(row[0], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-            cursor.execute(
-                f"UPDATE {log} SET outcome = 'decided', closed_at = %s, decision = %s, "
-                "reviewer_id = %s, reviewer_role = %s, reason = %s, seconds_to_decision = %s "
-                "WHERE interrupt_id = %s",
+                "required_role, due_by, outcome) "
+                f"SELECT %s, thread_id, graph_id, %s, %s, %s, %s, %s, 'open' "
+                f"FROM {db.table(THREADS)} WHERE originator_id = %s",
                 (
-                    at,
-                    event.decision,
-                    event.actor.get("id"),
-                    event.actor.get("role"),
-                    event.reason,
-                    (event.timestamp - raised).total_seconds(),
                     event.interrupt_id,
+                    event.node,
+                    event.index,
+                    at,
+                    event.required_role,
+                    _utc_or_none(event.due_by),
+                    key,
                 ),
             )
+        elif isinstance(event, WorkflowThread.InterruptExpired):
+            if event.rule["action"] == "escalate":
+                cursor.execute(
+                    f"UPDATE {log} SET escalations = escalations + 1, required_role = %s, "
+                    "due_by = %s WHERE interrupt_id = %s",
+                    (event.rule["role"], _utc_or_none(event.new_due_by), event.interrupt_id),
+                )
+            else:
+                self._close_as_decided(cursor, db, event, at, "expired", {}, None)
+        elif isinstance(event, WorkflowThread.InterruptResumed):
+            self._close_as_decided(cursor, db, event, at, event.decision, event.actor, event.reason)
         elif isinstance(event, WorkflowThread.ThreadCancelled):
             cursor.execute(
                 f"UPDATE {log} SET outcome = 'cancelled', closed_at = %s WHERE outcome = 'open' "
@@ -120,3 +125,35 @@ class OversightProjection(Projection):
                 "WHERE originator_id = %s",
                 (at, event.actor.get("id"), event.actor.get("role"), event.reason, key),
             )
+
+    @staticmethod
+    def _close_as_decided(
+        cursor: Cursor,
+        db: Database,
+        event: Any,
+        at: str,
+        decision: str,
+        actor: dict[str, Any],
+        reason: str | None,
+    ) -> None:
+        log = db.table(INTERRUPTS)
+        cursor.execute(
+            f"SELECT raised_at FROM {log} WHERE interrupt_id = %s", (event.interrupt_id,)
+        )
+        raised = datetime.strptime(cursor.fetchone()[0], "%Y-%m-%dT%H:%M:%S.%fZ")
+        seconds = (event.timestamp - raised.replace(tzinfo=UTC)).total_seconds()
+        outcome = "expired" if decision == "expired" else "decided"
+        cursor.execute(
+            f"UPDATE {log} SET outcome = %s, closed_at = %s, decision = %s, reviewer_id = %s, "
+            "reviewer_role = %s, reason = %s, seconds_to_decision = %s WHERE interrupt_id = %s",
+            (
+                outcome,
+                at,
+                decision,
+                actor.get("id"),
+                actor.get("role"),
+                reason,
+                seconds,
+                event.interrupt_id,
+            ),
+        )

@@ -16,8 +16,9 @@ from typing import Any
 from projections.database import Database
 from projections.oversight import CANCELLATIONS, INTERRUPTS, utc_text
 
-DECISION_KINDS = ("approve", "reject", "edit", "respond", "escalate")
+DECISION_KINDS = ("approve", "reject", "edit", "respond", "escalate", "expired")
 OVERRIDES = ("reject", "edit")
+OUTCOMES = ("decided", "expired", "cancelled", "superseded", "open")
 AGE_BUCKETS = ((3600, "under 1 h"), (4 * 3600, "1-4 h"), (86400, "4-24 h"), (7 * 86400, "1-7 days"))
 
 
@@ -55,7 +56,8 @@ def oversight_report(
         outcomes = {outcome: int(count) for outcome, count in cursor.fetchall()}
         cursor.execute(
             f"SELECT decision, reviewer_id, graph_id, seconds_to_decision FROM {log} "
-            f"WHERE outcome = 'decided' AND closed_at >= %s AND closed_at < %s {graph_clause}",
+            f"WHERE outcome IN ('decided', 'expired') AND closed_at >= %s AND closed_at < %s "
+            f"{graph_clause}",
             [start, end, *graph_params],
         )
         decisions = cursor.fetchall()
@@ -65,6 +67,13 @@ def oversight_report(
             [start, end, *graph_params],
         )
         cancellations = cursor.fetchall()
+        cursor.execute(
+            f"SELECT COUNT(*) FROM {log} WHERE raised_at >= %s AND raised_at < %s "
+            "AND due_by IS NOT NULL AND (outcome = 'expired' OR closed_at > due_by "
+            f"OR (outcome = 'open' AND due_by < %s)) {graph_clause}",
+            [start, end, utc_text(now), *graph_params],
+        )
+        breaches = int(cursor.fetchone()[0])
         cursor.execute(
             f"SELECT raised_at FROM {log} WHERE outcome = 'open' {graph_clause}", graph_params
         )
@@ -84,8 +93,9 @@ def oversight_report(
         },
         **_decision_figures(decisions, rubber_stamp_seconds),
         "deadline_breaches": {
-            "value": None,
-            "how": "not computed: interrupt deadlines are not recorded yet",
+            "value": breaches,
+            "how": "interrupts raised in the period with a deadline that expired, were "
+            "answered after it, or are still open past it at generated_at",
         },
         "cancellations": {
             "value": len(cancellations),
@@ -100,13 +110,14 @@ def oversight_report(
             "raised": raised,
             "decided": outcomes.get("decided", 0),
             "cancelled": outcomes.get("cancelled", 0),
+            "expired": outcomes.get("expired", 0),
             "superseded": outcomes.get("superseded", 0),
             "open": outcomes.get("open", 0),
-            "accounted_for": raised
-            == sum(outcomes.get(k, 0) for k in ("decided", "cancelled", "superseded", "open")),
+            "accounted_for": raised == sum(outcomes.get(k, 0) for k in OUTCOMES),
             "how": (
-                "each interrupt raised in the period is decided, cancelled with its thread, "
-                "superseded (its node asked again) or still open"
+                "each interrupt raised in the period is decided, expired (its deadline's rule "
+                "decided it), cancelled with its thread, superseded (its node asked again) "
+                "or still open"
             ),
         },
     }
@@ -140,7 +151,8 @@ def _decision_figures(decisions: list[Any], floor: float) -> dict[str, Any]:
                 name: {kind: c.get(kind, 0) for kind in DECISION_KINDS} | {"total": sum(c.values())}
                 for name, c in sorted(per_reviewer.items())
             },
-            "how": "human answers (InterruptResumed) recorded in the period, by kind and reviewer",
+            "how": "human answers (InterruptResumed) and expiries (InterruptExpired, kind "
+            "'expired') recorded in the period, by kind and reviewer",
         },
         "time_to_decision_seconds": {
             "median": None if not seconds else round(statistics.median(seconds), 3),

@@ -28,6 +28,7 @@ class PendingApprovalsProjection(Projection):
         WorkflowThread.ThreadForked,
         WorkflowThread.InterruptRaised,
         WorkflowThread.InterruptResumed,
+        WorkflowThread.InterruptExpired,
         WorkflowThread.ThreadCancelled,
     )
 
@@ -72,20 +73,31 @@ class PendingApprovalsProjection(Projection):
             )
             cursor.execute(
                 f"INSERT INTO {queue} (interrupt_id, thread_id, graph_id, node, idx, payload, "
-                "raised_at, required_role, position) "
-                f"SELECT %s, thread_id, graph_id, %s, %s, %s, %s, %s, %s FROM {db.table(GRAPHS)} "
-                "WHERE originator_id = %s",
+                "raised_at, required_role, due_by, position) "
+                f"SELECT %s, thread_id, graph_id, %s, %s, %s, %s, %s, %s, %s "
+                f"FROM {db.table(GRAPHS)} WHERE originator_id = %s",
                 (
                     event.interrupt_id,
                     event.node,
                     event.index,
                     json.dumps(event.value),
-                    _utc(event.timestamp),
+                    utc_text(event.timestamp),
                     event.required_role,
+                    _utc_or_none(event.due_by),
                     position,
                     event.originator_id.hex,
                 ),
             )
+        elif isinstance(event, WorkflowThread.InterruptExpired):
+            if event.rule["action"] == "escalate":
+                cursor.execute(
+                    f"UPDATE {queue} SET required_role = %s, due_by = %s WHERE interrupt_id = %s",
+                    (event.rule["role"], _utc_or_none(event.new_due_by), event.interrupt_id),
+                )
+            else:
+                cursor.execute(
+                    f"DELETE FROM {queue} WHERE interrupt_id = %s", (event.interrupt_id,)
+                )
         elif isinstance(event, WorkflowThread.InterruptResumed):
             cursor.execute(f"DELETE FROM {queue} WHERE interrupt_id = %s", (event.interrupt_id,))
         elif isinstance(event, WorkflowThread.ThreadCancelled):
@@ -96,9 +108,13 @@ class PendingApprovalsProjection(Projection):
             )
 
 
-def _utc(moment: datetime) -> str:
+def utc_text(moment: datetime) -> str:
     """ISO text in UTC with a fixed width, so that text order is time order."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _utc_or_none(iso: str | None) -> str | None:
+    return None if iso is None else utc_text(datetime.fromisoformat(iso))
 
 
 @dataclass(frozen=True)
@@ -150,10 +166,10 @@ class PendingApprovals:
                 params.append(value)
         if min_age_seconds is not None:
             where.append("raised_at <= %s")
-            params.append(_utc(datetime.fromtimestamp(now.timestamp() - min_age_seconds, UTC)))
+            params.append(utc_text(datetime.fromtimestamp(now.timestamp() - min_age_seconds, UTC)))
         if overdue:
             where.append("due_by IS NOT NULL AND due_by < %s")
-            params.append(_utc(now))
+            params.append(utc_text(now))
         table, condition = self.db.table(QUEUE), " AND ".join(where)
         with self.db.transaction() as cursor:
             cursor.execute(f"SELECT COUNT(*) FROM {table} WHERE {condition}", params)

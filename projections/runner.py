@@ -143,10 +143,17 @@ class ProjectionRunner:
             deadline -= poll
         return False
 
-    def run_forever(self, stop: threading.Event, poll: float = 0.2) -> None:
-        """The projector: catch up, then look again every `poll` seconds until `stop`."""
+    def run_forever(
+        self,
+        stop: threading.Event,
+        poll: float = 0.2,
+        after_catch_up: Callable[[], object] | None = None,
+    ) -> None:
+        """The projector: catch up (then `after_catch_up`), again every `poll` s, until `stop`."""
         while not stop.is_set():
             self.catch_up()
+            if after_catch_up is not None:
+                after_catch_up()
             stop.wait(poll)
 
     def close(self) -> None:

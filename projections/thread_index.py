@@ -34,6 +34,7 @@ class ThreadIndexProjection(Projection):
         WorkflowThread.NodeFailed,
         WorkflowThread.InterruptRaised,
         WorkflowThread.InterruptResumed,
+        WorkflowThread.InterruptExpired,
         WorkflowThread.ThreadCompleted,
         WorkflowThread.ThreadFailed,
         WorkflowThread.ThreadCancelled,
@@ -81,6 +82,8 @@ class ThreadIndexProjection(Projection):
             )
             return
         change = _STATUS_CHANGES.get(type(event))
+        if isinstance(event, WorkflowThread.InterruptExpired) and event.rule["action"] != "decide":
+            change = None
         if change is None:
             return
         status_sql, pending_delta = change
@@ -99,6 +102,10 @@ _STATUS_CHANGES: dict[type, tuple[str, int]] = {
     WorkflowThread.ThreadFailed: ("'failed'", 0),
     WorkflowThread.InterruptRaised: ("'interrupted'", 1),
     WorkflowThread.InterruptResumed: (
+        "CASE WHEN pending > 1 THEN 'interrupted' ELSE 'running' END",
+        -1,
+    ),
+    WorkflowThread.InterruptExpired: (
         "CASE WHEN pending > 1 THEN 'interrupted' ELSE 'running' END",
         -1,
     ),

@@ -1,0 +1,36 @@
+"""The deadline worker: expire overdue interrupts, driven by the pending queue.
+
+The queue says which interrupts look overdue; the thread's own events decide:
+`Workflows.expire` records InterruptExpired only if the interrupt is still
+pending and due, and the store's version check lets one worker win when two
+try at once. So each expiry is recorded exactly once, however many workers run.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from domain.application import Workflows
+from domain.errors import ConcurrentUpdateError
+from projections.database import Database
+from projections.pending_approvals import QUEUE, utc_text
+
+
+def expire_overdue(store: Workflows, db: Database, now: datetime | None = None) -> list[str]:
+    """Record the expiry of every overdue interrupt; return the ids this call expired."""
+    now = now or datetime.now(UTC)
+    with db.transaction() as cursor:
+        cursor.execute(
+            f"SELECT thread_id, interrupt_id FROM {db.table(QUEUE)} "
+            "WHERE due_by IS NOT NULL AND due_by <= %s ORDER BY due_by",
+            (utc_text(now),),
+        )
+        overdue = cursor.fetchall()
+    expired = []
+    for thread_id, interrupt_id in overdue:
+        try:
+            if store.expire(thread_id, interrupt_id, now) is not None:
+                expired.append(interrupt_id)
+        except ConcurrentUpdateError:
+            continue  # another worker (or a reviewer) got there first
+    return expired
