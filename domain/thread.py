@@ -329,8 +329,8 @@ class WorkflowThread(Aggregate):
         Returns False, recording nothing, when the interrupt is no longer
         pending or is not yet due (another worker, or a human, came first).
         """
-        record = self.interrupts.get(interrupt_id)
-        due_by = None if record is None else record.get("due_by")
+        record = self.interrupts.get(interrupt_id) or {}
+        due_by = record.get("due_by")
         if due_by is None or datetime.fromisoformat(due_by) > now:
             return False
         rule = record["on_expiry"]
@@ -338,7 +338,7 @@ class WorkflowThread(Aggregate):
         self.record(
             self.InterruptExpired,
             interrupt_id=interrupt_id,
-            due_by=record["due_by"],
+            due_by=due_by,
             rule=rule,
             new_due_by=new_due_by,
         )

@@ -16,24 +16,11 @@ from domain.errors import GraphDefinitionError, InvalidUpdateError
 from domain.graph import END, START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
 from domain.thread import WorkflowThread
-
-
-class Log(TypedDict):
-    log: Annotated[list, operator.add]
-    seen: Annotated[list, operator.add]
-    last: str
+from tests.graphs import Log, appender
 
 
 def config(thread_id: str = "g1", **extra: Any) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}, **extra}
-
-
-def appender(name: str) -> Any:
-    def node(state: Log) -> dict[str, Any]:
-        return {"log": [name], "seen": [f"{name} saw {state['log']}"]}
-
-    node.__name__ = name
-    return node
 
 
 def events_of(store: Workflows, thread_id: str = "g1") -> list[WorkflowThread.Event]:

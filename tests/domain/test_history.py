@@ -16,11 +16,11 @@ from typing import Annotated, Any, TypedDict
 import pytest
 
 from domain.application import Workflows
-from domain.graph import END, START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
 from domain.store import open_store
 from domain.thread import WorkflowThread
 from domain.types import Command, Interrupt, PregelTask, StateSnapshot, interrupt
+from tests.graphs import linear_graph
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 QUESTION = {"question": "Approve $250.0?"}
@@ -42,13 +42,8 @@ def process_refund(state: State) -> dict[str, Any]:
 
 
 def refund_graph(store: Workflows) -> CompiledStateGraph:
-    builder = StateGraph(State)
-    builder.add_node("request_approval", request_approval)
-    builder.add_node("process_refund", process_refund)
-    builder.add_edge(START, "request_approval")
-    builder.add_edge("request_approval", "process_refund")
-    builder.add_edge("process_refund", END)
-    return builder.compile(checkpointer=store)
+    """Seed (a) with a log: START -> request_approval -> process_refund -> END."""
+    return linear_graph(store, State, request_approval, process_refund)
 
 
 def config(thread_id: str = "h1", **configurable: Any) -> dict[str, Any]:

@@ -15,37 +15,14 @@ from typing import Annotated, Any, TypedDict
 import pytest
 
 from domain.application import Workflows
-from domain.graph import END, START, StateGraph
+from domain.graph import START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
 from domain.store import open_store
 from domain.thread import WorkflowThread
 from domain.types import Command, Interrupt, interrupt
+from tests.graphs import Refund, linear_graph, parallel_interrupts_graph, refund_graph
 
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
-
-
-class Refund(TypedDict):
-    refund_amount: float
-    approved: Any
-
-
-def refund_graph(store: Workflows, calls: list[str]) -> CompiledStateGraph:
-    def request_approval(state: Refund) -> dict[str, Any]:
-        calls.append("before-interrupt")
-        decision = interrupt({"question": f"Approve a ${state['refund_amount']} refund?"})
-        calls.append(f"after-interrupt decision={decision!r}")
-        return {"approved": decision}
-
-    def process_refund(state: Refund) -> dict[str, Any]:
-        return {"approved": state["approved"]}
-
-    builder = StateGraph(Refund)
-    builder.add_node("request_approval", request_approval)
-    builder.add_node("process_refund", process_refund)
-    builder.add_edge(START, "request_approval")
-    builder.add_edge("request_approval", "process_refund")
-    builder.add_edge("process_refund", END)
-    return builder.compile(checkpointer=store)
 
 
 class Answers(TypedDict):
@@ -61,38 +38,7 @@ def two_questions_graph(store: Workflows, runs: list[str]) -> CompiledStateGraph
         runs.append(f"two:b={b}")
         return {"answers": [a, b]}
 
-    builder = StateGraph(Answers)
-    builder.add_node("two", two)
-    builder.add_edge(START, "two")
-    builder.add_edge("two", END)
-    return builder.compile(checkpointer=store)
-
-
-class Out(TypedDict):
-    out: Annotated[list, operator.add]
-
-
-def parallel_graph(store: Workflows, runs: list[str], *, join: bool) -> CompiledStateGraph:
-    def asking(name: str) -> Any:
-        def node(state: Out) -> dict[str, Any]:
-            runs.append(name)
-            return {"out": [f"{name}={interrupt('ask ' + name)}"]}
-
-        return node
-
-    builder = StateGraph(Out)
-    builder.add_node("left", asking("left"))
-    builder.add_node("right", asking("right"))
-    builder.add_edge(START, "left")
-    builder.add_edge(START, "right")
-    if join:
-        builder.add_node("join", lambda state: {"out": ["join"]})
-        builder.add_edge(["left", "right"], "join")
-        builder.add_edge("join", END)
-    else:
-        builder.add_edge("left", END)
-        builder.add_edge("right", END)
-    return builder.compile(checkpointer=store)
+    return linear_graph(store, Answers, two)
 
 
 def config(thread_id: str, **configurable: Any) -> dict[str, Any]:
@@ -464,7 +410,7 @@ def test_interrupts_in_one_node_can_be_answered_by_id(store):
 
 def test_parallel_interrupts_are_all_returned_and_pending(store):
     # Given
-    graph = parallel_graph(store, [], join=True)
+    graph = parallel_interrupts_graph(store, [], join=True)
 
     # When
     result = graph.invoke({"out": []}, config("p1"))
@@ -480,7 +426,7 @@ def test_parallel_interrupts_are_all_returned_and_pending(store):
 
 def test_parallel_interrupts_resumed_together_by_id_map_run_the_join(store):
     # Given
-    graph = parallel_graph(store, [], join=True)
+    graph = parallel_interrupts_graph(store, [], join=True)
     result = graph.invoke({"out": []}, config("p3"))
 
     # When
@@ -495,7 +441,7 @@ def test_parallel_interrupts_resumed_together_by_id_map_run_the_join(store):
 def test_a_partial_resume_finishes_the_answered_branch_and_keeps_the_other_pending(store):
     # Given
     runs: list[str] = []
-    graph = parallel_graph(store, runs, join=False)
+    graph = parallel_interrupts_graph(store, runs, join=False)
     result = graph.invoke({"out": []}, config("pp"))
     ids = {i.value: i.id for i in result["__interrupt__"]}
     runs.clear()
@@ -517,7 +463,7 @@ def test_a_partial_resume_finishes_the_answered_branch_and_keeps_the_other_pendi
 
 def test_a_partial_resume_does_not_close_the_superstep(store):
     # Given
-    graph = parallel_graph(store, [], join=False)
+    graph = parallel_interrupts_graph(store, [], join=False)
     result = graph.invoke({"out": []}, config("pp"))
     ids = {i.value: i.id for i in result["__interrupt__"]}
 
@@ -534,7 +480,7 @@ def test_a_partial_resume_does_not_close_the_superstep(store):
 
 def test_continuing_while_a_branch_is_pending_keeps_its_interrupt(store):
     # Given
-    graph = parallel_graph(store, [], join=False)
+    graph = parallel_interrupts_graph(store, [], join=False)
     result = graph.invoke({"out": []}, config("pp"))
     ids = {i.value: i.id for i in result["__interrupt__"]}
     graph.invoke(Command(resume={ids["ask left"]: "L"}), config("pp"))
@@ -552,7 +498,7 @@ def test_continuing_while_a_branch_is_pending_keeps_its_interrupt(store):
 def test_answering_the_rest_after_a_partial_resume_completes_the_step_and_the_join(store):
     # Given
     runs: list[str] = []
-    graph = parallel_graph(store, runs, join=True)
+    graph = parallel_interrupts_graph(store, runs, join=True)
     result = graph.invoke({"out": []}, config("p2"))
     ids = {i.value: i.id for i in result["__interrupt__"]}
     graph.invoke(Command(resume={ids["ask left"]: "L"}), config("p2"))

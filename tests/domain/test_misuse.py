@@ -25,46 +25,15 @@ from domain.errors import (
     ThreadNotFoundError,
     UnknownInterruptError,
 )
-from domain.graph import END, START, StateGraph
+from domain.graph import START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
-from domain.types import Command, interrupt
-
-
-class Refund(TypedDict):
-    refund_amount: float
-    approved: Any
-
-
-def request_approval(state: Refund) -> dict[str, Any]:
-    return {"approved": interrupt({"question": "ok?"})}
-
-
-def process_refund(state: Refund) -> dict[str, Any]:
-    return {"approved": state["approved"]}
-
-
-def refund_graph(store: Workflows | None) -> CompiledStateGraph:
-    builder = StateGraph(Refund)
-    builder.add_node("request_approval", request_approval)
-    builder.add_node("process_refund", process_refund)
-    builder.add_edge(START, "request_approval")
-    builder.add_edge("request_approval", "process_refund")
-    builder.add_edge("process_refund", END)
-    return builder.compile(checkpointer=store)
+from domain.types import Command
+from tests.graphs import Refund, parallel_interrupts_graph, process_refund, refund_graph
 
 
 class Out(TypedDict):
     out: Annotated[list, operator.add]
     winner: str
-
-
-def parallel_graph(store: Workflows) -> CompiledStateGraph:
-    builder = StateGraph(Out)
-    builder.add_node("left", lambda s: {"out": [f"left={interrupt('ask left')}"]})
-    builder.add_node("right", lambda s: {"out": [f"right={interrupt('ask right')}"]})
-    builder.add_edge(START, "left")
-    builder.add_edge(START, "right")
-    return builder.compile(checkpointer=store)
 
 
 def racing_writers_graph(store: Workflows) -> CompiledStateGraph:
@@ -171,7 +140,7 @@ def test_resuming_by_an_id_that_was_already_answered_raises_unknown_interrupt(st
 
 def test_a_map_naming_one_pending_and_one_unknown_id_records_neither(store):
     # Given
-    graph = parallel_graph(store)
+    graph = parallel_interrupts_graph(store, join=False)
     result = graph.invoke({"out": []}, config("p1"))
     known = result["__interrupt__"][0].id
     before = recorded(store, "p1")
@@ -184,7 +153,7 @@ def test_a_map_naming_one_pending_and_one_unknown_id_records_neither(store):
 
 def test_a_single_value_while_two_interrupts_are_pending_raises_ambiguous_resume(store):
     # Given
-    graph = parallel_graph(store)
+    graph = parallel_interrupts_graph(store, join=False)
     graph.invoke({"out": []}, config("p1"))
     before = recorded(store, "p1")
 

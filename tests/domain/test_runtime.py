@@ -6,43 +6,20 @@ a failed node is recorded as NodeFailed and runs again on invoke(None).
 
 from __future__ import annotations
 
-import operator
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
 import pytest
 
 from domain.application import Workflows
 from domain.errors import GraphRecursionError
-from domain.graph import END, START, StateGraph
+from domain.graph import START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
 from domain.thread import WorkflowThread
-
-
-class Log(TypedDict):
-    log: Annotated[list, operator.add]
-    seen: Annotated[list, operator.add]
-    last: str
-
-
-class Counter(TypedDict):
-    n: int
-
-
-class Refund(TypedDict):
-    refund_amount: float
-    approved: Any
+from tests.graphs import Log, Refund, appender, counter_loop_graph
 
 
 def config(thread_id: str = "g1", **extra: Any) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}, **extra}
-
-
-def appender(name: str) -> Any:
-    def node(state: Log) -> dict[str, Any]:
-        return {"log": [name], "seen": [f"{name} saw {state['log']}"]}
-
-    node.__name__ = name
-    return node
 
 
 def events_of(store: Workflows, thread_id: str = "g1") -> list[WorkflowThread.Event]:
@@ -52,17 +29,9 @@ def events_of(store: Workflows, thread_id: str = "g1") -> list[WorkflowThread.Ev
 # -- recursion limit --------------------------------------------------------------
 
 
-def loop_graph(store: Workflows) -> CompiledStateGraph:
-    builder = StateGraph(Counter)
-    builder.add_node("inc", lambda s: {"n": s["n"] + 1})
-    builder.add_edge(START, "inc")
-    builder.add_conditional_edges("inc", lambda s: "inc" if s["n"] < 100 else END)
-    return builder.compile(checkpointer=store)
-
-
 def test_a_loop_beyond_the_recursion_limit_raises_graph_recursion_error(store):
     # Given
-    graph = loop_graph(store)
+    graph = counter_loop_graph(store)
 
     # When / Then
     with pytest.raises(GraphRecursionError, match="Recursion limit of 10 reached"):
@@ -71,7 +40,7 @@ def test_a_loop_beyond_the_recursion_limit_raises_graph_recursion_error(store):
 
 def test_the_recursion_limit_leaves_the_thread_at_its_last_step_with_thread_failed(store):
     # Given
-    graph = loop_graph(store)
+    graph = counter_loop_graph(store)
 
     # When
     with pytest.raises(GraphRecursionError):
@@ -88,7 +57,7 @@ def test_the_recursion_limit_leaves_the_thread_at_its_last_step_with_thread_fail
 
 def test_a_thread_stopped_by_the_recursion_limit_continues_with_a_higher_limit(store):
     # Given
-    graph = loop_graph(store)
+    graph = counter_loop_graph(store)
     with pytest.raises(GraphRecursionError):
         graph.invoke({"n": 0}, config(recursion_limit=10))
 
@@ -102,7 +71,7 @@ def test_a_thread_stopped_by_the_recursion_limit_continues_with_a_higher_limit(s
 
 def test_the_default_recursion_limit_lets_a_hundred_step_loop_finish(store):
     # Given
-    graph = loop_graph(store)
+    graph = counter_loop_graph(store)
 
     # When
     result = graph.invoke({"n": 0}, config())

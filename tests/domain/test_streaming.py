@@ -6,62 +6,23 @@ Stream chunks are compared with what probe p1 printed for LangGraph.
 from __future__ import annotations
 
 import asyncio
-import operator
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
 import pytest
 
 from domain.application import Workflows
 from domain.errors import GraphDefinitionError
-from domain.graph import END, START, StateGraph
+from domain.graph import START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
 from domain.types import Command, Interrupt, interrupt
-
-
-class Log(TypedDict):
-    log: Annotated[list, operator.add]
-    seen: Annotated[list, operator.add]
-    last: str
-
-
-class Counter(TypedDict):
-    n: int
-
-
-class Refund(TypedDict):
-    refund_amount: float
-    approved: Any
+from tests.graphs import Log, Refund, counter_loop_graph, refund_graph
 
 
 def config(thread_id: str = "g1", **extra: Any) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}, **extra}
 
 
-def loop_graph(store: Workflows) -> CompiledStateGraph:
-    builder = StateGraph(Counter)
-    builder.add_node("inc", lambda s: {"n": s["n"] + 1})
-    builder.add_edge(START, "inc")
-    builder.add_conditional_edges("inc", lambda s: "inc" if s["n"] < 100 else END)
-    return builder.compile(checkpointer=store)
-
-
 # -- streaming (compare probe p1's printed stream output) ------------------------
-
-
-def refund_graph(store: Workflows) -> CompiledStateGraph:
-    def request_approval(state: Refund) -> dict[str, Any]:
-        return {"approved": interrupt({"question": f"Approve a ${state['refund_amount']} refund?"})}
-
-    def process_refund(state: Refund) -> dict[str, Any]:
-        return {"approved": state["approved"]}
-
-    builder = StateGraph(Refund)
-    builder.add_node("request_approval", request_approval)
-    builder.add_node("process_refund", process_refund)
-    builder.add_edge(START, "request_approval")
-    builder.add_edge("request_approval", "process_refund")
-    builder.add_edge("process_refund", END)
-    return builder.compile(checkpointer=store)
 
 
 QUESTION = {"question": "Approve a $10.0 refund?"}
@@ -208,7 +169,7 @@ def test_astream_yields_the_same_chunks_as_stream(store):
 
 def test_ainvoke_runs_plain_functions_too(store):
     # Given
-    graph = loop_graph(store)
+    graph = counter_loop_graph(store)
 
     # When
     result = asyncio.run(graph.ainvoke({"n": 95}, config()))

@@ -3,39 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
 
 from domain.application import Workflows
-from domain.graph import END, START, StateGraph
 from domain.store import open_store
 from domain.thread import WorkflowThread
-from domain.types import Command, interrupt
+from domain.types import Command
 from domain.verify import recompute_hash, verify_chain
-
-
-class Refund(TypedDict):
-    refund_amount: float
-    approved: Any
-
-
-def request_approval(state: Refund) -> dict[str, Any]:
-    return {"approved": interrupt({"question": "ok?"})}
-
-
-def process_refund(state: Refund) -> dict[str, Any]:
-    return {"approved": state["approved"]}
+from tests.graphs import refund_graph
 
 
 def record_refund_cycle(store: Workflows, thread_id: str = "v1") -> list[Any]:
-    builder = StateGraph(Refund)
-    builder.add_node("request_approval", request_approval)
-    builder.add_node("process_refund", process_refund)
-    builder.add_edge(START, "request_approval")
-    builder.add_edge("request_approval", "process_refund")
-    builder.add_edge("process_refund", END)
-    graph = builder.compile(checkpointer=store)
+    graph = refund_graph(store)
     cfg = {"configurable": {"thread_id": thread_id}}
     graph.invoke({"refund_amount": 250.0, "approved": False}, cfg)
     graph.invoke(Command(resume=True), cfg)

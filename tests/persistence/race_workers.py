@@ -24,9 +24,10 @@ from typing import Any, TypedDict
 
 from domain.application import Workflows
 from domain.errors import HoldpointError
-from domain.graph import END, START, CompiledStateGraph, StateGraph
+from domain.graph import CompiledStateGraph
 from domain.store import open_store
 from domain.types import Command, interrupt
+from tests.graphs import linear_graph
 
 BARRIER_TIMEOUT = 30.0
 WORKER = "parent"  # the worker's name, in a worker process
@@ -52,13 +53,8 @@ def settle(state: RefundState) -> dict[str, Any]:
 
 
 def refund_graph(store: Workflows) -> CompiledStateGraph:
-    builder = StateGraph(RefundState)
-    builder.add_node("review", review)
-    builder.add_node("settle", settle)
-    builder.add_edge(START, "review")
-    builder.add_edge("review", "settle")
-    builder.add_edge("settle", END)
-    return builder.compile(checkpointer=store, name="race-refund")
+    """START -> review -> settle -> END."""
+    return linear_graph(store, RefundState, review, settle, name="race-refund")
 
 
 class StepState(TypedDict, total=False):
@@ -79,13 +75,8 @@ def finish(state: StepState) -> dict[str, Any]:
 
 
 def step_graph(store: Workflows) -> CompiledStateGraph:
-    builder = StateGraph(StepState)
-    builder.add_node("prepare", prepare)
-    builder.add_node("finish", finish)
-    builder.add_edge(START, "prepare")
-    builder.add_edge("prepare", "finish")
-    builder.add_edge("finish", END)
-    return builder.compile(checkpointer=store, name="race-step")
+    """START -> prepare -> finish -> END."""
+    return linear_graph(store, StepState, prepare, finish, name="race-step")
 
 
 GRAPHS = {"resume": refund_graph, "step": step_graph}

@@ -19,10 +19,10 @@ from eventsourcing.persistence import StoredEvent
 
 from domain import snapshots
 from domain.application import Workflows
-from domain.graph import END, START, StateGraph
 from domain.thread import WorkflowThread
 from domain.types import Command, interrupt
 from domain.verify import verify_chain, verify_thread
+from tests.graphs import linear_graph
 
 FIXTURE = json.loads((Path(__file__).parent.parent / "fixtures" / "v1_events.json").read_text())
 THREADS = sorted(FIXTURE["expected_values"])
@@ -119,13 +119,7 @@ def test_old_threads_list_their_history(v1_store, thread_id):
 
 def test_a_thread_paused_under_v1_resumes_under_v2_and_its_chain_still_verifies(v1_store):
     # Given the thread "edited", paused at a v1 InterruptRaised
-    builder = StateGraph(Refund)
-    builder.add_node("check", check)
-    builder.add_node("book", book)
-    builder.add_edge(START, "check")
-    builder.add_edge("check", "book")
-    builder.add_edge("book", END)
-    graph = builder.compile(checkpointer=v1_store, name="refund")
+    graph = linear_graph(v1_store, Refund, check, book, name="refund")
     config = {"configurable": {"thread_id": "edited", "actor": {"id": "rita", "role": "reviewer"}}}
     assert v1_store.thread("edited").status == "interrupted"
     # When a reviewer answers it with today's code
