@@ -7,6 +7,8 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import structlog
 
@@ -17,6 +19,8 @@ from domain.errors import HoldpointError
 from domain.store import DEFAULT_STORE_URL, open_store, redacted, store_url_from_env
 from projections.catalog import runner_for
 from projections.deadlines import expire_overdue
+from projections.oversight_report import oversight_report
+from projections.report_formats import FORMATS
 from projections.thread_index import STATUSES, ThreadIndex
 
 Handler = Callable[[argparse.Namespace], int]
@@ -102,6 +106,34 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--status", choices=STATUSES, help="only threads in this status")
     listing.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
     listing.set_defaults(handler=_threads_list)
+
+    report = commands.add_parser(
+        "report",
+        help="the Article 14 oversight report for a period, as JSON, CSV or HTML",
+        description=(
+            "Interrupts raised, decisions by kind and reviewer, time to decision, fast "
+            "decisions, override rates, deadline breaches, cancellations, the open backlog "
+            "and coverage, each figure saying how it is computed. Dates are ISO 8601 "
+            "(2025-03-01 or 2025-03-01T09:30:00Z; UTC when no offset is given); the period "
+            "includes --since and excludes --until. The read models are brought up to date "
+            "first."
+        ),
+    )
+    report.add_argument("--since", help="start of the period (default: 30 days before --until)")
+    report.add_argument("--until", help="end of the period, excluded (default: now)")
+    report.add_argument("--graph", help="only this graph")
+    report.add_argument(
+        "--format", choices=list(FORMATS), default="json", help="output format (default json)"
+    )
+    report.add_argument(
+        "--floor",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="decisions faster than this are flagged as possible rubber-stamping (default 10)",
+    )
+    report.add_argument("--out", metavar="FILE", help="write the report here, not to stdout")
+    report.set_defaults(handler=_report)
     return parser
 
 
@@ -169,6 +201,54 @@ def _threads_list(args: argparse.Namespace) -> int:
             print(f"{t.thread_id:<28} {t.graph_id:<16} {t.status:<12} {t.created_at}")
         print(f"{len(page.items)} of {page.total} threads")
         runner.close()
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    now = datetime.now(UTC)
+    moments: dict[str, datetime] = {}
+    for name in ("since", "until"):
+        text = getattr(args, name)
+        if text is None:
+            continue
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            print(
+                f"holdpoint: error: --{name} {text!r} is not an ISO 8601 date or time "
+                "(e.g. 2025-03-01 or 2025-03-01T09:30:00Z)",
+                file=sys.stderr,
+            )
+            return 2
+        moments[name] = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    until = moments.get("until", now)
+    since = moments.get("since", until - timedelta(days=30))
+    if since >= until or args.floor < 0:
+        problem = "--since must be before --until" if since >= until else "--floor must be >= 0"
+        print(f"holdpoint: error: {problem}", file=sys.stderr)
+        return 2
+    with open_store() as store:
+        runner = runner_for(store)
+        runner.catch_up()
+        figures = oversight_report(
+            runner.db,
+            since=since,
+            until=until,
+            graph_id=args.graph,
+            rubber_stamp_seconds=args.floor,
+            now=now,
+        )
+        runner.close()
+    text = FORMATS[args.format](figures)
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(args.out).write_text(text, encoding="utf-8")
+    except OSError as error:
+        print(f"holdpoint: error: cannot write {args.out}: {error.strerror}", file=sys.stderr)
+        return 2
+    print(f"Wrote the {args.format} report to {args.out}", file=sys.stderr)
     return 0
 
 

@@ -69,8 +69,8 @@ def oversight_report(
         cancellations = cursor.fetchall()
         cursor.execute(
             f"SELECT COUNT(*) FROM {log} WHERE raised_at >= %s AND raised_at < %s "
-            "AND due_by IS NOT NULL AND (outcome = 'expired' OR closed_at > due_by "
-            f"OR (outcome = 'open' AND due_by < %s)) {graph_clause}",
+            "AND due_by IS NOT NULL AND (outcome = 'expired' OR escalations > 0 "
+            f"OR closed_at > due_by OR (outcome = 'open' AND due_by < %s)) {graph_clause}",
             [start, end, utc_text(now), *graph_params],
         )
         breaches = int(cursor.fetchone()[0])
@@ -94,8 +94,8 @@ def oversight_report(
         **_decision_figures(decisions, rubber_stamp_seconds),
         "deadline_breaches": {
             "value": breaches,
-            "how": "interrupts raised in the period with a deadline that expired, were "
-            "answered after it, or are still open past it at generated_at",
+            "how": "interrupts raised in the period whose deadline passed: expired, "
+            "escalated, answered late, or still open past it at generated_at",
         },
         "cancellations": {
             "value": len(cancellations),
@@ -123,18 +123,20 @@ def oversight_report(
     }
 
 
-def _decision_figures(decisions: list[Any], floor: float) -> dict[str, Any]:
-    by_kind = Counter(decision for decision, *_ in decisions)
+def _decision_figures(rows: list[Any], floor: float) -> dict[str, Any]:
+    """Figures over decisions; expiries count as decisions of kind 'expired' but
+    are nobody's: reviewer figures, speed and override rates read human answers."""
+    by_kind = Counter(decision for decision, *_ in rows)
+    human = [row for row in rows if row[0] != "expired"]
     per_reviewer: dict[str, Counter[str]] = defaultdict(Counter)
     per_graph: dict[str, Counter[str]] = defaultdict(Counter)
     fast: Counter[str] = Counter()
-    for decision, reviewer, graph, seconds in decisions:
+    for decision, reviewer, graph, seconds in human:
         per_reviewer[reviewer or "unknown"][decision] += 1
         per_graph[graph][decision] += 1
         if seconds is not None and seconds < floor:
             fast[reviewer or "unknown"] += 1
-    seconds = [float(row[3]) for row in decisions if row[3] is not None]
-    total = len(decisions)
+    seconds = [float(row[3]) for row in human if row[3] is not None]
     overrides = sum(by_kind[kind] for kind in OVERRIDES)
 
     def override_rates(groups: dict[str, Counter[str]]) -> dict[str, float | None]:
@@ -145,33 +147,33 @@ def _decision_figures(decisions: list[Any], floor: float) -> dict[str, Any]:
 
     return {
         "decisions": {
-            "value": total,
+            "value": len(rows),
             "by_kind": {kind: by_kind.get(kind, 0) for kind in DECISION_KINDS},
             "by_reviewer": {
                 name: {kind: c.get(kind, 0) for kind in DECISION_KINDS} | {"total": sum(c.values())}
                 for name, c in sorted(per_reviewer.items())
             },
-            "how": "human answers (InterruptResumed) and expiries (InterruptExpired, kind "
-            "'expired') recorded in the period, by kind and reviewer",
+            "how": "human answers (InterruptResumed) by kind and reviewer, plus expiries "
+            "(InterruptExpired, kind 'expired', no reviewer), recorded in the period",
         },
         "time_to_decision_seconds": {
             "median": None if not seconds else round(statistics.median(seconds), 3),
             "p90": None if not seconds else round(percentile(seconds, 0.9) or 0.0, 3),
             "max": None if not seconds else round(max(seconds), 3),
-            "how": "seconds from InterruptRaised to InterruptResumed, for decisions in the "
-            "period; p90 by nearest rank",
+            "how": "seconds from InterruptRaised to InterruptResumed, for human answers in "
+            "the period; p90 by nearest rank",
         },
         "fast_decisions": {
             "value": sum(fast.values()),
             "by_reviewer": dict(sorted(fast.items())),
-            "how": f"decisions made less than {floor:g} s after the interrupt was raised: "
-            "possible rubber-stamping (automation bias, Art. 14(4)(b))",
+            "how": f"human answers given less than {floor:g} s after the interrupt was "
+            "raised: possible rubber-stamping (automation bias, Art. 14(4)(b))",
         },
         "override_rate": {
-            "value": _rate(overrides, total),
+            "value": _rate(overrides, len(human)),
             "by_reviewer": override_rates(per_reviewer),
             "by_graph": override_rates(per_graph),
-            "how": "(reject + edit) / all decisions in the period",
+            "how": "(reject + edit) / human answers in the period",
         },
     }
 
