@@ -153,7 +153,7 @@ class Run:
         if store.thread(new_id) is not None:
             raise ThreadExistsError(str(new_id))
         self.thread_id = str(new_id)
-        return source.fork(self.thread_id, self.actor)
+        return source.fork(self.thread_id, self.actor, self.run_id)
 
     def _begin_input(self, graph_input: Any) -> None:
         values = as_update(graph_input)

@@ -104,8 +104,10 @@ class WorkflowThread(Aggregate):
         state: dict[str, Any]
         prev_hash: str
         event_hash: str
+        run_id: str | None = None  # the run that continues from the fork, if one does
 
         def fold(self, thread: WorkflowThread) -> None:
+            thread.run_id = self.run_id
             thread.values = dict(self.state["values"])
             thread.step = self.state["step"]
             thread.next = list(self.state["next"])
@@ -238,7 +240,9 @@ class WorkflowThread(Aggregate):
             **fields,
         )
 
-    def fork(self, new_thread_id: str, actor: dict[str, Any]) -> WorkflowThread:
+    def fork(
+        self, new_thread_id: str, actor: dict[str, Any], run_id: str | None = None
+    ) -> WorkflowThread:
         """A new thread that starts from this one as it stands, at its checkpoint.
 
         Pending interrupts and answers are not carried over: the interrupted
@@ -263,6 +267,7 @@ class WorkflowThread(Aggregate):
                 "done": self.done,
                 "barriers": self.barriers,
             },
+            "run_id": run_id,
         }
         timestamp = datetime.now(UTC)
         digest = event_hash("ThreadForked", new_thread_id, 1, timestamp, GENESIS_HASH, fields)

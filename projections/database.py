@@ -37,7 +37,8 @@ class Database:
     dialect: str
 
     @contextmanager
-    def transaction(self) -> Iterator[Cursor]:  # pragma: no cover - abstract
+    def transaction(self, *, write: bool = True) -> Iterator[Cursor]:  # noqa: ARG002
+        """A transaction; `write=False` for reads, which must not wait for writers."""
         raise NotImplementedError
         yield
 
@@ -57,10 +58,10 @@ class SQLiteDatabase(Database):
         self._lock = threading.Lock()
 
     @contextmanager
-    def transaction(self) -> Iterator[Cursor]:
+    def transaction(self, *, write: bool = True) -> Iterator[Cursor]:
         with self._lock:
             cursor = self._connection.cursor()
-            cursor.execute("BEGIN IMMEDIATE")
+            cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 yield _SQLiteCursor(cursor)
             except BaseException:
@@ -111,7 +112,7 @@ class PostgresDatabase(Database):
         return connection
 
     @contextmanager
-    def transaction(self) -> Iterator[Cursor]:
+    def transaction(self, *, write: bool = True) -> Iterator[Cursor]:  # noqa: ARG002
         connection = self._connection()
         with connection.transaction(), connection.cursor() as cursor:
             yield cursor

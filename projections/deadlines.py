@@ -19,7 +19,7 @@ from projections.pending_approvals import QUEUE, utc_text
 def expire_overdue(store: Workflows, db: Database, now: datetime | None = None) -> list[str]:
     """Record the expiry of every overdue interrupt; return the ids this call expired."""
     now = now or datetime.now(UTC)
-    with db.transaction() as cursor:
+    with db.transaction(write=False) as cursor:
         cursor.execute(
             f"SELECT thread_id, interrupt_id FROM {db.table(QUEUE)} "
             "WHERE due_by IS NOT NULL AND due_by <= %s ORDER BY due_by",

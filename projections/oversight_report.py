@@ -47,7 +47,7 @@ def oversight_report(
     start, end = utc_text(since), utc_text(until)
     graph_clause, graph_params = ("AND graph_id = %s", [graph_id]) if graph_id else ("", [])
     log, cancelled = db.table(INTERRUPTS), db.table(CANCELLATIONS)
-    with db.transaction() as cursor:
+    with db.transaction(write=False) as cursor:
         cursor.execute(
             f"SELECT outcome, COUNT(*) FROM {log} WHERE raised_at >= %s AND raised_at < %s "
             f"{graph_clause} GROUP BY outcome",

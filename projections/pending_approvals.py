@@ -171,7 +171,7 @@ class PendingApprovals:
             where.append("due_by IS NOT NULL AND due_by < %s")
             params.append(utc_text(now))
         table, condition = self.db.table(QUEUE), " AND ".join(where)
-        with self.db.transaction() as cursor:
+        with self.db.transaction(write=False) as cursor:
             cursor.execute(f"SELECT COUNT(*) FROM {table} WHERE {condition}", params)
             total = int(cursor.fetchone()[0])
             page_params = list(params)

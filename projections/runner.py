@@ -13,6 +13,7 @@ visible in commit order (the store's insert takes the table lock), so reading
 from __future__ import annotations
 
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -96,7 +97,7 @@ class ProjectionRunner:
 
     def status(self) -> list[ProjectionStatus]:
         head = self.head()
-        with self.db.transaction() as cursor:
+        with self.db.transaction(write=False) as cursor:
             cursor.execute(f"SELECT name, position FROM {self.db.table(POSITIONS)}")
             positions = dict(cursor.fetchall())
         return [
@@ -134,14 +135,14 @@ class ProjectionRunner:
 
     def wait(self, position: int, timeout: float, poll: float = 0.01) -> bool:
         """Wait until every projection has applied `position`; False on timeout."""
-        done = threading.Event()
-        deadline = timeout
-        while deadline > 0:
+        pause = threading.Event()
+        deadline = time.monotonic() + timeout
+        while True:
             if all(status.position >= position for status in self.status()):
                 return True
-            done.wait(poll)
-            deadline -= poll
-        return False
+            if time.monotonic() >= deadline:
+                return False
+            pause.wait(min(poll, max(deadline - time.monotonic(), 0)))
 
     def run_forever(
         self,

@@ -168,7 +168,7 @@ class ThreadIndex:
             where.append(self._metadata_equals())
             params += [key, str(value)]
         table, condition = self.db.table(THREADS), " AND ".join(where)
-        with self.db.transaction() as cursor:
+        with self.db.transaction(write=False) as cursor:
             cursor.execute(f"SELECT COUNT(*) FROM {table} WHERE {condition}", params)
             total = int(cursor.fetchone()[0])
             page_params = list(params)
@@ -192,6 +192,11 @@ class ThreadIndex:
         return ThreadsPage(items, total, next_cursor)
 
     def _metadata_equals(self) -> str:
+        """A metadata value compared as its JSON text (true, 1.5, or the string)."""
         if self.db.dialect == "postgres":
             return "(metadata::jsonb ->> %s) = %s"
-        return "CAST(json_extract(metadata, '$.' || %s) AS TEXT) = %s"
+        return (
+            "(SELECT CASE json_type(metadata, p) WHEN 'true' THEN 'true' "
+            "WHEN 'false' THEN 'false' ELSE CAST(json_extract(metadata, p) AS TEXT) END "
+            "FROM (SELECT '$.' || %s AS p)) = %s"
+        )

@@ -1,0 +1,200 @@
+"""Graphs, recorded histories and table dumps for the read-model tests.
+
+The graphs are small and real: they run on the store under test and record
+the same events a served graph records. `record_history` records one of each
+kind of thread the read models tell apart, so that a rebuild or a restart has
+something of everything to get right. Import as
+`from tests.projections.histories import ...` (the repository root is on
+sys.path).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import operator
+from datetime import datetime
+from typing import Annotated, Any, TypedDict
+
+from domain.application import Workflows
+from domain.graph import END, START, CompiledStateGraph, StateGraph
+from domain.types import Command, Interrupt, interrupt
+from projections.database import Database
+from projections.pending_approvals import GRAPHS, QUEUE
+from projections.runner import POSITIONS
+from projections.thread_index import THREADS
+
+REVIEWER = {"id": "rita", "role": "reviewer", "authenticated": True, "via": "test"}
+
+
+class Request(TypedDict):
+    amount: float
+    decision: Any
+
+
+class Out(TypedDict):
+    out: Annotated[list, operator.add]
+
+
+def config(
+    thread_id: str, *, metadata: dict[str, Any] | None = None, **configurable: Any
+) -> dict[str, Any]:
+    cfg: dict[str, Any] = {"configurable": {"thread_id": thread_id, **configurable}}
+    if metadata is not None:
+        cfg["metadata"] = metadata
+    return cfg
+
+
+def approval_graph(
+    store: Workflows, *, name: str = "refund", node: str = "approve", role: str | None = None
+) -> CompiledStateGraph:
+    """START -> `node` -> END; `node` asks a human about the amount once."""
+
+    def ask(state: Request) -> dict[str, Any]:
+        payload = {"question": f"Refund €{state['amount']}?", "amount": state["amount"]}
+        return {"decision": interrupt(payload, required_role=role)}
+
+    builder = StateGraph(Request)
+    builder.add_node(node, ask)
+    builder.add_edge(START, node)
+    builder.add_edge(node, END)
+    return builder.compile(checkpointer=store, name=name)
+
+
+def parallel_graph(store: Workflows, *, name: str = "parallel") -> CompiledStateGraph:
+    """START -> left, right -> END; both ask in the same superstep."""
+
+    def asking(side: str) -> Any:
+        def node(state: Out) -> dict[str, Any]:
+            return {"out": [f"{side}={interrupt(f'ask {side}')}"]}
+
+        return node
+
+    builder = StateGraph(Out)
+    builder.add_node("left", asking("left"))
+    builder.add_node("right", asking("right"))
+    builder.add_edge(START, "left")
+    builder.add_edge(START, "right")
+    builder.add_edge("left", END)
+    builder.add_edge("right", END)
+    return builder.compile(checkpointer=store, name=name)
+
+
+def two_questions_graph(store: Workflows, *, name: str = "twice") -> CompiledStateGraph:
+    """START -> two -> END; `two` asks "first?", then "second?"."""
+
+    def two(state: Out) -> dict[str, Any]:
+        return {"out": [interrupt("first?"), interrupt("second?")]}
+
+    builder = StateGraph(Out)
+    builder.add_node("two", two)
+    builder.add_edge(START, "two")
+    builder.add_edge("two", END)
+    return builder.compile(checkpointer=store, name=name)
+
+
+def pipeline_graph(
+    store: Workflows, *, name: str = "pipeline", during: Any = None
+) -> CompiledStateGraph:
+    """START -> a -> b -> END, no human; `during()` is called while `a` runs."""
+
+    def a(state: Out) -> dict[str, Any]:
+        if during is not None:
+            during()
+        return {"out": ["a"]}
+
+    builder = StateGraph(Out)
+    builder.add_node("a", a)
+    builder.add_node("b", lambda state: {"out": ["b"]})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("b", END)
+    return builder.compile(checkpointer=store, name=name)
+
+
+def failing_graph(
+    store: Workflows, broken: list[bool], *, name: str = "flaky"
+) -> CompiledStateGraph:
+    """START -> work -> END; `work` raises ValueError while `broken[0]` is true."""
+
+    def work(state: Out) -> dict[str, Any]:
+        if broken[0]:
+            msg = "the ledger is down"
+            raise ValueError(msg)
+        return {"out": ["worked"]}
+
+    builder = StateGraph(Out)
+    builder.add_node("work", work)
+    builder.add_edge(START, "work")
+    builder.add_edge("work", END)
+    return builder.compile(checkpointer=store, name=name)
+
+
+def ask_for(graph: CompiledStateGraph, thread_id: str, amount: float = 100.0) -> Interrupt:
+    """Start `thread_id` on an approval graph; return the interrupt it pauses at."""
+    result = graph.invoke({"amount": amount, "decision": None}, config(thread_id))
+    [pending] = result["__interrupt__"]
+    return pending
+
+
+def answer(graph: CompiledStateGraph, thread_id: str, resume: Any = True) -> dict[str, Any]:
+    return graph.invoke(Command(resume=resume), config(thread_id, actor=REVIEWER))
+
+
+def checkpoint_before(graph: CompiledStateGraph, thread_id: str, node: str) -> str:
+    """The id of the thread's checkpoint whose next node is `node`."""
+    for snapshot in graph.get_state_history(config(thread_id)):
+        if snapshot.next == (node,):
+            return str(snapshot.config["configurable"]["checkpoint_id"])
+    msg = f"{thread_id} has no checkpoint before {node}"
+    raise AssertionError(msg)
+
+
+def record_history(store: Workflows, prefix: str = "") -> None:
+    """One thread of each kind: answered, pending (with a role), parallel with
+    one answer, cancelled, failed, finished without a human, and a fork."""
+    refunds = approval_graph(store)
+    finance = approval_graph(store, name="payout", role="finance")
+    parallel = parallel_graph(store)
+    pipeline = pipeline_graph(store)
+    flaky = failing_graph(store, [True])
+
+    ask_for(refunds, f"{prefix}answered", 10.0)
+    answer(refunds, f"{prefix}answered", True)
+    ask_for(finance, f"{prefix}pending", 20.0)
+    left, _right = parallel.invoke({"out": []}, config(f"{prefix}both"))["__interrupt__"]
+    parallel.invoke(Command(resume={left.id: "yes"}), config(f"{prefix}both"))
+    ask_for(refunds, f"{prefix}stopped", 30.0)
+    store.cancel(f"{prefix}stopped", REVIEWER, "duplicate request")
+    with contextlib.suppress(ValueError):
+        flaky.invoke({"out": []}, config(f"{prefix}failed"))
+    pipeline.invoke({"out": []}, config(f"{prefix}done", metadata={"customer": "acme"}))
+    checkpoint = checkpoint_before(refunds, f"{prefix}answered", "approve")
+    refunds.invoke(
+        None, config(f"{prefix}answered", checkpoint_id=checkpoint, fork_thread_id=f"{prefix}fork")
+    )
+
+
+def rows(db: Database, table: str) -> list[tuple[Any, ...]]:
+    """Every row of `table`, in primary-key order."""
+    with db.transaction() as cursor:
+        cursor.execute(f"SELECT * FROM {db.table(table)} ORDER BY 1")
+        return [tuple(row) for row in cursor.fetchall()]
+
+
+READ_MODEL_TABLES = {"pending_approvals": (QUEUE, GRAPHS), "thread_index": (THREADS,)}
+
+
+def read_models(
+    db: Database, names: tuple[str, ...] = ("pending_approvals", "thread_index")
+) -> dict[str, list[tuple[Any, ...]]]:
+    """Full dumps of the named read models' tables (default: the queue and the index)."""
+    return {table: rows(db, table) for name in names for table in READ_MODEL_TABLES[name]}
+
+
+def positions(db: Database) -> dict[str, int]:
+    return {name: int(position) for name, position in rows(db, POSITIONS)}
+
+
+def moment(text: str) -> datetime:
+    """A read model's UTC timestamp text as a datetime."""
+    return datetime.fromisoformat(text)

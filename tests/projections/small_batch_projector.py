@@ -1,0 +1,47 @@
+"""`holdpoint projector`, slowed down, for tests that kill it in the middle of a batch.
+
+    python -m tests.projections.small_batch_projector BATCH_SIZE PAUSE [projector options]
+
+The command has no batch-size option, and on a test's history its default
+batch (500 events) makes a catch-up one or two quick transactions, done before
+a test can kill it between them. This runs the same command (`api.cli.main`)
+with every runner applying BATCH_SIZE events per transaction, and every
+projection pausing PAUSE seconds after each event it applies (inside the
+batch's transaction), so that a kill most likely lands in an open batch.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from typing import Any
+
+from api import cli
+from projections import catalog
+from projections.runner import Projection, ProjectionRunner
+
+
+def slowed(projection: Projection, pause: float) -> Projection:
+    apply = projection.apply
+
+    def apply_then_pause(event: Any, position: int, cursor: Any, db: Any) -> None:
+        apply(event, position, cursor, db)
+        time.sleep(pause)
+
+    projection.apply = apply_then_pause  # type: ignore[method-assign]
+    return projection
+
+
+def main(argv: list[str]) -> int:
+    batch_size, pause, options = int(argv[0]), float(argv[1]), argv[2:]
+    every_projection = catalog.all_projections
+    catalog.all_projections = lambda: [slowed(p, pause) for p in every_projection()]
+    catalog.ProjectionRunner = functools.partial(  # type: ignore[misc]
+        ProjectionRunner, batch_size=batch_size
+    )
+    return cli.main(["projector", *options])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,346 @@
+"""The thread index: every thread with its graph, status, times and metadata.
+
+Given runs of real graphs, when the runner catches up, then each thread's
+row follows its events (running, interrupted, failed, idle, cancelled),
+forks name their source, and threads are found by graph, status, creation
+time and metadata, newest first, page by page. Every test runs on each
+store kind (memory, SQLite, PostgreSQL).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from domain.errors import GraphRecursionError
+from domain.graph import END, START, StateGraph
+from domain.types import Command
+from projections.runner import ProjectionRunner
+from projections.thread_index import STATUSES, ThreadIndex, ThreadIndexProjection
+from tests.projections.histories import (
+    REVIEWER,
+    Out,
+    answer,
+    approval_graph,
+    ask_for,
+    checkpoint_before,
+    config,
+    failing_graph,
+    moment,
+    parallel_graph,
+    pipeline_graph,
+)
+
+
+@pytest.fixture
+def runner(store):
+    runner = ProjectionRunner(store, [ThreadIndexProjection()])
+    yield runner
+    runner.close()
+
+
+@pytest.fixture
+def index(runner):
+    return ThreadIndex(runner.db)
+
+
+def indexed(runner, index, thread_id):
+    """The thread's row, once the runner has caught up."""
+    runner.catch_up()
+    [row] = [t for t in index.search(limit=1000).items if t.thread_id == thread_id]
+    return row
+
+
+def ids(page):
+    return [t.thread_id for t in page.items]
+
+
+# -- status follows the events ---------------------------------------------
+
+
+def test_a_thread_whose_node_is_running_is_running(store, runner, index):
+    # Given a node that looks at the index while it runs
+    seen = []
+    graph = pipeline_graph(store, during=lambda: seen.append(indexed(runner, index, "t1").status))
+
+    # When
+    graph.invoke({"out": []}, config("t1"))
+
+    # Then
+    assert seen == ["running"]
+
+
+def test_a_thread_paused_for_a_human_is_interrupted(store, runner, index):
+    ask_for(approval_graph(store), "t1")
+
+    assert indexed(runner, index, "t1").status == "interrupted"
+
+
+def test_a_thread_that_reached_its_end_is_idle(store, runner, index):
+    pipeline_graph(store).invoke({"out": []}, config("t1"))
+
+    assert indexed(runner, index, "t1").status == "idle"
+
+
+def test_a_thread_whose_interrupt_was_answered_and_that_ran_to_its_end_is_idle(
+    store, runner, index
+):
+    graph = approval_graph(store)
+    ask_for(graph, "t1")
+    answer(graph, "t1", True)
+
+    assert indexed(runner, index, "t1").status == "idle"
+
+
+def test_a_thread_is_running_again_once_its_interrupt_is_answered(store, runner, index):
+    # Given a second graph whose node reads the index after the human answered
+    seen = []
+    graph = approval_graph(store)
+    ask_for(graph, "t1")
+
+    builder = StateGraph(Out)
+    builder.add_node("approve", lambda state: seen.append(indexed(runner, index, "t1").status))
+    builder.add_edge(START, "approve")
+    builder.add_edge("approve", END)
+    watching = builder.compile(checkpointer=store, name="refund")
+
+    # When the answer is given, and the node runs again with it
+    watching.invoke(Command(resume=True), config("t1", actor=REVIEWER))
+
+    # Then
+    assert seen == ["running"]
+
+
+def test_a_thread_with_one_of_two_parallel_interrupts_answered_is_still_interrupted(
+    store, runner, index
+):
+    graph = parallel_graph(store)
+    left, _right = graph.invoke({"out": []}, config("t1"))["__interrupt__"]
+
+    graph.invoke(Command(resume={left.id: "yes"}), config("t1", actor=REVIEWER))
+
+    assert indexed(runner, index, "t1").status == "interrupted"
+
+
+def test_a_thread_whose_node_failed_is_failed(store, runner, index):
+    with pytest.raises(ValueError, match="ledger"):
+        failing_graph(store, [True]).invoke({"out": []}, config("t1"))
+
+    assert indexed(runner, index, "t1").status == "failed"
+
+
+def test_a_failed_thread_that_is_retried_to_its_end_is_idle(store, runner, index):
+    # Given a thread whose node failed once
+    broken = [True]
+    graph = failing_graph(store, broken)
+    with pytest.raises(ValueError, match="ledger"):
+        graph.invoke({"out": []}, config("t1"))
+    assert indexed(runner, index, "t1").status == "failed"
+
+    # When the node works again and the thread is continued
+    broken[0] = False
+    graph.invoke(None, config("t1"))
+
+    # Then
+    assert indexed(runner, index, "t1").status == "idle"
+
+
+def test_a_thread_stopped_by_the_recursion_limit_is_failed(store, runner, index):
+    builder = StateGraph(Out)
+    builder.add_node("loop", lambda state: {"out": ["again"]})
+    builder.add_edge(START, "loop")
+    builder.add_edge("loop", "loop")
+    graph = builder.compile(checkpointer=store, name="loop")
+
+    with pytest.raises(GraphRecursionError):
+        graph.invoke({"out": []}, {**config("t1"), "recursion_limit": 3})
+
+    assert indexed(runner, index, "t1").status == "failed"
+
+
+def test_a_cancelled_thread_is_cancelled(store, runner, index):
+    ask_for(approval_graph(store), "t1")
+
+    store.cancel("t1", REVIEWER, "customer withdrew")
+
+    assert indexed(runner, index, "t1").status == "cancelled"
+
+
+# -- forks -----------------------------------------------------------------
+
+
+def test_a_fork_records_the_thread_it_was_forked_from(store, runner, index):
+    # Given a finished thread
+    graph = approval_graph(store, name="refund")
+    ask_for(graph, "t1")
+    answer(graph, "t1")
+
+    # When it is forked from the checkpoint before its question
+    checkpoint = checkpoint_before(graph, "t1", "approve")
+    graph.invoke(None, config("t1", checkpoint_id=checkpoint, fork_thread_id="t1-fork"))
+
+    # Then
+    fork = indexed(runner, index, "t1-fork")
+    assert (fork.forked_from, fork.graph_id) == ("t1", "refund")
+    assert indexed(runner, index, "t1").forked_from is None
+
+
+def test_a_fork_that_asks_anew_is_interrupted_and_its_source_unchanged(store, runner, index):
+    graph = approval_graph(store)
+    ask_for(graph, "t1")
+    answer(graph, "t1")
+    checkpoint = checkpoint_before(graph, "t1", "approve")
+
+    graph.invoke(None, config("t1", checkpoint_id=checkpoint, fork_thread_id="t1-fork"))
+
+    assert indexed(runner, index, "t1-fork").status == "interrupted"
+    assert indexed(runner, index, "t1").status == "idle"
+
+
+def test_a_fork_that_runs_to_its_end_is_idle(store, runner, index):
+    # Given a finished pipeline, forked from the checkpoint before its last node
+    graph = pipeline_graph(store)
+    graph.invoke({"out": []}, config("t1"))
+    checkpoint = checkpoint_before(graph, "t1", "b")
+
+    # When the fork runs on to END
+    graph.invoke(None, config("t1", checkpoint_id=checkpoint, fork_thread_id="t1-fork"))
+
+    # Then it is as finished as its source
+    assert store.thread("t1-fork").status == "idle"
+    assert indexed(runner, index, "t1-fork").status == "idle"
+
+
+# -- search ----------------------------------------------------------------
+
+
+@pytest.fixture
+def threads(store, runner):
+    """Five threads over three graphs and four statuses, with metadata."""
+    refunds = approval_graph(store, name="refund")
+    refunds.invoke(
+        {"amount": 1.0, "decision": None}, config("r-paused", metadata={"customer": "acme"})
+    )
+    refunds.invoke(
+        {"amount": 2.0, "decision": None},
+        config("r-done", metadata={"customer": "acme", "tier": 2}),
+    )
+    answer(refunds, "r-done")
+    refunds.invoke(
+        {"amount": 3.0, "decision": None}, config("r-stopped", metadata={"customer": "globex"})
+    )
+    store.cancel("r-stopped", REVIEWER, None)
+    pipeline_graph(store).invoke({"out": []}, config("p-done", metadata={"customer": "acme"}))
+    with pytest.raises(ValueError, match="ledger"):
+        failing_graph(store, [True]).invoke({"out": []}, config("f-failed"))
+    runner.catch_up()
+
+
+def test_threads_are_found_by_graph(threads, index):
+    page = index.search(graph_id="refund")
+
+    assert sorted(ids(page)) == ["r-done", "r-paused", "r-stopped"]
+    assert page.total == 3
+
+
+def test_threads_are_found_by_status(threads, index):
+    found = {status: sorted(ids(index.search(status=status))) for status in STATUSES}
+
+    assert found == {
+        "running": [],
+        "interrupted": ["r-paused"],
+        "failed": ["f-failed"],
+        "idle": ["p-done", "r-done"],
+        "cancelled": ["r-stopped"],
+    }
+
+
+def test_searching_for_an_unknown_status_is_refused_with_the_known_ones(threads, index):
+    with pytest.raises(ValueError, match=r"Unknown status 'completed'.*running.*cancelled"):
+        index.search(status="completed")
+
+
+def test_threads_are_found_by_a_metadata_key_and_value(threads, index):
+    page = index.search(metadata={"customer": "acme"})
+
+    assert sorted(ids(page)) == ["p-done", "r-done", "r-paused"]
+
+
+def test_every_metadata_pair_searched_for_must_match(threads, index):
+    assert ids(index.search(metadata={"customer": "acme", "tier": "2"})) == ["r-done"]
+    assert ids(index.search(metadata={"customer": "globex", "tier": "2"})) == []
+
+
+def test_a_boolean_metadata_value_is_found_by_its_json_text(store, runner, index):
+    pipeline_graph(store).invoke({"out": []}, config("t1", metadata={"vip": True}))
+    runner.catch_up()
+
+    assert ids(index.search(metadata={"vip": "true"})) == ["t1"]
+
+
+def test_threads_are_found_by_creation_time(store, runner, index):
+    # Given one thread created before a moment and one after it
+    graph = pipeline_graph(store)
+    graph.invoke({"out": []}, config("early"))
+    boundary = datetime.now(UTC)
+    graph.invoke({"out": []}, config("late"))
+    runner.catch_up()
+
+    # Then
+    assert ids(index.search(created_after=boundary)) == ["late"]
+    assert ids(index.search(created_before=boundary)) == ["early"]
+    assert ids(index.search(created_after=boundary, created_before=boundary)) == []
+
+
+def test_a_thread_is_created_when_its_first_event_was_recorded(store, runner, index):
+    pipeline_graph(store).invoke({"out": []}, config("t1"))
+    started = store.thread_events("t1")[0]
+
+    assert moment(indexed(runner, index, "t1").created_at) == started.timestamp
+
+
+def test_a_threads_row_carries_its_metadata_and_who_started_it(store, runner, index):
+    pipeline_graph(store).invoke(
+        {"out": []},
+        config("t1", metadata={"customer": "acme"}, actor={"id": "bot-7", "role": "agent"}),
+    )
+
+    row = indexed(runner, index, "t1")
+
+    assert row.metadata == {"customer": "acme"}
+    assert (row.started_by, row.graph_id) == ("bot-7", "pipeline")
+
+
+# -- order and paging ------------------------------------------------------
+
+
+def test_threads_are_listed_newest_first(store, runner, index):
+    graph = pipeline_graph(store)
+    for n in range(4):
+        graph.invoke({"out": []}, config(f"t{n}"))
+    runner.catch_up()
+
+    assert ids(index.search()) == ["t3", "t2", "t1", "t0"]
+
+
+def test_walking_the_pages_visits_every_thread_once_newest_first(store, runner, index):
+    # Given seven threads
+    graph = pipeline_graph(store)
+    for n in range(7):
+        graph.invoke({"out": []}, config(f"t{n}"))
+    runner.catch_up()
+
+    # When walked three at a time
+    walked, after, totals = [], None, set()
+    while True:
+        page = index.search(limit=3, after=after)
+        walked += ids(page)
+        totals.add(page.total)
+        if page.next_cursor is None:
+            break
+        after = page.next_cursor
+
+    # Then
+    assert walked == [f"t{n}" for n in reversed(range(7))]
+    assert totals == {7}
