@@ -31,6 +31,7 @@ from bench.stats import fmt_bytes, fmt_ms, fmt_num, fmt_ratio, median, ms, p95
 from bench.writers import concurrent_writers
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from bench.postgres import Server
@@ -45,6 +46,34 @@ WARM_UP_STEPS = 20
 def _reps(settings: Settings) -> str:
     n = settings.reps
     return f"median of {n} repetition{'s' if n > 1 else ''}, each on a fresh store"
+
+
+def compare_on_backends(
+    runner: Runner,
+    result: CaseResult,
+    metrics: list[Metric],
+    measure_once: Callable[..., Stats],
+    measured: str,
+    key: str,
+) -> None:
+    """Measure both sides on each backend into ``result``'s first table and targets.
+
+    ``measure_once(settings, backend, side, warm_up=..., server=...)`` is one
+    repetition; the target per backend: ``measured`` (statistic ``key``) at most
+    0.5 x LangGraph's. A backend this run skips gets a skipped row and target.
+    """
+    for backend in BACKENDS:
+        description = f"{backend}: {measured} at most 0.5 x LangGraph's"
+        reason = runner.skipped(backend)
+        if reason is not None:
+            result.tables[0].rows.append(skipped_row(backend, reason, len(metrics)))
+            result.targets.append(skipped_target(description, reason))
+            continue
+        measure = partial(measure_once, runner.settings, backend, server=runner.server)
+        label = f"{result.name}/{backend}"
+        by_side = runner.compare(label, measure, variants=backend == "sqlite")
+        result.tables[0].rows += comparison_rows(backend, by_side, metrics)
+        result.targets.append(ratio_target(description, ratio(by_side, key), SPEED_LIMIT))
 
 
 def refund_once(
@@ -103,17 +132,7 @@ def refund_cycle(runner: Runner) -> CaseResult:
         "repetition.",
         [Table(["backend", "side", *(m.header for m in metrics)])],
     )
-    for backend in BACKENDS:
-        description = f"{backend}: per-thread median at most 0.5 x LangGraph's"
-        reason = runner.skipped(backend)
-        if reason is not None:
-            result.tables[0].rows.append(skipped_row(backend, reason, len(metrics)))
-            result.targets.append(skipped_target(description, reason))
-            continue
-        measure = partial(refund_once, settings, backend, server=runner.server)
-        by_side = runner.compare(f"refund/{backend}", measure, variants=backend == "sqlite")
-        result.tables[0].rows += comparison_rows(backend, by_side, metrics)
-        result.targets.append(ratio_target(description, ratio(by_side, "median"), SPEED_LIMIT))
+    compare_on_backends(runner, result, metrics, refund_once, "per-thread median", "median")
     return result
 
 
@@ -153,17 +172,7 @@ def long_loop(runner: Runner) -> CaseResult:
         f"{_reps(settings)}.",
         [Table(["backend", "side", *(m.header for m in metrics)])],
     )
-    for backend in BACKENDS:
-        description = f"{backend}: per-step time at most 0.5 x LangGraph's"
-        reason = runner.skipped(backend)
-        if reason is not None:
-            result.tables[0].rows.append(skipped_row(backend, reason, len(metrics)))
-            result.targets.append(skipped_target(description, reason))
-            continue
-        measure = partial(loop_once, settings, backend, server=runner.server)
-        by_side = runner.compare(f"loop/{backend}", measure, variants=backend == "sqlite")
-        result.tables[0].rows += comparison_rows(backend, by_side, metrics)
-        result.targets.append(ratio_target(description, ratio(by_side, "step_ms"), SPEED_LIMIT))
+    compare_on_backends(runner, result, metrics, loop_once, "per-step time", "step_ms")
     return result
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Protocol, TypedDict, cast
 
@@ -96,6 +97,24 @@ def refund_builder(api: Api) -> GraphBuilder:
     return cast("GraphBuilder", builder)
 
 
+def self_loop_builder(
+    api: Api,
+    schema: type,
+    name: str,
+    node: Callable[..., dict[str, Any]],
+    route: Callable[..., str],
+) -> GraphBuilder:
+    """Build START -> ``name``, then a conditional edge from ``name`` to itself or END.
+
+    ``route`` returns ``name`` or END.
+    """
+    builder = api.StateGraph(schema)
+    builder.add_node(name, node)
+    builder.add_edge(api.START, name)
+    builder.add_conditional_edges(name, route, [name, api.END])
+    return cast("GraphBuilder", builder)
+
+
 def loop_builder(api: Api, steps: int) -> GraphBuilder:
     """Build START -> inc, then inc -> inc while ``n < steps``, else END."""
     end = api.END
@@ -106,11 +125,7 @@ def loop_builder(api: Api, steps: int) -> GraphBuilder:
     def route(state: CounterState) -> str:
         return "inc" if state["n"] < steps else end
 
-    builder = api.StateGraph(CounterState)
-    builder.add_node("inc", inc)
-    builder.add_edge(api.START, "inc")
-    builder.add_conditional_edges("inc", route, ["inc", end])
-    return cast("GraphBuilder", builder)
+    return self_loop_builder(api, CounterState, "inc", inc, route)
 
 
 def message(index: int, size: int) -> str:
@@ -134,8 +149,4 @@ def messages_loop_builder(api: Api, steps: int, message_size: int) -> GraphBuild
     def route(state: MessagesState) -> str:
         return "append" if state["n"] < steps else end
 
-    builder = api.StateGraph(MessagesState)
-    builder.add_node("append", append)
-    builder.add_edge(api.START, "append")
-    builder.add_conditional_edges("append", route, ["append", end])
-    return cast("GraphBuilder", builder)
+    return self_loop_builder(api, MessagesState, "append", append, route)
