@@ -105,18 +105,20 @@ class ProjectionRunner:
         ]
 
     def catch_up(self, progress: Progress | None = None) -> int:
-        """Apply everything recorded so far; return how many events were applied."""
-        applied = 0
-        for name in self.projections:
-            head = self.head()
-            while True:
-                count, position = self._apply_batch(name)
-                applied += count
-                if progress is not None:
+        """Apply everything recorded so far; return how many log events were read.
+
+        One pass over the log feeds every read model: each event is read and
+        decoded once, and applied to each model that has not applied it yet.
+        """
+        read, head = 0, self.head()
+        while True:
+            count, position = self._apply_batch()
+            read += count
+            if progress is not None:
+                for name in self.projections:
                     progress(name, position, head)
-                if count == 0 or position >= head:
-                    break
-        return applied
+            if count == 0 or position >= head:
+                return read
 
     def rebuild(self, names: Iterable[str] | None = None, progress: Progress | None = None) -> int:
         """Forget the rows of `names` (default: all) and apply the whole log again."""
@@ -160,27 +162,38 @@ class ProjectionRunner:
     def close(self) -> None:
         self.db.close()
 
-    def _apply_batch(self, name: str) -> tuple[int, int]:
-        projection, topics = self.projections[name], self._topics[name]
+    def _apply_batch(self) -> tuple[int, int]:
+        """One transaction: the next batch of the log, into every model behind it."""
         lock = " FOR UPDATE" if self.db.dialect == "postgres" else ""
+        table = self.db.table(POSITIONS)
         with self.db.transaction() as cursor:
-            cursor.execute(
-                f"SELECT position FROM {self.db.table(POSITIONS)} WHERE name = %s{lock}", (name,)
-            )
-            position = int(cursor.fetchone()[0])
+            cursor.execute(f"SELECT name, position FROM {table} ORDER BY name{lock}")
+            positions = {
+                name: int(position)
+                for name, position in cursor.fetchall()
+                if name in self.projections
+            }
+            start = min(positions.values())
             notifications = self.store.recorder.select_notifications(
-                start=position + 1, limit=self.batch_size
+                start=start + 1, limit=self.batch_size
             )
             if not notifications:
-                return 0, position
-            mapper = self.store.mapper
+                return 0, start
+            decode = self.store.mapper.to_domain_event
             for notification in notifications:
-                if notification.topic in topics:
-                    event = mapper.to_domain_event(notification)
-                    projection.apply(event, notification.id, cursor, self.db)
-            position = notifications[-1].id
-            cursor.execute(
-                f"UPDATE {self.db.table(POSITIONS)} SET position = %s WHERE name = %s",
-                (position, name),
-            )
-        return len(notifications), position
+                behind = [
+                    name
+                    for name, position in positions.items()
+                    if position < notification.id and notification.topic in self._topics[name]
+                ]
+                if behind:
+                    event = decode(notification)
+                    for name in behind:
+                        self.projections[name].apply(event, notification.id, cursor, self.db)
+            last = notifications[-1].id
+            for name, position in positions.items():
+                if position < last:
+                    cursor.execute(
+                        f"UPDATE {table} SET position = %s WHERE name = %s", (last, name)
+                    )
+        return len(notifications), last

@@ -340,7 +340,7 @@ def test_two_runners_catching_up_at_once_apply_every_event_once(shared_store):
     # are those of a single runner's rebuild
     assert errors == []
     head = runners[0].head()
-    assert sum(applied) == head * len(NAMES)
+    assert sum(applied) == head  # log events read, each once, for all read models
     assert [s.position for r in runners for s in r.status()] == [head] * 4
     together = read_models(runners[0].db)
     runners[1].rebuild()
