@@ -22,8 +22,10 @@ from bench.cases import CASES
 from bench.harness import QUICK, Progress, Runner, Settings
 from bench.machine import header_lines, load_average, postgres_line
 from bench.postgres import connect
+from bench.projections import PROJECTION_CASES
 from bench.report import CaseResult, write_report
 
+ALL_CASES = {**CASES, **PROJECTION_CASES}
 ROOT = Path(__file__).resolve().parent.parent
 FULL_REPORT = ROOT / "BENCHMARKS.md"
 PARTIAL_REPORT = ROOT / "bench" / ".work" / "BENCHMARKS.md"
@@ -38,9 +40,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         action="append",
-        choices=list(CASES),
+        choices=list(ALL_CASES),
         metavar="NAME",
-        help=f"run only this benchmark (repeatable): {', '.join(CASES)}",
+        help=f"run only this benchmark (repeatable): {', '.join(ALL_CASES)}",
     )
     parser.add_argument(
         "--output",
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the selected benchmarks; exit status 1 if a side failed or is missing."""
     args = _parse(sys.argv[1:] if argv is None else argv)
     settings = QUICK if args.quick else Settings()
-    names = args.only or list(CASES)
+    names = args.only or list(ALL_CASES)
     output = args.output or (FULL_REPORT if not (args.quick or args.only) else PARTIAL_REPORT)
     load_at_start = load_average()
     clock = time.perf_counter()
@@ -90,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for name in names:
         first_error = len(runner.errors)
-        result = CASES[name](runner)
+        result = ALL_CASES[name](runner)
         result.errors = runner.errors[first_error:]
         results.append(result)
         print(result.title)

@@ -59,6 +59,13 @@ class OversightProjection(Projection):
             f"CREATE INDEX IF NOT EXISTS {INTERRUPTS}_raised "
             f"ON {db.table(INTERRUPTS)} (raised_at, graph_id)"
         )
+        cursor.execute(  # superseding and cancelling find a thread's open interrupts
+            f"CREATE INDEX IF NOT EXISTS {INTERRUPTS}_thread "
+            f"ON {db.table(INTERRUPTS)} (thread_id, outcome)"
+        )
+        cursor.execute(  # decisions and breaches in a period
+            f"CREATE INDEX IF NOT EXISTS {INTERRUPTS}_closed ON {db.table(INTERRUPTS)} (closed_at)"
+        )
         cursor.execute(
             f"CREATE TABLE IF NOT EXISTS {db.table(CANCELLATIONS)} ("
             "thread_id TEXT PRIMARY KEY, graph_id TEXT NOT NULL, cancelled_at TEXT NOT NULL, "

@@ -47,6 +47,10 @@ class PendingApprovalsProjection(Projection):
         cursor.execute(
             f"CREATE INDEX IF NOT EXISTS {QUEUE}_thread ON {db.table(QUEUE)} (thread_id)"
         )
+        cursor.execute(  # the queue of one graph, in order
+            f"CREATE INDEX IF NOT EXISTS {QUEUE}_graph "
+            f"ON {db.table(QUEUE)} (graph_id, raised_at, interrupt_id)"
+        )
         cursor.execute(
             f"CREATE TABLE IF NOT EXISTS {db.table(GRAPHS)} "
             "(originator_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, graph_id TEXT NOT NULL)"
