@@ -45,10 +45,21 @@ class Workflows(Application[Any]):
         self.close()
 
     def thread(self, thread_id: str, version: int | None = None) -> WorkflowThread | None:
-        """The thread as of `version` (default: now), or None if never recorded."""
+        """The thread as of `version` (default: now), or None if never recorded.
+
+        A thread shorter than the snapshot interval has no snapshot, so it is
+        read in one query, its events; only a longer one goes through the
+        repository (snapshot, then the events after it).
+        """
+        aggregate_id = thread_uuid(thread_id)
+        if version is None:
+            interval = self.snapshotting_intervals.get(WorkflowThread, SNAPSHOT_INTERVAL)
+            first = list(self.events.get(aggregate_id, limit=interval))
+            if len(first) < interval:
+                return fold_events(None, first) if first else None
         try:
             return self.repository.get(  # type: ignore[no-any-return]
-                thread_uuid(thread_id), version=version, projector_func=fold_events
+                aggregate_id, version=version, projector_func=fold_events
             )
         except AggregateNotFoundError:
             return None

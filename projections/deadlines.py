@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from domain.application import Workflows
 from domain.errors import ConcurrentUpdateError
 from projections.database import Database
-from projections.pending_approvals import QUEUE, utc_text
+from projections.pending_approvals import QUEUE
+from projections.timestamps import utc_text
 
 
 def expire_overdue(store: Workflows, db: Database, now: datetime | None = None) -> list[str]:

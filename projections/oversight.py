@@ -9,25 +9,16 @@ replay events.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.runner import Projection
+from projections.timestamps import parse_utc_text, utc_text, utc_text_or_none
 
 INTERRUPTS = "holdpoint_interrupt_log"
 CANCELLATIONS = "holdpoint_cancellations"
 THREADS = "holdpoint_oversight_threads"
-
-
-def utc_text(moment: datetime) -> str:
-    """ISO text in UTC with a fixed width, so that text order is time order."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _utc_or_none(iso: str | None) -> str | None:
-    return None if iso is None else utc_text(datetime.fromisoformat(iso))
 
 
 class OversightProjection(Projection):
@@ -103,7 +94,7 @@ class OversightProjection(Projection):
                     event.index,
                     at,
                     event.required_role,
-                    _utc_or_none(event.due_by),
+                    utc_text_or_none(event.due_by),
                     key,
                 ),
             )
@@ -112,7 +103,7 @@ class OversightProjection(Projection):
                 cursor.execute(
                     f"UPDATE {log} SET escalations = escalations + 1, required_role = %s, "
                     "due_by = %s WHERE interrupt_id = %s",
-                    (event.rule["role"], _utc_or_none(event.new_due_by), event.interrupt_id),
+                    (event.rule["role"], utc_text_or_none(event.new_due_by), event.interrupt_id),
                 )
             else:
                 self._close_as_decided(cursor, db, event, at, "expired", {}, None)
@@ -147,8 +138,8 @@ class OversightProjection(Projection):
         cursor.execute(
             f"SELECT raised_at FROM {log} WHERE interrupt_id = %s", (event.interrupt_id,)
         )
-        raised = datetime.strptime(cursor.fetchone()[0], "%Y-%m-%dT%H:%M:%S.%fZ")
-        seconds = (event.timestamp - raised.replace(tzinfo=UTC)).total_seconds()
+        raised = parse_utc_text(cursor.fetchone()[0])
+        seconds = (event.timestamp - raised).total_seconds()
         outcome = "expired" if decision == "expired" else "decided"
         cursor.execute(
             f"UPDATE {log} SET outcome = %s, closed_at = %s, decision = %s, reviewer_id = %s, "

@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from projections.database import Database
-from projections.oversight import CANCELLATIONS, INTERRUPTS, utc_text
+from projections.oversight import CANCELLATIONS, INTERRUPTS
+from projections.timestamps import parse_utc_text, utc_text
 
 DECISION_KINDS = ("approve", "reject", "edit", "respond", "escalate", "expired")
 OVERRIDES = ("reject", "edit")
@@ -181,7 +182,7 @@ def _decision_figures(rows: list[Any], floor: float) -> dict[str, Any]:
 def _backlog(open_raised: list[str], now: datetime) -> dict[str, Any]:
     buckets = dict.fromkeys([label for _, label in AGE_BUCKETS] + ["over 7 days"], 0)
     for raised_at in open_raised:
-        raised = datetime.strptime(raised_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        raised = parse_utc_text(raised_at)
         age = (now - raised).total_seconds()
         label = next((name for limit, name in AGE_BUCKETS if age < limit), "over 7 days")
         buckets[label] += 1

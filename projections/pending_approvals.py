@@ -16,6 +16,7 @@ from typing import Any
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.runner import Projection
+from projections.timestamps import parse_utc_text, utc_text, utc_text_or_none
 
 QUEUE = "holdpoint_pending_approvals"
 GRAPHS = "holdpoint_pending_threads"
@@ -87,7 +88,7 @@ class PendingApprovalsProjection(Projection):
                     json.dumps(event.value),
                     utc_text(event.timestamp),
                     event.required_role,
-                    _utc_or_none(event.due_by),
+                    utc_text_or_none(event.due_by),
                     position,
                     event.originator_id.hex,
                 ),
@@ -96,7 +97,7 @@ class PendingApprovalsProjection(Projection):
             if event.rule["action"] == "escalate":
                 cursor.execute(
                     f"UPDATE {queue} SET required_role = %s, due_by = %s WHERE interrupt_id = %s",
-                    (event.rule["role"], _utc_or_none(event.new_due_by), event.interrupt_id),
+                    (event.rule["role"], utc_text_or_none(event.new_due_by), event.interrupt_id),
                 )
             else:
                 cursor.execute(
@@ -110,15 +111,6 @@ class PendingApprovalsProjection(Projection):
                 f"(SELECT thread_id FROM {db.table(GRAPHS)} WHERE originator_id = %s)",
                 (event.originator_id.hex,),
             )
-
-
-def utc_text(moment: datetime) -> str:
-    """ISO text in UTC with a fixed width, so that text order is time order."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _utc_or_none(iso: str | None) -> str | None:
-    return None if iso is None else utc_text(datetime.fromisoformat(iso))
 
 
 @dataclass(frozen=True)
@@ -198,7 +190,7 @@ class PendingApprovals:
 
 def _approval(row: Any, now: datetime) -> PendingApproval:
     interrupt_id, thread_id, graph_id, node, payload, raised_at, role, due_by, assigned = row
-    raised = datetime.strptime(raised_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    raised = parse_utc_text(raised_at)
     return PendingApproval(
         interrupt_id=interrupt_id,
         thread_id=thread_id,

@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.runner import Projection
+from projections.timestamps import utc_text
 
 THREADS = "holdpoint_threads"
 STATUSES = ("running", "interrupted", "failed", "idle", "cancelled")
-
-
-def _utc(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class ThreadIndexProjection(Projection):
@@ -60,7 +57,7 @@ class ThreadIndexProjection(Projection):
         cursor.execute(f"DELETE FROM {db.table(THREADS)}")
 
     def apply(self, event: Any, position: int, cursor: Cursor, db: Database) -> None:
-        table, key, at = db.table(THREADS), event.originator_id.hex, _utc(event.timestamp)
+        table, key, at = db.table(THREADS), event.originator_id.hex, utc_text(event.timestamp)
         if isinstance(event, WorkflowThread.ThreadStarted | WorkflowThread.ThreadForked):
             forked = getattr(event, "source_thread_id", None)
             cursor.execute(
@@ -160,10 +157,10 @@ class ThreadIndex:
                 params.append(value)
         if created_after is not None:
             where.append("created_at >= %s")
-            params.append(_utc(created_after))
+            params.append(utc_text(created_after))
         if created_before is not None:
             where.append("created_at < %s")
-            params.append(_utc(created_before))
+            params.append(utc_text(created_before))
         for key, value in (metadata or {}).items():
             where.append(self._metadata_equals())
             params += [key, str(value)]

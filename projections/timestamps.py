@@ -1,0 +1,20 @@
+"""Moments as read-model text: UTC, fixed width, so that text order is time order."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def utc_text(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime(FORMAT)
+
+
+def utc_text_or_none(iso: str | None) -> str | None:
+    """An ISO timestamp recorded on an event (or None), as read-model text."""
+    return None if iso is None else utc_text(datetime.fromisoformat(iso))
+
+
+def parse_utc_text(text: str) -> datetime:
+    return datetime.strptime(text, FORMAT).replace(tzinfo=UTC)
