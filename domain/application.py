@@ -18,6 +18,7 @@ from domain.thread import CANCELLED, WorkflowThread, thread_uuid
 from domain.verify import RecordedEvent
 
 SNAPSHOT_INTERVAL = 50
+SHORT_THREAD = 16  # read in one query; a longer thread goes through its snapshot
 
 
 def fold_events(thread: Any, events: Iterable[Any]) -> Any:
@@ -47,16 +48,17 @@ class Workflows(Application[Any]):
     def thread(self, thread_id: str, version: int | None = None) -> WorkflowThread | None:
         """The thread as of `version` (default: now), or None if never recorded.
 
-        A thread shorter than the snapshot interval has no snapshot, so it is
-        read in one query, its events; only a longer one goes through the
-        repository (snapshot, then the events after it).
+        A short thread (fewer than SHORT_THREAD events: a typical approval)
+        has no snapshot, so it is read in one query; a longer one goes through
+        the repository (snapshot, then the events after it).
         """
         aggregate_id = thread_uuid(thread_id)
         if version is None:
             interval = self.snapshotting_intervals.get(WorkflowThread, SNAPSHOT_INTERVAL)
-            first = list(self.events.get(aggregate_id, limit=interval))
-            if len(first) < interval:
-                return fold_events(None, first) if first else None
+            probe = min(SHORT_THREAD, interval)
+            rows = self.recorder.select_events(aggregate_id, limit=probe)
+            if len(rows) < probe:  # the whole thread, and too short to have a snapshot
+                return fold_events(None, map(self.mapper.to_domain_event, rows)) if rows else None
         try:
             return self.repository.get(  # type: ignore[no-any-return]
                 aggregate_id, version=version, projector_func=fold_events
