@@ -15,6 +15,7 @@ from typing import Any
 
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
+from projections.paging import keyset_page
 from projections.runner import Projection
 from projections.timestamps import parse_utc_text, utc_text, utc_text_or_none
 
@@ -155,7 +156,7 @@ class PendingApprovals:
         now: datetime | None = None,
     ) -> ApprovalsPage:
         now = now or datetime.now(UTC)
-        where, params = ["1 = 1"], []
+        where, params = [], []
         for column, value in (("graph_id", graph_id), ("node", node), ("required_role", role)):
             if value is not None:
                 where.append(f"{column} = %s")
@@ -166,30 +167,24 @@ class PendingApprovals:
         if overdue:
             where.append("due_by IS NOT NULL AND due_by < %s")
             params.append(utc_text(now))
-        table, condition = self.db.table(QUEUE), " AND ".join(where)
-        with self.db.transaction(write=False) as cursor:
-            cursor.execute(f"SELECT COUNT(*) FROM {table} WHERE {condition}", params)
-            total = int(cursor.fetchone()[0])
-            page_params = list(params)
-            if after:
-                raised_at, _, interrupt_id = after.partition("|")
-                condition += " AND (raised_at, interrupt_id) > (%s, %s)"
-                page_params += [raised_at, interrupt_id]
-            cursor.execute(
-                "SELECT interrupt_id, thread_id, graph_id, node, payload, raised_at, "
-                f"required_role, due_by, assigned_to FROM {table} WHERE {condition} "
-                "ORDER BY raised_at, interrupt_id LIMIT %s",
-                [*page_params, limit + 1],
-            )
-            rows = cursor.fetchall()
-        items = [_approval(row, now) for row in rows[:limit]]
-        more = len(rows) > limit
-        next_cursor = f"{items[-1].raised_at}|{items[-1].interrupt_id}" if more and items else None
-        return ApprovalsPage(items, total, next_cursor)
+        page = keyset_page(
+            self.db,
+            table=self.db.table(QUEUE),
+            columns="raised_at, interrupt_id, thread_id, graph_id, node, payload, "
+            "required_role, due_by, assigned_to",
+            where=where,
+            params=params,
+            keys=("raised_at", "interrupt_id"),
+            descending=False,
+            limit=limit,
+            after=after,
+        )
+        items = [_approval(row, now) for row in page.rows]
+        return ApprovalsPage(items, page.total, page.next_cursor)
 
 
 def _approval(row: Any, now: datetime) -> PendingApproval:
-    interrupt_id, thread_id, graph_id, node, payload, raised_at, role, due_by, assigned = row
+    raised_at, interrupt_id, thread_id, graph_id, node, payload, role, due_by, assigned = row
     raised = parse_utc_text(raised_at)
     return PendingApproval(
         interrupt_id=interrupt_id,

@@ -14,6 +14,7 @@ from typing import Any
 
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
+from projections.paging import keyset_page
 from projections.runner import Projection
 from projections.timestamps import utc_text
 
@@ -150,7 +151,7 @@ class ThreadIndex:
         if status is not None and status not in STATUSES:
             msg = f"Unknown status {status!r}: use one of {', '.join(STATUSES)}"
             raise ValueError(msg)
-        where, params = ["1 = 1"], []
+        where, params = [], []
         for column, value in (("graph_id", graph_id), ("status", status)):
             if value is not None:
                 where.append(f"{column} = %s")
@@ -164,29 +165,23 @@ class ThreadIndex:
         for key, value in (metadata or {}).items():
             where.append(self._metadata_equals())
             params += [key, str(value)]
-        table, condition = self.db.table(THREADS), " AND ".join(where)
-        with self.db.transaction(write=False) as cursor:
-            cursor.execute(f"SELECT COUNT(*) FROM {table} WHERE {condition}", params)
-            total = int(cursor.fetchone()[0])
-            page_params = list(params)
-            if after:
-                created_at, _, thread_id = after.partition("|")
-                condition += " AND (created_at, thread_id) < (%s, %s)"
-                page_params += [created_at, thread_id]
-            cursor.execute(
-                "SELECT thread_id, graph_id, status, created_at, updated_at, metadata, "
-                f"forked_from, started_by FROM {table} WHERE {condition} "
-                "ORDER BY created_at DESC, thread_id DESC LIMIT %s",
-                [*page_params, limit + 1],
-            )
-            rows = cursor.fetchall()
+        page = keyset_page(
+            self.db,
+            table=self.db.table(THREADS),
+            columns="created_at, thread_id, graph_id, status, updated_at, metadata, "
+            "forked_from, started_by",
+            where=where,
+            params=params,
+            keys=("created_at", "thread_id"),
+            descending=True,
+            limit=limit,
+            after=after,
+        )
         items = [
-            ThreadSummary(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7])
-            for r in rows[:limit]
+            ThreadSummary(r[1], r[2], r[3], r[0], r[4], json.loads(r[5]), r[6], r[7])
+            for r in page.rows
         ]
-        more = len(rows) > limit
-        next_cursor = f"{items[-1].created_at}|{items[-1].thread_id}" if more and items else None
-        return ThreadsPage(items, total, next_cursor)
+        return ThreadsPage(items, page.total, page.next_cursor)
 
     def _metadata_equals(self) -> str:
         """A metadata value compared as its JSON text (true, 1.5, or the string)."""
