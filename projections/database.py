@@ -55,6 +55,9 @@ class SQLiteDatabase(Database):
     def __init__(self, path: str) -> None:
         self._connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._connection.execute("PRAGMA busy_timeout = 5000")
+        # Read models are rebuilt from the log, and a batch's rows commit with
+        # its position: a crash may lose the last batches, never split one.
+        self._connection.execute("PRAGMA synchronous = NORMAL")
         self._lock = threading.Lock()
 
     @contextmanager

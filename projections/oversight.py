@@ -9,10 +9,12 @@ replay events.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
+from projections.rows import THREAD_COLUMNS, Row, Rows, TableShape, threads_of
 from projections.runner import Projection
 from projections.timestamps import parse_utc_text, utc_text, utc_text_or_none
 
@@ -67,91 +69,123 @@ class OversightProjection(Projection):
         for table in (THREADS, INTERRUPTS, CANCELLATIONS):
             cursor.execute(f"DELETE FROM {db.table(table)}")
 
-    def apply(self, event: Any, _position: int, cursor: Cursor, db: Database) -> None:
-        key, at = event.originator_id.hex, utc_text(event.timestamp)
-        log = db.table(INTERRUPTS)
-        if isinstance(event, WorkflowThread.ThreadStarted | WorkflowThread.ThreadForked):
-            cursor.execute(
-                f"INSERT INTO {db.table(THREADS)} (originator_id, thread_id, graph_id) "
-                "VALUES (%s, %s, %s)",
-                (key, event.thread_id, event.graph_id),
-            )
-        elif isinstance(event, WorkflowThread.InterruptRaised):
-            cursor.execute(
-                f"UPDATE {log} SET outcome = 'superseded', closed_at = %s WHERE outcome = 'open' "
-                f"AND node = %s AND idx = %s AND thread_id = "
-                f"(SELECT thread_id FROM {db.table(THREADS)} WHERE originator_id = %s)",
-                (at, event.node, event.index, key),
-            )
-            cursor.execute(
-                f"INSERT INTO {log} (interrupt_id, thread_id, graph_id, node, idx, raised_at, "
-                "required_role, due_by, outcome) "
-                f"SELECT %s, thread_id, graph_id, %s, %s, %s, %s, %s, 'open' "
-                f"FROM {db.table(THREADS)} WHERE originator_id = %s",
-                (
-                    event.interrupt_id,
-                    event.node,
-                    event.index,
-                    at,
-                    event.required_role,
-                    utc_text_or_none(event.due_by),
-                    key,
-                ),
-            )
-        elif isinstance(event, WorkflowThread.InterruptExpired):
-            if event.rule["action"] == "escalate":
-                cursor.execute(
-                    f"UPDATE {log} SET escalations = escalations + 1, required_role = %s, "
-                    "due_by = %s WHERE interrupt_id = %s",
-                    (event.rule["role"], utc_text_or_none(event.new_due_by), event.interrupt_id),
+    def apply_batch(self, events: Sequence[tuple[int, Any]], cursor: Cursor, db: Database) -> None:
+        threads, log = Rows(THREAD_SHAPE), Rows(LOG_SHAPE, group_by="thread_id")
+        cancellations = Rows(CANCELLATION_SHAPE)
+        known = threads_of(threads, events, cursor, db)
+        log.load(cursor, db, "thread_id", {r["thread_id"] for r in known}, "outcome = 'open'")
+        log.load(cursor, db, "interrupt_id", _answered(events))
+        for _, event in events:
+            thread = threads.get(event.originator_id.hex)
+            if thread is None:
+                continue
+            at = utc_text(event.timestamp)
+            if isinstance(event, WorkflowThread.InterruptRaised):
+                for row in _open(log, thread["thread_id"]):
+                    if row["node"] == event.node and row["idx"] == event.index:
+                        row["outcome"], row["closed_at"] = "superseded", at
+                log.put(_raised(event, thread, at))
+            elif isinstance(event, WorkflowThread.InterruptExpired):
+                row = log.get(event.interrupt_id)
+                if row is None:
+                    continue
+                if event.rule["action"] == "escalate":
+                    row["escalations"] += 1
+                    row["required_role"] = event.rule["role"]
+                    row["due_by"] = utc_text_or_none(event.new_due_by)
+                else:
+                    _close_as_decided(row, event, at, "expired", {}, None)
+            elif isinstance(event, WorkflowThread.InterruptResumed):
+                row = log.get(event.interrupt_id)
+                if row is not None:
+                    _close_as_decided(row, event, at, event.decision, event.actor, event.reason)
+            elif isinstance(event, WorkflowThread.ThreadCancelled):
+                for row in _open(log, thread["thread_id"]):
+                    row["outcome"], row["closed_at"] = "cancelled", at
+                cancellations.put(
+                    {
+                        "thread_id": thread["thread_id"],
+                        "graph_id": thread["graph_id"],
+                        "cancelled_at": at,
+                        "actor_id": event.actor.get("id"),
+                        "actor_role": event.actor.get("role"),
+                        "reason": event.reason,
+                    }
                 )
-            else:
-                self._close_as_decided(cursor, db, event, at, "expired", {}, None)
-        elif isinstance(event, WorkflowThread.InterruptResumed):
-            self._close_as_decided(cursor, db, event, at, event.decision, event.actor, event.reason)
-        elif isinstance(event, WorkflowThread.ThreadCancelled):
-            cursor.execute(
-                f"UPDATE {log} SET outcome = 'cancelled', closed_at = %s WHERE outcome = 'open' "
-                f"AND thread_id = "
-                f"(SELECT thread_id FROM {db.table(THREADS)} WHERE originator_id = %s)",
-                (at, key),
-            )
-            cursor.execute(
-                f"INSERT INTO {db.table(CANCELLATIONS)} (thread_id, graph_id, cancelled_at, "
-                "actor_id, actor_role, reason) "
-                f"SELECT thread_id, graph_id, %s, %s, %s, %s FROM {db.table(THREADS)} "
-                "WHERE originator_id = %s",
-                (at, event.actor.get("id"), event.actor.get("role"), event.reason, key),
-            )
+        for rows in (threads, log, cancellations):
+            rows.write(cursor, db)
 
-    @staticmethod
-    def _close_as_decided(
-        cursor: Cursor,
-        db: Database,
-        event: Any,
-        at: str,
-        decision: str,
-        actor: dict[str, Any],
-        reason: str | None,
-    ) -> None:
-        log = db.table(INTERRUPTS)
-        cursor.execute(
-            f"SELECT raised_at FROM {log} WHERE interrupt_id = %s", (event.interrupt_id,)
-        )
-        raised = parse_utc_text(cursor.fetchone()[0])
-        seconds = (event.timestamp - raised).total_seconds()
-        outcome = "expired" if decision == "expired" else "decided"
-        cursor.execute(
-            f"UPDATE {log} SET outcome = %s, closed_at = %s, decision = %s, reviewer_id = %s, "
-            "reviewer_role = %s, reason = %s, seconds_to_decision = %s WHERE interrupt_id = %s",
-            (
-                outcome,
-                at,
-                decision,
-                actor.get("id"),
-                actor.get("role"),
-                reason,
-                seconds,
-                event.interrupt_id,
-            ),
-        )
+
+LOG_SHAPE = TableShape(
+    INTERRUPTS,
+    "interrupt_id",
+    (
+        "interrupt_id",
+        "thread_id",
+        "graph_id",
+        "node",
+        "idx",
+        "raised_at",
+        "required_role",
+        "due_by",
+        "escalations",
+        "outcome",
+        "closed_at",
+        "decision",
+        "reviewer_id",
+        "reviewer_role",
+        "reason",
+        "seconds_to_decision",
+    ),
+)
+CANCELLATION_SHAPE = TableShape(
+    CANCELLATIONS,
+    "thread_id",
+    ("thread_id", "graph_id", "cancelled_at", "actor_id", "actor_role", "reason"),
+)
+THREAD_SHAPE = TableShape(THREADS, "originator_id", THREAD_COLUMNS)
+
+
+def _answered(events: Sequence[tuple[int, Any]]) -> set[str]:
+    """The interrupts a batch answers or expires, whose rows must be loaded."""
+    answers = (WorkflowThread.InterruptResumed, WorkflowThread.InterruptExpired)
+    return {event.interrupt_id for _, event in events if isinstance(event, answers)}
+
+
+def _open(log: Rows, thread_id: str) -> list[Row]:
+    return [row for row in log.in_group(thread_id) if row["outcome"] == "open"]
+
+
+def _raised(event: Any, thread: Row, at: str) -> Row:
+    return {
+        "interrupt_id": event.interrupt_id,
+        "thread_id": thread["thread_id"],
+        "graph_id": thread["graph_id"],
+        "node": event.node,
+        "idx": event.index,
+        "raised_at": at,
+        "required_role": event.required_role,
+        "due_by": utc_text_or_none(event.due_by),
+        "escalations": 0,
+        "outcome": "open",
+        "closed_at": None,
+        "decision": None,
+        "reviewer_id": None,
+        "reviewer_role": None,
+        "reason": None,
+        "seconds_to_decision": None,
+    }
+
+
+def _close_as_decided(
+    row: Row, event: Any, at: str, decision: str, actor: dict[str, Any], reason: str | None
+) -> None:
+    row.update(
+        outcome="expired" if decision == "expired" else "decided",
+        closed_at=at,
+        decision=decision,
+        reviewer_id=actor.get("id"),
+        reviewer_role=actor.get("role"),
+        reason=reason,
+        seconds_to_decision=(event.timestamp - parse_utc_text(row["raised_at"])).total_seconds(),
+    )

@@ -31,17 +31,19 @@ def keyset_page(
     descending: bool,
     limit: int,
     after: str | None,
+    count: tuple[str, list[Any]] | None = None,
 ) -> KeysetPage:
     """Rows matching `where`, ordered by `keys`, after the cursor `after`.
 
     The two key columns must come first in `columns`, so the cursor can be
-    read from each row.
+    read from each row. The total is `COUNT(*)` over the matching rows, or
+    `count` (a query and its parameters) where a kept count answers it.
     """
     condition = " AND ".join(where) or "1 = 1"
     first, second = keys
     direction, beyond = ("DESC", "<") if descending else ("ASC", ">")
     with db.transaction(write=False) as cursor:
-        cursor.execute(f"SELECT COUNT(*) FROM {table} WHERE {condition}", params)
+        cursor.execute(*(count or (f"SELECT COUNT(*) FROM {table} WHERE {condition}", params)))
         total = int(cursor.fetchone()[0])
         page_params = list(params)
         if after:

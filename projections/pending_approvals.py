@@ -1,7 +1,9 @@
 """The pending-approval queue: one row per open interrupt.
 
 A row appears when an interrupt is raised and goes when it is answered,
-superseded (the node asked anew) or its thread is cancelled. The queue is
+superseded (the node asked anew) or its thread is cancelled. The count of
+open rows per (graph, node, required role) is kept beside them, so that a
+page's total is a sum over a few rows, not a count over the whole queue. The queue is
 read in a stable order, oldest first (raised_at, then interrupt id), with a
 keyset cursor, so pages neither skip nor repeat rows while the queue moves.
 """
@@ -9,6 +11,8 @@ keyset cursor, so pages neither skip nor repeat rows while the queue moves.
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -16,11 +20,14 @@ from typing import Any
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.paging import keyset_page
+from projections.rows import THREAD_COLUMNS, Rows, TableShape, threads_of
 from projections.runner import Projection
 from projections.timestamps import parse_utc_text, utc_text, utc_text_or_none
 
 QUEUE = "holdpoint_pending_approvals"
 GRAPHS = "holdpoint_pending_threads"
+COUNTS = "holdpoint_pending_counts"
+NO_ROLE = ""  # the counts' key for "any role may decide" (a key column cannot be NULL)
 
 
 class PendingApprovalsProjection(Projection):
@@ -53,65 +60,103 @@ class PendingApprovalsProjection(Projection):
             f"CREATE INDEX IF NOT EXISTS {QUEUE}_graph "
             f"ON {db.table(QUEUE)} (graph_id, raised_at, interrupt_id)"
         )
+        cursor.execute(  # overdue items
+            f"CREATE INDEX IF NOT EXISTS {QUEUE}_due "
+            f"ON {db.table(QUEUE)} (due_by) WHERE due_by IS NOT NULL"
+        )
         cursor.execute(
             f"CREATE TABLE IF NOT EXISTS {db.table(GRAPHS)} "
             "(originator_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, graph_id TEXT NOT NULL)"
         )
+        cursor.execute(
+            f"CREATE TABLE IF NOT EXISTS {db.table(COUNTS)} (graph_id TEXT NOT NULL, "
+            "node TEXT NOT NULL, required_role TEXT NOT NULL, open_count BIGINT NOT NULL, "
+            "PRIMARY KEY (graph_id, node, required_role))"
+        )
 
     def clear(self, cursor: Cursor, db: Database) -> None:
-        cursor.execute(f"DELETE FROM {db.table(QUEUE)}")
-        cursor.execute(f"DELETE FROM {db.table(GRAPHS)}")
+        for table in (QUEUE, GRAPHS, COUNTS):
+            cursor.execute(f"DELETE FROM {db.table(table)}")
 
-    def apply(self, event: Any, position: int, cursor: Cursor, db: Database) -> None:
-        queue = db.table(QUEUE)
-        if isinstance(event, WorkflowThread.ThreadStarted | WorkflowThread.ThreadForked):
-            cursor.execute(
-                f"INSERT INTO {db.table(GRAPHS)} (originator_id, thread_id, graph_id) "
-                "VALUES (%s, %s, %s)",
-                (event.originator_id.hex, event.thread_id, event.graph_id),
-            )
-        elif isinstance(event, WorkflowThread.InterruptRaised):
-            cursor.execute(
-                f"DELETE FROM {queue} WHERE interrupt_id IN (SELECT q.interrupt_id FROM {queue} q "
-                f"JOIN {db.table(GRAPHS)} t ON t.thread_id = q.thread_id "
-                "WHERE t.originator_id = %s AND q.node = %s AND q.idx = %s)",
-                (event.originator_id.hex, event.node, event.index),
-            )
-            cursor.execute(
-                f"INSERT INTO {queue} (interrupt_id, thread_id, graph_id, node, idx, payload, "
-                "raised_at, required_role, due_by, position) "
-                f"SELECT %s, thread_id, graph_id, %s, %s, %s, %s, %s, %s, %s "
-                f"FROM {db.table(GRAPHS)} WHERE originator_id = %s",
-                (
-                    event.interrupt_id,
-                    event.node,
-                    event.index,
-                    json.dumps(event.value),
-                    utc_text(event.timestamp),
-                    event.required_role,
-                    utc_text_or_none(event.due_by),
-                    position,
-                    event.originator_id.hex,
-                ),
-            )
-        elif isinstance(event, WorkflowThread.InterruptExpired):
-            if event.rule["action"] == "escalate":
-                cursor.execute(
-                    f"UPDATE {queue} SET required_role = %s, due_by = %s WHERE interrupt_id = %s",
-                    (event.rule["role"], utc_text_or_none(event.new_due_by), event.interrupt_id),
+    def apply_batch(self, events: Sequence[tuple[int, Any]], cursor: Cursor, db: Database) -> None:
+        threads, queue = Rows(THREAD_SHAPE), Rows(QUEUE_SHAPE, group_by="thread_id")
+        known = threads_of(threads, events, cursor, db)
+        queue.load(cursor, db, "thread_id", {row["thread_id"] for row in known})
+        for position, event in events:
+            thread = threads.get(event.originator_id.hex)
+            if thread is None:
+                continue
+            if isinstance(event, WorkflowThread.InterruptRaised):
+                for row in queue.in_group(thread["thread_id"]):
+                    if row["node"] == event.node and row["idx"] == event.index:
+                        queue.delete(row["interrupt_id"])  # superseded: its node asked anew
+                queue.put(
+                    {
+                        "interrupt_id": event.interrupt_id,
+                        "thread_id": thread["thread_id"],
+                        "graph_id": thread["graph_id"],
+                        "node": event.node,
+                        "idx": event.index,
+                        "payload": json.dumps(event.value),
+                        "raised_at": utc_text(event.timestamp),
+                        "required_role": event.required_role,
+                        "due_by": utc_text_or_none(event.due_by),
+                        "assigned_to": None,
+                        "position": position,
+                    }
                 )
-            else:
-                cursor.execute(
-                    f"DELETE FROM {queue} WHERE interrupt_id = %s", (event.interrupt_id,)
-                )
-        elif isinstance(event, WorkflowThread.InterruptResumed):
-            cursor.execute(f"DELETE FROM {queue} WHERE interrupt_id = %s", (event.interrupt_id,))
-        elif isinstance(event, WorkflowThread.ThreadCancelled):
-            cursor.execute(
-                f"DELETE FROM {queue} WHERE thread_id IN "
-                f"(SELECT thread_id FROM {db.table(GRAPHS)} WHERE originator_id = %s)",
-                (event.originator_id.hex,),
-            )
+            elif isinstance(event, WorkflowThread.InterruptExpired):
+                row = queue.get(event.interrupt_id)
+                if event.rule["action"] != "escalate":
+                    queue.delete(event.interrupt_id)
+                elif row is not None:
+                    row["required_role"] = event.rule["role"]
+                    row["due_by"] = utc_text_or_none(event.new_due_by)
+            elif isinstance(event, WorkflowThread.InterruptResumed):
+                queue.delete(event.interrupt_id)
+            elif isinstance(event, WorkflowThread.ThreadCancelled):
+                for row in queue.in_group(thread["thread_id"]):
+                    queue.delete(row["interrupt_id"])
+        threads.write(cursor, db)
+        _count(queue, cursor, db)
+        queue.write(cursor, db)
+
+
+def _count(queue: Rows, cursor: Cursor, db: Database) -> None:
+    """Add the batch's openings and closings to the counts per (graph, node, role)."""
+    delta: Counter[tuple[str, str, str]] = Counter()
+    for before, after in queue.changes():
+        for row, sign in ((before, -1), (after, 1)):
+            if row is not None:
+                delta[row["graph_id"], row["node"], row["required_role"] or NO_ROLE] += sign
+    changed = [(*group, change) for group, change in delta.items() if change]
+    if changed:
+        cursor.executemany(
+            f"INSERT INTO {db.table(COUNTS)} AS c (graph_id, node, required_role, open_count) "
+            "VALUES (%s, %s, %s, %s) ON CONFLICT (graph_id, node, required_role) "
+            "DO UPDATE SET open_count = c.open_count + excluded.open_count",
+            changed,
+        )
+
+
+QUEUE_SHAPE = TableShape(
+    QUEUE,
+    "interrupt_id",
+    (
+        "interrupt_id",
+        "thread_id",
+        "graph_id",
+        "node",
+        "idx",
+        "payload",
+        "raised_at",
+        "required_role",
+        "due_by",
+        "assigned_to",
+        "position",
+    ),
+)
+THREAD_SHAPE = TableShape(GRAPHS, "originator_id", THREAD_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -161,6 +206,11 @@ class PendingApprovals:
             if value is not None:
                 where.append(f"{column} = %s")
                 params.append(value)
+        counted = (  # the kept counts answer filters on graph, node and role alone
+            f"SELECT COALESCE(SUM(open_count), 0) FROM {self.db.table(COUNTS)} "
+            f"WHERE {' AND '.join(where) or '1 = 1'}",
+            list(params),
+        )
         if min_age_seconds is not None:
             where.append("raised_at <= %s")
             params.append(utc_text(datetime.fromtimestamp(now.timestamp() - min_age_seconds, UTC)))
@@ -178,6 +228,7 @@ class PendingApprovals:
             descending=False,
             limit=limit,
             after=after,
+            count=None if min_age_seconds is not None or overdue else counted,
         )
         items = [_approval(row, now) for row in page.rows]
         return ApprovalsPage(items, page.total, page.next_cursor)

@@ -43,8 +43,12 @@ class Projection(ABC):
         """Delete every row, before a rebuild."""
 
     @abstractmethod
-    def apply(self, event: Any, position: int, cursor: Cursor, db: Database) -> None:
-        """Change the rows for one event (one of `event_classes`)."""
+    def apply_batch(self, events: Sequence[tuple[int, Any]], cursor: Cursor, db: Database) -> None:
+        """Change the rows for a batch of (position, event), in log order.
+
+        Only events of `event_classes` are given. The batch's transaction is
+        committed with the new position after this returns.
+        """
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ class ProjectionRunner:
         store: Workflows,
         projections: Sequence[Projection],
         database: Database | None = None,
-        batch_size: int = 500,
+        batch_size: int = 1000,
     ) -> None:
         self.store = store
         self.projections = {projection.name: projection for projection in projections}
@@ -180,6 +184,7 @@ class ProjectionRunner:
             if not notifications:
                 return 0, start
             decode = self.store.mapper.to_domain_event
+            batches: dict[str, list[tuple[int, Any]]] = {name: [] for name in positions}
             for notification in notifications:
                 behind = [
                     name
@@ -189,7 +194,10 @@ class ProjectionRunner:
                 if behind:
                     event = decode(notification)
                     for name in behind:
-                        self.projections[name].apply(event, notification.id, cursor, self.db)
+                        batches[name].append((notification.id, event))
+            for name, events in batches.items():
+                if events:
+                    self.projections[name].apply_batch(events, cursor, self.db)
             last = notifications[-1].id
             for name, position in positions.items():
                 if position < last:

@@ -8,6 +8,7 @@ failed, `idle` when a run reached its end, `cancelled` for good.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.paging import keyset_page
+from projections.rows import Rows, TableShape
 from projections.runner import Projection
 from projections.timestamps import utc_text
 
@@ -36,6 +38,7 @@ class ThreadIndexProjection(Projection):
         WorkflowThread.ThreadCompleted,
         WorkflowThread.ThreadFailed,
         WorkflowThread.ThreadCancelled,
+        WorkflowThread.StateEdited,
     )
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:
@@ -57,59 +60,89 @@ class ThreadIndexProjection(Projection):
     def clear(self, cursor: Cursor, db: Database) -> None:
         cursor.execute(f"DELETE FROM {db.table(THREADS)}")
 
-    def apply(self, event: Any, position: int, cursor: Cursor, db: Database) -> None:
-        table, key, at = db.table(THREADS), event.originator_id.hex, utc_text(event.timestamp)
-        if isinstance(event, WorkflowThread.ThreadStarted | WorkflowThread.ThreadForked):
-            forked = getattr(event, "source_thread_id", None)
-            cursor.execute(
-                f"INSERT INTO {table} (originator_id, thread_id, graph_id, status, created_at, "
-                "updated_at, metadata, forked_from, started_by, pending, position) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s)",
-                (
-                    key,
-                    event.thread_id,
-                    event.graph_id,
-                    "running" if forked else "idle",
-                    at,
-                    at,
-                    json.dumps(event.metadata, sort_keys=True),
-                    forked,
-                    event.actor.get("id"),
-                    position,
-                ),
-            )
-            return
-        change = _STATUS_CHANGES.get(type(event))
-        if isinstance(event, WorkflowThread.InterruptExpired) and event.rule["action"] != "decide":
-            change = None
-        if change is None:
-            return
-        status_sql, pending_delta = change
-        cursor.execute(
-            f"UPDATE {table} SET pending = pending + %s, status = {status_sql}, "
-            "updated_at = %s, position = %s WHERE originator_id = %s",
-            (pending_delta, at, position, key),
-        )
+    def apply_batch(self, events: Sequence[tuple[int, Any]], cursor: Cursor, db: Database) -> None:
+        rows = Rows(SHAPE)
+        rows.load(cursor, db, "originator_id", _continued(events))
+        for position, event in events:
+            key, at = event.originator_id.hex, utc_text(event.timestamp)
+            if isinstance(event, WorkflowThread.ThreadStarted | WorkflowThread.ThreadForked):
+                forked = getattr(event, "source_thread_id", None)
+                rows.put(
+                    {
+                        "originator_id": key,
+                        "thread_id": event.thread_id,
+                        "graph_id": event.graph_id,
+                        "status": "running" if forked else "idle",
+                        "created_at": at,
+                        "updated_at": at,
+                        "metadata": json.dumps(event.metadata, sort_keys=True),
+                        "forked_from": forked,
+                        "started_by": event.actor.get("id"),
+                        "pending": 0,
+                        "position": position,
+                    }
+                )
+                continue
+            row = rows.get(key)
+            if row is None or not _changes_status(event):
+                continue
+            row["status"], row["pending"] = _next_status(event, row["status"], row["pending"])
+            row["updated_at"], row["position"] = at, position
+        rows.write(cursor, db)
 
 
-# event class -> (SQL for the new status, change in pending interrupts)
-_STATUS_CHANGES: dict[type, tuple[str, int]] = {
-    WorkflowThread.InputReceived: ("'running'", 0),
-    WorkflowThread.NodeCompleted: ("CASE WHEN status = 'failed' THEN 'running' ELSE status END", 0),
-    WorkflowThread.NodeFailed: ("'failed'", 0),
-    WorkflowThread.ThreadFailed: ("'failed'", 0),
-    WorkflowThread.InterruptRaised: ("'interrupted'", 1),
-    WorkflowThread.InterruptResumed: (
-        "CASE WHEN pending > 1 THEN 'interrupted' ELSE 'running' END",
-        -1,
+SHAPE = TableShape(
+    THREADS,
+    "originator_id",
+    (
+        "originator_id",
+        "thread_id",
+        "graph_id",
+        "status",
+        "created_at",
+        "updated_at",
+        "metadata",
+        "forked_from",
+        "started_by",
+        "pending",
+        "position",
     ),
-    WorkflowThread.InterruptExpired: (
-        "CASE WHEN pending > 1 THEN 'interrupted' ELSE 'running' END",
-        -1,
-    ),
-    WorkflowThread.ThreadCompleted: ("'idle'", 0),
-    WorkflowThread.ThreadCancelled: ("'cancelled'", 0),
-}
+)
+
+
+def _continued(events: Sequence[tuple[int, Any]]) -> set[str]:
+    """The threads a batch continues (rather than starts), whose rows must be loaded."""
+    return {
+        event.originator_id.hex
+        for _, event in events
+        if not isinstance(event, WorkflowThread.ThreadStarted | WorkflowThread.ThreadForked)
+    }
+
+
+def _changes_status(event: Any) -> bool:
+    if isinstance(event, WorkflowThread.InterruptExpired):
+        return bool(event.rule["action"] == "decide")  # an escalation leaves it pending
+    return True
+
+
+def _next_status(event: Any, status: str, pending: int) -> tuple[str, int]:
+    """The thread's status and count of pending interrupts after `event`."""
+    match event:
+        case WorkflowThread.InputReceived():
+            return "running", pending
+        case WorkflowThread.NodeCompleted():
+            return ("running" if status == "failed" else status), pending
+        case WorkflowThread.NodeFailed() | WorkflowThread.ThreadFailed():
+            return "failed", pending
+        case WorkflowThread.InterruptRaised():
+            return "interrupted", pending + 1
+        case WorkflowThread.InterruptResumed() | WorkflowThread.InterruptExpired():
+            return ("interrupted" if pending > 1 else "running"), pending - 1
+        case WorkflowThread.ThreadCompleted():
+            return "idle", pending
+        case WorkflowThread.ThreadCancelled():
+            return "cancelled", pending
+    return status, pending  # StateEdited: a human changed values, not the status
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 
 FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
+@lru_cache(maxsize=4096)  # each read model formats the same event's timestamp
 def utc_text(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime(FORMAT)
 

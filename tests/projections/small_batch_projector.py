@@ -6,7 +6,7 @@ The command has no batch-size option, and on a test's history its default
 batch (500 events) makes a catch-up one or two quick transactions, done before
 a test can kill it between them. This runs the same command (`api.cli.main`)
 with every runner applying BATCH_SIZE events per transaction, and every
-projection pausing PAUSE seconds after each event it applies (inside the
+projection pausing PAUSE seconds per event after applying a batch (inside the
 batch's transaction), so that a kill most likely lands in an open batch.
 """
 
@@ -23,13 +23,13 @@ from projections.runner import Projection, ProjectionRunner
 
 
 def slowed(projection: Projection, pause: float) -> Projection:
-    apply = projection.apply
+    apply_batch = projection.apply_batch
 
-    def apply_then_pause(event: Any, position: int, cursor: Any, db: Any) -> None:
-        apply(event, position, cursor, db)
-        time.sleep(pause)
+    def apply_then_pause(events: Any, cursor: Any, db: Any) -> None:
+        apply_batch(events, cursor, db)
+        time.sleep(pause * len(events))
 
-    projection.apply = apply_then_pause  # type: ignore[method-assign]
+    projection.apply_batch = apply_then_pause  # type: ignore[method-assign]
     return projection
 
 

@@ -96,8 +96,10 @@ def test_an_escalation_keeps_the_interrupt_open_for_another_role(store):
     runner.catch_up()
     expire_overdue(store, runner.db, now=later(61))
     runner.catch_up()
-    [row] = PendingApprovals(runner.db).page().items
+    queue = PendingApprovals(runner.db)
+    [row] = queue.page().items
     assert row.required_role == "manager"
+    assert (queue.page(role="manager").total, queue.page(role="reviewer").total) == (1, 0)
     assert store.thread("t").status == "interrupted"
     # and its new deadline is counted from the escalation
     assert expire_overdue(store, runner.db, now=later(90)) == []

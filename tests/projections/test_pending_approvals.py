@@ -25,6 +25,7 @@ from tests.projections.histories import (
     config,
     moment,
     parallel_graph,
+    record_history,
     two_questions_graph,
 )
 
@@ -227,6 +228,25 @@ def test_the_queue_filtered_by_role_holds_only_interrupts_requiring_it(mixed_que
 
     assert [row.thread_id for row in page.items] == ["p1"]
     assert page.total == 1
+
+
+@pytest.mark.parametrize("graph_id", [None, "refund", "payout", "parallel", "nothing"])
+@pytest.mark.parametrize("node", [None, "approve", "left"])
+@pytest.mark.parametrize("role", [None, "finance"])
+def test_every_filtered_total_is_the_number_of_rows_the_pages_hold(
+    store, runner, queue, graph_id, node, role
+):
+    # Given a queue that has seen answers, a cancellation and a fork
+    record_history(store)
+    ask_for(approval_graph(store, name="refund"), "extra")
+    runner.catch_up()
+    filters = {"graph_id": graph_id, "node": node, "role": role}
+
+    # When the queue is read with each combination of kept-count filters
+    first = queue.page(limit=1, **filters)
+
+    # Then the total is the number of rows walking its pages finds
+    assert first.total == len(walk(queue, 1, **filters))
 
 
 def test_the_queue_filtered_by_minimum_age_holds_interrupts_at_least_that_old(store, runner, queue):

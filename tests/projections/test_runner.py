@@ -51,11 +51,12 @@ class BreaksOnAnAnswer(ThreadIndexProjection):
 
     broken = True
 
-    def apply(self, event, position, cursor, db):
-        if self.broken and isinstance(event, WorkflowThread.InterruptResumed):
-            msg = f"cannot apply the event at position {position}"
-            raise RuntimeError(msg)
-        super().apply(event, position, cursor, db)
+    def apply_batch(self, events, cursor, db):
+        for position, event in events:
+            if self.broken and isinstance(event, WorkflowThread.InterruptResumed):
+                msg = f"cannot apply the event at position {position}"
+                raise RuntimeError(msg)
+        super().apply_batch(events, cursor, db)
 
 
 # -- catching up -----------------------------------------------------------
@@ -355,8 +356,8 @@ def test_the_queue_can_be_read_while_another_runner_holds_a_batch_open(shared_st
     inside, release = threading.Event(), threading.Event()
 
     class Held(PendingApprovalsProjection):
-        def apply(self, event, position, cursor, db):
-            super().apply(event, position, cursor, db)
+        def apply_batch(self, events, cursor, db):
+            super().apply_batch(events, cursor, db)
             inside.set()
             release.wait(10)
 
