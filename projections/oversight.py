@@ -81,9 +81,9 @@ class OversightProjection(Projection):
                 continue
             at = utc_text(event.timestamp)
             if isinstance(event, WorkflowThread.InterruptRaised):
-                for row in _open(log, thread["thread_id"]):
-                    if row["node"] == event.node and row["idx"] == event.index:
-                        row["outcome"], row["closed_at"] = "superseded", at
+                for earlier in _open(log, thread["thread_id"]):
+                    if earlier["node"] == event.node and earlier["idx"] == event.index:
+                        earlier["outcome"], earlier["closed_at"] = "superseded", at
                 log.put(_raised(event, thread, at))
             elif isinstance(event, WorkflowThread.InterruptExpired):
                 row = log.get(event.interrupt_id)
@@ -100,8 +100,8 @@ class OversightProjection(Projection):
                 if row is not None:
                     _close_as_decided(row, event, at, event.decision, event.actor, event.reason)
             elif isinstance(event, WorkflowThread.ThreadCancelled):
-                for row in _open(log, thread["thread_id"]):
-                    row["outcome"], row["closed_at"] = "cancelled", at
+                for waiting in _open(log, thread["thread_id"]):
+                    waiting["outcome"], waiting["closed_at"] = "cancelled", at
                 cancellations.put(
                     {
                         "thread_id": thread["thread_id"],

@@ -87,9 +87,9 @@ class PendingApprovalsProjection(Projection):
             if thread is None:
                 continue
             if isinstance(event, WorkflowThread.InterruptRaised):
-                for row in queue.in_group(thread["thread_id"]):
-                    if row["node"] == event.node and row["idx"] == event.index:
-                        queue.delete(row["interrupt_id"])  # superseded: its node asked anew
+                for earlier in queue.in_group(thread["thread_id"]):
+                    if earlier["node"] == event.node and earlier["idx"] == event.index:
+                        queue.delete(earlier["interrupt_id"])  # superseded: its node asked anew
                 queue.put(
                     {
                         "interrupt_id": event.interrupt_id,
@@ -115,8 +115,8 @@ class PendingApprovalsProjection(Projection):
             elif isinstance(event, WorkflowThread.InterruptResumed):
                 queue.delete(event.interrupt_id)
             elif isinstance(event, WorkflowThread.ThreadCancelled):
-                for row in queue.in_group(thread["thread_id"]):
-                    queue.delete(row["interrupt_id"])
+                for waiting in queue.in_group(thread["thread_id"]):
+                    queue.delete(waiting["interrupt_id"])
         threads.write(cursor, db)
         _count(queue, cursor, db)
         queue.write(cursor, db)
