@@ -14,6 +14,7 @@ import structlog
 
 from api.bootstrap import configure_logging
 from api.demo import run_demo
+from api.keys_cli import add_keys_commands
 from api.progress import ProgressBar
 from domain.errors import HoldpointError
 from domain.store import DEFAULT_STORE_URL, open_store, redacted, store_url_from_env
@@ -66,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     init.set_defaults(handler=_db_init)
+
+    add_keys_commands(commands)
 
     projections = commands.add_parser("projections", help="inspect or rebuild the read models")
     projection_commands = projections.add_subparsers(

@@ -170,3 +170,68 @@ class ThreadExistsError(HoldpointError):
     def __init__(self, thread_id: str) -> None:
         super().__init__(f"Thread {thread_id!r} already exists")
         self.thread_id = thread_id
+
+
+class AuthenticationError(HoldpointError):
+    """The API key of a request is missing, unknown or revoked.
+
+    `reason` is the refusal's code: "no_key", "unknown_key" or "revoked_key".
+    """
+
+    reason = "unknown_key"
+
+
+class MissingKeyError(AuthenticationError):
+    """A request carried no API key."""
+
+    reason = "no_key"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "No API key: send one as 'Authorization: Bearer <key>' or 'x-api-key: <key>'"
+        )
+
+
+class UnknownKeyError(AuthenticationError, LookupError):
+    """The API key is malformed, or names no key, or its secret does not match."""
+
+    reason = "unknown_key"
+
+    def __init__(self, key_id: str | None, message: str | None = None) -> None:
+        super().__init__(message or f"No API key {key_id!r} exists")
+        self.key_id = key_id
+
+
+class KeyRevokedError(AuthenticationError):
+    """The API key was revoked: it no longer authenticates anyone."""
+
+    reason = "revoked_key"
+
+    def __init__(self, key_id: str, revoked_at: str) -> None:
+        super().__init__(
+            f"The API key {key_id} was revoked at {revoked_at}; ask an admin for a new key"
+        )
+        self.key_id = key_id
+
+
+class KeyAlreadyRevokedError(HoldpointError):
+    """A key that is already revoked was revoked again; nothing is recorded."""
+
+    def __init__(self, key_id: str, revoked_at: str, revoked_by: str) -> None:
+        super().__init__(
+            f"The API key {key_id} was already revoked at {revoked_at} by {revoked_by}; "
+            "nothing was recorded"
+        )
+        self.key_id = key_id
+
+
+class InvalidRoleError(HoldpointError, ValueError):
+    """A key was asked for with a role that does not exist."""
+
+    def __init__(self, role: str, roles: tuple[str, ...]) -> None:
+        super().__init__(f"Unknown role {role!r}: use one of {', '.join(roles)}")
+        self.role = role
+
+
+class InvalidPrincipalError(HoldpointError, ValueError):
+    """A principal id is empty, too long or not printable."""
