@@ -96,7 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     projector.add_argument(
-        "--poll", type=float, default=0.2, help="seconds between looks at the log (default 0.2)"
+        "--poll",
+        type=float,
+        default=0.2,
+        help="seconds between looks at the log (default 0.2); on PostgreSQL each commit "
+        "also wakes the projector at once (LISTEN/NOTIFY)",
     )
     projector.set_defaults(handler=_projector)
 

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import tuple_row
 
 from domain.application import Workflows
@@ -47,6 +48,38 @@ class Database:
 
     def table(self, name: str) -> str:
         return name
+
+    @contextmanager
+    def wakeups(self, store: Workflows) -> Iterator[Wakeups]:  # noqa: ARG002
+        """What a projector waits on between passes: here, the clock alone."""
+        yield Wakeups()
+
+
+class Wakeups:
+    """Waits between a projector's passes: `poll` seconds, or until `stop`."""
+
+    def wait(self, stop: threading.Event, poll: float) -> None:
+        stop.wait(poll)
+
+
+class NotifyWakeups(Wakeups):
+    """Waits until the store's insert NOTIFYs a commit (or `poll` seconds pass).
+
+    The store's insert function sends `NOTIFY` on the events table's channel
+    (the library's channel name) in the inserting transaction, so the wake-up
+    comes when the events are committed and visible.
+    """
+
+    def __init__(self, connection: psycopg.Connection[Any]) -> None:
+        self._connection = connection
+
+    def wait(self, stop: threading.Event, poll: float) -> None:
+        if stop.is_set():
+            return
+        woken = any(True for _ in self._connection.notifies(timeout=poll, stop_after=1))
+        if woken:  # one pass reads every commit announced so far
+            for _ in self._connection.notifies(timeout=0):
+                pass
 
 
 class SQLiteDatabase(Database):
@@ -127,6 +160,14 @@ class PostgresDatabase(Database):
 
     def table(self, name: str) -> str:
         return f'"{self._schema}".{name}'
+
+    @contextmanager
+    def wakeups(self, store: Workflows) -> Iterator[Wakeups]:
+        """Wake-ups by LISTEN on the store's channel, on a connection of their own."""
+        channel = store.recorder.channel_name  # type: ignore[attr-defined]
+        with psycopg.connect(**self._params, autocommit=True) as connection:
+            connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+            yield NotifyWakeups(connection)
 
 
 def database_for(store: Workflows) -> Database:

@@ -156,12 +156,14 @@ class ProjectionRunner:
         poll: float = 0.2,
         after_catch_up: Callable[[], object] | None = None,
     ) -> None:
-        """The projector: catch up (then `after_catch_up`), again every `poll` s, until `stop`."""
-        while not stop.is_set():
-            self.catch_up()
-            if after_catch_up is not None:
-                after_catch_up()
-            stop.wait(poll)
+        """The projector: catch up (then `after_catch_up`), again on every commit
+        the store announces (PostgreSQL's LISTEN/NOTIFY) or every `poll` s, until `stop`."""
+        with self.db.wakeups(self.store) as wakeups:
+            while not stop.is_set():
+                self.catch_up()
+                if after_catch_up is not None:
+                    after_catch_up()
+                wakeups.wait(stop, poll)
 
     def close(self) -> None:
         self.db.close()

@@ -384,3 +384,32 @@ def test_the_queue_can_be_read_while_another_runner_holds_a_batch_open(shared_st
     assert totals == [0]
     writer.close()
     reader_db.close()
+
+
+# -- the projector's wake-ups ------------------------------------------------
+
+
+def test_on_postgresql_a_commit_wakes_a_projector_long_before_its_poll(postgres_url):
+    # Given a projector that looks at the log every 60 s, past its first look
+    with open_store(postgres_url) as store:
+        ask_for(approval_graph(store), "t0")
+        runner, stop = ProjectionRunner(store, both()), threading.Event()
+        projector = threading.Thread(target=runner.run_forever, args=(stop, 60.0))
+        projector.start()
+        try:
+            assert runner.wait(runner.head(), timeout=20)
+
+            # When an interrupt is recorded
+            ask_for(approval_graph(store), "t1")
+            head = runner.head()
+
+            # Then the commit's NOTIFY wakes it: the queue has the row within seconds
+            assert runner.wait(head, timeout=20)
+            queue = PendingApprovals(runner.db).page().items
+            assert [row.thread_id for row in queue] == ["t0", "t1"]
+        finally:
+            stop.set()
+            ask_for(approval_graph(store), "t2")  # a last commit wakes it to see `stop`
+            projector.join(20)
+        assert not projector.is_alive()
+        runner.close()
