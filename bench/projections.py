@@ -597,8 +597,9 @@ def projection_lag(runner: Runner) -> CaseResult:
         f"PostgreSQL. A writer thread records {sizes.lag_events_per_s:g} events/s for "
         f"{sizes.lag_seconds:g} s (paced): per cycle one commit of a new thread's ThreadStarted, "
         "InputReceived and InterruptRaised, then one commit of its InterruptResumed. "
-        "`holdpoint projector --poll 0.05` runs as a subprocess (HOLDPOINT_STORE set to the "
-        "schema) with every read model; another thread reads the lowest position in "
+        "`holdpoint projector` (default `--poll 0.2`; each commit's NOTIFY wakes it) runs as a "
+        "subprocess (HOLDPOINT_STORE set to the schema) with every read model; another "
+        "thread reads the lowest position in "
         "`holdpoint_projection_positions` every 10 ms. Lag of a commit = the time of the first "
         "read at or past its last notification id minus the time its commit returned to the "
         "writer (so it includes up to 10 ms of sampling). Commits still unapplied when the "
@@ -631,7 +632,7 @@ def projection_lag(runner: Runner) -> CaseResult:
             env = {**os.environ, "HOLDPOINT_STORE": url}
             holdpoint = Path(sys.executable).with_name("holdpoint")
             projector = subprocess.Popen(
-                [str(holdpoint), "projector", "--poll", "0.05"],
+                [str(holdpoint), "projector"],
                 env=env,
                 cwd=ROOT,
                 stdout=subprocess.DEVNULL,
