@@ -16,10 +16,11 @@ $(VENV)/.bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	touch $(VENV)/.bench
 
-run: $(STAMP)  ## the main job, on the embedded SQLite store
-	$(BIN)/holdpoint demo
+run: $(STAMP)  ## the HTTP API on the embedded SQLite store, projections in-process
+	$(BIN)/holdpoint serve
 
-demo: run
+demo: $(STAMP)  ## the refund story in one process, with its events and hash chain
+	$(BIN)/holdpoint demo
 
 test: $(STAMP)  ## the whole suite
 	$(BIN)/ruff check .

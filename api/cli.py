@@ -16,6 +16,7 @@ from api.bootstrap import configure_logging
 from api.demo import run_demo
 from api.keys_cli import add_keys_commands
 from api.progress import ProgressBar
+from api.serve import add_serve_command
 from domain.errors import HoldpointError
 from domain.store import DEFAULT_STORE_URL, open_store, redacted, store_url_from_env
 from projections.catalog import runner_for
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the reviewer's decision (default approve)",
     )
     demo.set_defaults(handler=_demo)
+    add_serve_command(commands)
 
     db = commands.add_parser("db", help="manage the store's tables")
     db_commands = db.add_subparsers(dest="db_command", required=True, metavar="DB_COMMAND")

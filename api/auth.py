@@ -1,0 +1,142 @@
+"""Who is calling, and may they: API keys, roles, and the refusals on record.
+
+A key comes as `Authorization: Bearer <key>` or `x-api-key: <key>` (what the
+LangGraph SDK sends). Each endpoint needs one permission; each permission is
+held by some roles (`PERMISSIONS`). Every refusal (no key, an unknown or
+revoked key, a role without the permission) is recorded with the keyring
+before the 401 or 403 goes out, so auditors can read it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+from fastapi import Depends, Request, Security
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from api.problems import Problem
+from api.services import Services, ServicesDep
+from domain.errors import AuthenticationError
+from domain.identity import Principal
+
+
+class Permission(StrEnum):
+    READ = "read threads, runs and assistants"
+    RUN = "start and run threads"
+    DECIDE = "decide interrupts"
+    CANCEL = "cancel threads"
+    QUEUE = "read the approval queue"
+    AUDIT = "read events, audit timelines, refusals, reports and metrics"
+
+
+PERMISSIONS: dict[Permission, tuple[str, ...]] = {
+    Permission.READ: ("agent", "reviewer", "auditor", "admin"),
+    Permission.RUN: ("agent", "admin"),
+    Permission.DECIDE: ("reviewer", "admin"),
+    Permission.CANCEL: ("reviewer", "admin"),
+    Permission.QUEUE: ("reviewer", "auditor", "admin"),
+    Permission.AUDIT: ("auditor", "admin"),
+}
+
+
+# Declared for the OpenAPI document (the /docs "Authorize" button); read by api_key_of.
+API_KEY_HEADER = APIKeyHeader(name="x-api-key", auto_error=False, description="An API key")
+BEARER = HTTPBearer(auto_error=False, description="An API key, as a bearer token")
+KeyHeader = Annotated[str | None, Security(API_KEY_HEADER)]
+BearerHeader = Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]
+
+
+def api_key_of(request: Request) -> str | None:
+    """The key a request carries, from `Authorization: Bearer` or `x-api-key`."""
+    authorization = request.headers.get("authorization")
+    if authorization:
+        scheme, _, credentials = authorization.partition(" ")
+        if scheme.lower() == "bearer" and credentials.strip():
+            return credentials.strip()
+    return request.headers.get("x-api-key")
+
+
+def action_of(request: Request) -> str:
+    return f"{request.method} {request.url.path}"
+
+
+def target_of(request: Request) -> str | None:
+    params = request.path_params
+    return params.get("interrupt_id") or params.get("thread_id")
+
+
+def note(request: Request, **fields: Any) -> None:
+    """Add fields to the request's log line (see api/request_log.py)."""
+    request.state.log_fields = {**getattr(request.state, "log_fields", {}), **fields}
+
+
+def refuse(
+    services: Services,
+    request: Request,
+    principal: Principal | None,
+    status: int,
+    reason: str,
+    message: str,
+    **extensions: Any,
+) -> Problem:
+    """Record a refused attempt and return the problem to raise."""
+    services.keyring.record_refusal(
+        principal=principal,
+        action=action_of(request),
+        reason=reason,
+        message=message,
+        target=target_of(request),
+    )
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    code = {401: "unauthenticated", 403: "forbidden"}.get(status, reason.replace("_", "-"))
+    return Problem(status, message, code=code, headers=headers, reason=reason, **extensions)
+
+
+def authenticate(request: Request, services: Services) -> Principal:
+    try:
+        principal = services.keyring.authenticate(api_key_of(request))
+    except AuthenticationError as error:
+        raise refuse(services, request, None, 401, error.reason, str(error)) from None
+    note(request, principal=principal.id, role=principal.role)
+    return principal
+
+
+def check(
+    request: Request, services: Services, principal: Principal, permission: Permission
+) -> None:
+    """403, recorded, unless the principal's role holds the permission."""
+    roles = PERMISSIONS[permission]
+    if principal.role in roles:
+        return
+    message = (
+        f"Principal {principal.id!r} has role {principal.role!r}, which may not "
+        f"{permission.value}: that needs {' or '.join(roles)}"
+    )
+    raise refuse(services, request, principal, 403, "wrong_role", message)
+
+
+def requires(permission: Permission) -> Any:
+    """A dependency: the authenticated principal, if it holds `permission`."""
+
+    def dependency(
+        request: Request, services: ServicesDep, _key: KeyHeader, _bearer: BearerHeader
+    ) -> Principal:
+        principal = authenticate(request, services)
+        check(request, services, principal, permission)
+        return principal
+
+    return Depends(dependency)
+
+
+Reader = Annotated[Principal, requires(Permission.READ)]
+Runner = Annotated[Principal, requires(Permission.RUN)]
+Decider = Annotated[Principal, requires(Permission.DECIDE)]
+Canceller = Annotated[Principal, requires(Permission.CANCEL)]
+QueueReader = Annotated[Principal, requires(Permission.QUEUE)]
+Auditor = Annotated[Principal, requires(Permission.AUDIT)]
+
+
+def actor_of(principal: Principal) -> dict[str, Any]:
+    """The actor recorded for a principal's acts: authenticated, by API key."""
+    return {**principal.as_actor(), "authenticated": True, "via": "api_key"}

@@ -1,0 +1,62 @@
+"""What `holdpoint serve` prints at start: where it is, and on a first start the keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from api.settings import ServerSettings
+from domain.store import redacted
+
+ROLE_HINTS = {
+    "agent": "starts and runs threads",
+    "reviewer": "decides interrupts",
+    "auditor": "reads audit trails and reports",
+}
+JSON = "-H 'content-type: application/json'"
+PICK_ID = 'python3 -c \'import json,sys; print(json.load(sys.stdin)["__interrupt__"][0]["id"])\''
+
+
+def banner(settings: ServerSettings, graphs: list[str], keys: list[tuple[Any, str]]) -> str:
+    url = settings.base_url
+    projector = "in this process" if settings.projector else "external (holdpoint projector)"
+    lines = [
+        f"Holdpoint serving {url} on {redacted(settings.store_url)}",
+        f"  API docs:  {url}/docs",
+        f"  graphs:    {', '.join(graphs)}",
+        f"  projector: {projector}",
+        "",
+    ]
+    if not keys:
+        lines.append(
+            "API keys: `holdpoint keys create --principal ID --role agent|reviewer|auditor|admin`"
+        )
+        return "\n".join(lines)
+    lines += [
+        "First start: three API keys were made. They are shown this once (only their",
+        "hashes are kept); more with `holdpoint keys create --principal ID --role ROLE`.",
+    ]
+    by_role = {}
+    for info, raw in keys:
+        by_role[info.role] = raw
+        lines.append(f"  {info.role:<9} {raw}   ({ROLE_HINTS.get(info.role, info.role)})")
+    if "refund" in graphs and {"agent", "reviewer", "auditor"} <= set(by_role):
+        lines += ["", *refund_story(url, by_role)]
+    return "\n".join(lines)
+
+
+def refund_story(url: str, keys: dict[str, str]) -> list[str]:
+    """The refund story as curl lines: start, pause, decide, see it done and audited."""
+    return [
+        "The refund story: an agent asks for a $250 refund, a reviewer approves it.",
+        f"  export URL={url} AGENT={keys['agent']}",
+        f"  export REVIEWER={keys['reviewer']} AUDITOR={keys['auditor']}",
+        f'  curl -s -X POST $URL/threads -H "x-api-key: $AGENT" {JSON} '
+        '-d \'{"thread_id": "refund-1", "metadata": {"graph_id": "refund"}}\'',
+        f'  ID=$(curl -s -X POST $URL/threads/refund-1/runs/wait -H "x-api-key: $AGENT" {JSON} '
+        '-d \'{"assistant_id": "refund", "input": {"refund_amount": 250}}\' | ' + PICK_ID + ")",
+        '  curl -s $URL/approvals -H "x-api-key: $REVIEWER"',
+        f'  curl -s -X POST $URL/approvals/$ID/decision -H "x-api-key: $REVIEWER" {JSON} '
+        '-d \'{"decision": "approve", "reason": "Receipt checked"}\'',
+        '  curl -s $URL/threads/refund-1/state -H "x-api-key: $AGENT"',
+        '  curl -s $URL/threads/refund-1/audit -H "x-api-key: $AUDITOR"',
+    ]

@@ -1,0 +1,194 @@
+"""Which graphs a server runs: from the command line, a config file, or the seeds.
+
+A graph is named by `NAME=path/to/file.py:attr`, where `attr` is a
+`StateGraph` builder, a compiled graph (its builder is compiled again, on the
+server's store), or a function of no arguments returning either. The same
+`path:attr` strings come from a `holdpoint.toml` (`[graphs]` table) or from a
+LangGraph `langgraph.json` (its `graphs` map); paths in a file are relative
+to that file. With no graph named, the server runs the seed examples.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import re
+import sys
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from domain.application import Workflows
+from domain.errors import HoldpointError
+from domain.graph import CompiledStateGraph, StateGraph
+
+GRAPH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+# The seed examples: refund (seed b, the threshold refund, also `holdpoint demo`'s
+# graph), refund_approval (seed a) and content_review (seed 000).
+SEEDS = {
+    "refund": "refund_threshold.py:builder",
+    "refund_approval": "refund_approval.py:builder",
+    "content_review": "content_review.py:builder",
+}
+
+
+class GraphLoadError(HoldpointError, ValueError):
+    """A graph named to the server cannot be found or is not a Holdpoint graph."""
+
+
+@dataclass(frozen=True)
+class GraphSource:
+    """Where one served graph comes from."""
+
+    name: str
+    path: Path
+    attr: str
+    quiet: bool = False  # the seed programs print their story when imported
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.path}:{self.attr}"
+
+
+def parse_graph_spec(text: str, base: Path | None = None) -> GraphSource:
+    """`NAME=path.py:attr` as a GraphSource; a relative path is read from `base`."""
+    name, equals, location = text.partition("=")
+    if not equals:
+        msg = f"--graph {text!r} must be NAME=path/to/file.py:attr"
+        raise GraphLoadError(msg)
+    return graph_source(name.strip(), location.strip(), base or Path.cwd())
+
+
+def graph_source(name: str, location: str, base: Path) -> GraphSource:
+    if not GRAPH_NAME.fullmatch(name):
+        msg = f"Graph name {name!r} must be letters, digits, '_', '-' or '.' (at most 64)"
+        raise GraphLoadError(msg)
+    path_text, colon, attr = location.rpartition(":")
+    if not colon or not path_text or not attr.isidentifier():
+        msg = f"Graph {name!r}: {location!r} must be path/to/file.py:attr"
+        raise GraphLoadError(msg)
+    path = Path(path_text)
+    return GraphSource(name, path if path.is_absolute() else base / path, attr)
+
+
+def read_config(path: Path) -> tuple[list[GraphSource], dict[str, Any]]:
+    """The graphs and the `[server]` settings of a holdpoint.toml or a langgraph.json."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        msg = f"Cannot read the config file {path}: {error.strerror}"
+        raise GraphLoadError(msg) from None
+    try:
+        config = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as error:
+        msg = f"The config file {path} is not valid {path.suffix.lstrip('.')}: {error}"
+        raise GraphLoadError(msg) from None
+    graphs = config.get("graphs") or {}
+    server = config.get("server") or {}
+    if not isinstance(graphs, dict) or not isinstance(server, dict):
+        msg = f"In {path}, 'graphs' and 'server' must be tables (maps)"
+        raise GraphLoadError(msg)
+    sources = []
+    for name, entry in graphs.items():
+        location = entry.get("path") if isinstance(entry, dict) else entry
+        if not isinstance(location, str):
+            msg = f"In {path}, graph {name!r} must be 'path/to/file.py:attr'"
+            raise GraphLoadError(msg)
+        sources.append(graph_source(str(name), location, path.parent))
+    return sources, server
+
+
+def seed_sources() -> list[GraphSource]:
+    """The seed examples, where this checkout has them (not in the Docker image)."""
+    for folder in (Path.cwd() / "examples", EXAMPLES):
+        if all((folder / spec.partition(":")[0]).is_file() for spec in SEEDS.values()):
+            return [
+                GraphSource(name, folder / file, attr, quiet=True)
+                for name, (file, _, attr) in ((n, s.partition(":")) for n, s in SEEDS.items())
+            ]
+    return []
+
+
+def load_graphs(sources: list[GraphSource], store: Workflows) -> dict[str, CompiledStateGraph]:
+    """Each source's graph compiled on `store`, by name; the seeds when none is given."""
+    if not sources:
+        sources = seed_sources()
+        if not sources:  # an installed package without the examples folder
+            from api.demo import build_graph  # noqa: PLC0415 - only this fallback needs it
+
+            return {"refund": build_graph(store)}
+    graphs: dict[str, CompiledStateGraph] = {}
+    for source in sources:
+        if source.name in graphs:
+            msg = f"Graph {source.name!r} is named twice"
+            raise GraphLoadError(msg)
+        graphs[source.name] = load_graph(source, store)
+    return graphs
+
+
+def load_graph(source: GraphSource, store: Workflows) -> CompiledStateGraph:
+    module = _import(source)
+    try:
+        target = getattr(module, source.attr)
+    except AttributeError:
+        msg = f"Graph {source.name!r}: {source.path} has no attribute {source.attr!r}"
+        raise GraphLoadError(msg) from None
+    builder = _builder_of(target, source)
+    return builder.compile(checkpointer=store, name=source.name)
+
+
+def _import(source: GraphSource) -> ModuleType:
+    if not source.path.is_file():
+        msg = f"Graph {source.name!r}: no file {source.path}"
+        raise GraphLoadError(msg)
+    module_name = f"holdpoint_graph_{re.sub(r'[^A-Za-z0-9_]', '_', source.name)}"
+    spec = importlib.util.spec_from_file_location(module_name, source.path)
+    if spec is None or spec.loader is None:
+        msg = f"Graph {source.name!r}: {source.path} cannot be imported as Python"
+        raise GraphLoadError(msg)
+    module = importlib.util.module_from_spec(spec)
+    folder = str(source.path.parent)
+    if folder not in sys.path:
+        sys.path.append(folder)  # so that the graph's module can import its neighbours
+    sys.modules[module_name] = module
+    output = contextlib.redirect_stdout(io.StringIO()) if source.quiet else _stdout_to_stderr()
+    try:
+        with output:
+            spec.loader.exec_module(module)
+    except Exception as error:  # the user's module failed to import: say where and why
+        sys.modules.pop(module_name, None)
+        msg = f"Graph {source.name!r}: importing {source.path} failed: {error!r}"
+        raise GraphLoadError(msg) from error
+    return module
+
+
+def _stdout_to_stderr() -> contextlib.AbstractContextManager[Any]:
+    """A graph module's prints go to stderr, keeping stdout for the server's banner."""
+    return contextlib.redirect_stdout(sys.stderr)
+
+
+def _builder_of(target: Any, source: GraphSource, depth: int = 0) -> StateGraph:
+    if isinstance(target, StateGraph):
+        return target
+    if isinstance(target, CompiledStateGraph):
+        return target.builder
+    if callable(target) and not isinstance(target, type) and depth == 0:
+        factory: Callable[[], Any] = target
+        try:
+            made = factory()
+        except TypeError as error:
+            msg = f"Graph {source.name!r}: {source.attr}() must take no arguments: {error}"
+            raise GraphLoadError(msg) from None
+        return _builder_of(made, source, depth + 1)
+    kind = f"{type(target).__module__}.{type(target).__qualname__}"
+    hint = " (import StateGraph from domain.graph, not langgraph)" if "langgraph" in kind else ""
+    msg = (
+        f"Graph {source.name!r}: {source.attr} is a {kind}, not a Holdpoint StateGraph "
+        f"or compiled graph{hint}"
+    )
+    raise GraphLoadError(msg)

@@ -1,0 +1,131 @@
+"""The read models as the server uses them: kept up to date, and waited on.
+
+In-process (the default; the only choice on SQLite and memory stores) a
+background thread runs the projection runner's loop, and the deadline worker
+after each pass. On PostgreSQL it wakes on each commit (the store's
+NOTIFY). On SQLite it wakes every `poll` seconds, or at once when a read
+waits for a position: waking it on every write would have it contend for
+SQLite's one write lock with the writers themselves (SQLite's busy handler
+sleeps), which made a single client's refund cycle four times slower.
+Reads that name a position (`wait_for`) wait until every read model has
+applied it: read-your-writes, never a sleep.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import structlog
+
+from api.problems import Problem
+from domain.application import Workflows
+from domain.store import open_store
+from projections.catalog import runner_for
+from projections.database import Database
+from projections.deadlines import expire_overdue
+from projections.runner import ProjectionRunner, ProjectionStatus
+
+log = structlog.get_logger()
+
+
+class ReadModels:
+    """The projection runner, its thread, and waiting on positions."""
+
+    def __init__(
+        self, store: Workflows, *, projector: bool, poll: float, wait_timeout: float
+    ) -> None:
+        self.store = store
+        self.poll = poll
+        self.wait_timeout = wait_timeout
+        # A memory store's read models live in one private database: share it. Otherwise
+        # the projector reads the log through a store (a connection pool) of its own: on
+        # SQLite it holds the database's write lock while it reads, and must never queue
+        # for a connection behind request threads that wait for that lock.
+        shared = store.url.startswith("memory:") or not projector
+        self.projector_store = store if shared else open_store(store.url)
+        self.runner = runner_for(self.projector_store)
+        self.reader: ProjectionRunner = self.runner if shared else runner_for(store)
+        self.in_process = projector
+        self._stop = threading.Event()
+        self._nudge = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.failure: str | None = None
+
+    @property
+    def db(self) -> Database:
+        return self.reader.db
+
+    def start(self) -> None:
+        if not self.in_process or self._thread is not None:
+            return
+        self._thread = threading.Thread(
+            target=self._project, name="holdpoint-projector", daemon=True
+        )
+        self._thread.start()
+
+    def _project(self) -> None:
+        log.info("projector started", projections=list(self.runner.projections))
+        try:
+            if self.runner.db.dialect == "postgres":  # woken by the store's NOTIFY on commit
+                self.runner.run_forever(self._stop, self.poll, self._expire)
+            else:  # woken by a read that waits for a position, or by the poll
+                self.runner.run_forever(self._stop, 0, self._between_passes)
+        except Exception as error:  # the runner stops; /readyz says so, the log says why
+            self.failure = f"{type(error).__name__}: {error}"
+            log.exception("projector stopped on an error")
+            return
+        log.info("projector stopped")
+
+    def _expire(self) -> None:
+        expire_overdue(self.projector_store, self.runner.db)
+
+    def _between_passes(self) -> None:
+        self._expire()
+        self._nudge.wait(self.poll)
+        self._nudge.clear()
+
+    def nudge(self) -> None:
+        """A read waits: project now rather than at the next poll."""
+        self._nudge.set()
+
+    @property
+    def alive(self) -> bool:
+        if not self.in_process:
+            return True
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._nudge.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        self.runner.close()
+        if self.reader is not self.runner:
+            self.reader.close()
+        if self.projector_store is not self.store:
+            self.projector_store.close()
+
+    def status(self) -> list[ProjectionStatus]:
+        return self.reader.status()
+
+    def head(self) -> int:
+        return self.reader.head()
+
+    def wait_for(self, position: int | None) -> None:
+        """Return once every read model has applied `position`; 503 after the timeout."""
+        if not position:
+            return
+        self.nudge()
+        if self.reader.wait(position, self.wait_timeout):
+            return
+        lowest = min((s.position for s in self.status()), default=0)
+        msg = (
+            f"The read models reached position {lowest}, not {position}, within "
+            f"{self.wait_timeout:g} s"
+            + ("" if self.in_process else "; is a `holdpoint projector` running?")
+        )
+        raise Problem(503, msg, code="read-model-behind", headers={"Retry-After": "1"})
+
+    def catch_up_to_head(self) -> None:
+        """Wait until the read models have applied everything recorded so far."""
+        self.wait_for(self.head())

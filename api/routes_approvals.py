@@ -1,0 +1,134 @@
+"""Oversight: the approval queue, decisions, and the stop button."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from api.auth import Canceller, Decider, QueueReader, actor_of, note
+from api.decisions import decide
+from api.positions import set_position
+from api.problems import problem_responses
+from api.schemas import CancelBody, DecisionBody
+from api.services import ServicesDep
+from api.wire import iso
+from projections.pending_approvals import PendingApprovals
+
+router = APIRouter(tags=["oversight"])
+
+WaitFor = Annotated[
+    int | None,
+    Query(
+        ge=0,
+        description="A position from a command's X-Holdpoint-Position header: answer once "
+        "the read models have applied it (default: everything recorded before the request)",
+    ),
+]
+
+
+@router.get(
+    "/approvals",
+    summary="The pending approval queue, oldest first",
+    responses=problem_responses(403, 503),
+)
+def list_approvals(
+    services: ServicesDep,
+    _: QueueReader,
+    graph_id: str | None = None,
+    node: str | None = None,
+    role: Annotated[str | None, Query(description="only interrupts requiring this role")] = None,
+    overdue: Annotated[bool, Query(description="only interrupts past their deadline")] = False,
+    min_age_seconds: Annotated[float | None, Query(ge=0)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    wait_for: WaitFor = None,
+) -> dict[str, Any]:
+    """One row per open interrupt; page on with `cursor` (the answer's `next_cursor`).
+    The queue includes every event recorded before the request (or up to `wait_for`)."""
+    if wait_for is None:
+        services.read_models.catch_up_to_head()
+    else:
+        services.read_models.wait_for(wait_for)
+    page = PendingApprovals(services.read_models.db).page(
+        graph_id=graph_id,
+        node=node,
+        role=role,
+        min_age_seconds=min_age_seconds,
+        overdue=overdue,
+        limit=limit,
+        after=cursor,
+    )
+    data = [
+        {
+            **asdict(item),
+            "links": {
+                "decision": f"/approvals/{item.interrupt_id}/decision",
+                "thread": f"/threads/{item.thread_id}",
+                "audit": f"/threads/{item.thread_id}/audit",
+            },
+        }
+        for item in page.items
+    ]
+    return {"data": data, "count": page.total, "next_cursor": page.next_cursor}
+
+
+@router.post(
+    "/approvals/{interrupt_id}/decision",
+    summary="Decide an interrupt (approve, reject, edit, respond, escalate)",
+    responses=problem_responses(400, 403, 404, 409, 413),
+)
+def post_decision(
+    interrupt_id: str,
+    body: DecisionBody,
+    request: Request,
+    response: Response,
+    services: ServicesDep,
+    principal: Decider,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            description="Send the same decision again with the same key to get the first "
+            "answer back, recording nothing new",
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    """The decider is the API key's principal. `approve` without `resume` resumes the
+    node with `true`, `reject` with `false`. The node then runs again in the background:
+    join `run_id` (GET /threads/{thread_id}/runs/{run_id}/join) for the outcome.
+    Of concurrent decisions one wins; the others get 409 saying who decided and when."""
+    answer, position = decide(services, request, principal, interrupt_id, body, idempotency_key)
+    set_position(response, position)
+    return answer
+
+
+@router.post(
+    "/threads/{thread_id}/cancel",
+    summary="Cancel a thread for good (the Article 14(4)(e) stop button)",
+    responses=problem_responses(403, 404, 409),
+)
+async def cancel_thread(
+    thread_id: str,
+    body: CancelBody,
+    request: Request,
+    response: Response,
+    services: ServicesDep,
+    principal: Canceller,
+) -> dict[str, Any]:
+    """Its pending interrupts are withdrawn; it can still be read, never run again."""
+    note(request, thread_id=thread_id)
+    actor = actor_of(principal)
+    position = await run_in_threadpool(services.store.cancel, thread_id, actor, body.reason)
+    set_position(response, position)
+    thread = await run_in_threadpool(services.store.thread, thread_id)
+    cancelled_at = thread.modified_on if thread is not None else None
+    return {
+        "thread_id": thread_id,
+        "status": "cancelled",
+        "cancelled_by": {"id": principal.id, "role": principal.role},
+        "cancelled_at": iso(cancelled_at),
+        "reason": body.reason,
+    }

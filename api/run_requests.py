@@ -1,0 +1,163 @@
+"""From a LangGraph run body to a RunRequest: the graph, the input, the config.
+
+A run with `command.resume` answers interrupts, so it needs what a decision
+needs (a reviewer or admin, the interrupt's required role, separation of
+duties); any other run needs the agent's permission. The actor always comes
+from the API key: an `actor` in the body's config is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import uuid4
+
+from fastapi import Request
+
+from api.auth import Permission, actor_of, check
+from api.authority import check_may_decide
+from api.problems import Problem
+from api.runs import RunRequest
+from api.schemas import RunCreate
+from api.services import Services
+from api.wire import assistant_id
+from domain.identity import Principal
+from domain.runtime import is_interrupt_id
+from domain.types import Command
+
+STREAM_MODES = ("values", "updates")
+RESERVED_CONFIGURABLE = ("actor", "thread_id", "run_id", "checkpoint_id", "idempotency_key")
+
+
+def stream_modes(value: str | list[str]) -> tuple[str, ...]:
+    modes = (value,) if isinstance(value, str) else tuple(dict.fromkeys(value))
+    unknown = [mode for mode in modes if mode not in STREAM_MODES]
+    if unknown:
+        msg = (
+            f"Invalid body.stream_mode: {unknown[0]!r} is not supported; "
+            f"use {' or '.join(STREAM_MODES)}"
+        )
+        raise Problem(422, msg, code="invalid-request")
+    return modes or ("values",)
+
+
+def graph_input(body: RunCreate) -> Any:
+    if body.command is not None and body.input is not None:
+        msg = "Invalid body.command: send input or command, not both"
+        raise Problem(422, msg, code="invalid-request")
+    if body.command is None:
+        return body.input
+    command = body.command
+    if command.resume is None and command.update is None and not command.goto:
+        msg = "Invalid body.command: give resume, update or goto"
+        raise Problem(422, msg, code="invalid-request")
+    return Command(resume=command.resume, update=command.update, goto=command.goto or ())
+
+
+def is_resume(body: RunCreate) -> bool:
+    return body.command is not None and body.command.resume is not None
+
+
+def prepare_run(
+    services: Services,
+    request: Request,
+    principal: Principal,
+    thread_id: str | None,
+    body: RunCreate,
+    *,
+    streamed: bool = False,
+) -> RunRequest:
+    """Check who asks for what on which thread; raise the problem, or return the run."""
+    graph = services.graph(body.assistant_id)
+    if body.interrupt_before or body.interrupt_after:
+        msg = (
+            "Invalid body.interrupt_before: static breakpoints are not supported; "
+            "call interrupt() in the node where a human must decide"
+        )
+        raise Problem(422, msg, code="invalid-request")
+    modes = stream_modes(body.stream_mode)
+    run_input = graph_input(body)
+    stateless = thread_id is None
+    thread_id = thread_id or str(uuid4())
+    thread = services.store.thread(thread_id)
+    reservation = services.reservations.get(thread_id)
+    if thread is None and reservation is None and not stateless and body.if_not_exists != "create":
+        msg = (
+            f"Thread {thread_id!r} not found: create it with POST /threads, "
+            'or send "if_not_exists": "create"'
+        )
+        raise Problem(404, msg, code="thread-not-found")
+    if thread is not None and thread.graph_id != graph.graph_id:
+        msg = (
+            f"Invalid body.assistant_id: thread {thread_id!r} runs graph "
+            f"{thread.graph_id!r}, not {graph.graph_id!r}"
+        )
+        raise Problem(422, msg, code="invalid-request")
+    if is_resume(body):
+        check(request, services, principal, Permission.DECIDE)
+        if thread is not None:
+            check_may_decide(services, request, principal, thread, _answered(body, thread))
+    else:
+        check(request, services, principal, Permission.RUN)
+    user_config = dict(body.config or {})
+    configurable = {
+        key: value
+        for key, value in (user_config.get("configurable") or {}).items()
+        if key not in RESERVED_CONFIGURABLE
+    }
+    configurable.update(thread_id=thread_id, actor=actor_of(principal), run_id=str(uuid4()))
+    checkpoint_id = body.checkpoint_id or (
+        body.checkpoint.checkpoint_id if body.checkpoint else None
+    )
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    key = request.headers.get("idempotency-key")
+    if key and is_resume(body):
+        configurable["idempotency_key"] = key
+    thread_metadata = dict(reservation.metadata if reservation else body.metadata or {})
+    for name in ("graph_id", "assistant_id"):
+        thread_metadata.pop(name, None)
+    config: dict[str, Any] = {"configurable": configurable, "metadata": thread_metadata}
+    if "recursion_limit" in user_config:
+        config["recursion_limit"] = user_config["recursion_limit"]
+    return RunRequest(
+        graph=graph,
+        thread_id=thread_id,
+        input=run_input,
+        config=config,
+        stream_modes=modes,
+        assistant_id=assistant_id(graph.graph_id),
+        metadata={
+            **(body.metadata or {}),
+            "graph_id": graph.graph_id,
+            "assistant_id": assistant_id(graph.graph_id),
+        },
+        kwargs=_kwargs(body, modes, stateless),
+        streamed=streamed,
+    )
+
+
+def _answered(body: RunCreate, thread: Any) -> list[str]:
+    resume = body.command.resume if body.command else None
+    if isinstance(resume, dict) and resume and all(map(is_interrupt_id, resume)):
+        return list(resume)
+    return list(thread.interrupts)
+
+
+def _kwargs(body: RunCreate, modes: tuple[str, ...], stateless: bool) -> dict[str, Any]:
+    """The run's arguments as LangGraph's server shows them in `Run.kwargs`."""
+    return {
+        "input": body.input,
+        "command": None if body.command is None else body.command.model_dump(exclude_none=True),
+        "config": body.config or {},
+        "context": body.context or {},
+        "stream_mode": list(modes),
+        "interrupt_before": None,
+        "interrupt_after": None,
+        "webhook": None,
+        "feedback_keys": None,
+        "temporary": stateless,
+        "subgraphs": False,
+        "resumable": False,
+        "checkpoint_during": True,
+        "durability": "sync",
+    }

@@ -1,0 +1,101 @@
+"""Request bodies. LangGraph's keep unknown keys (the SDK sends many); ours forbid them."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+THREAD_ID = Field(default=None, min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$")
+
+
+class LangGraphBody(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ThreadCreate(LangGraphBody):
+    thread_id: str | None = THREAD_ID
+    metadata: dict[str, Any] | None = None
+    if_exists: Literal["raise", "do_nothing"] | None = None
+    supersteps: list[Any] | None = None
+
+
+class ThreadSearch(LangGraphBody):
+    metadata: dict[str, Any] | None = None
+    values: dict[str, Any] | None = None
+    ids: list[str] | None = None
+    status: Literal["idle", "busy", "interrupted", "error", "cancelled"] | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0, le=100_000)
+
+
+class CheckpointRef(LangGraphBody):
+    checkpoint_id: str | None = None
+    thread_id: str | None = None
+    checkpoint_ns: str | None = None
+
+
+class StateUpdate(LangGraphBody):
+    values: dict[str, Any] | list[Any] | None = None
+    as_node: str | None = None
+    checkpoint_id: str | None = None
+    checkpoint: CheckpointRef | None = None
+
+
+class StateAtCheckpoint(LangGraphBody):
+    checkpoint: CheckpointRef
+    subgraphs: bool = False
+
+
+class HistoryQuery(LangGraphBody):
+    limit: int = Field(default=10, ge=1, le=1000)
+    before: str | dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    checkpoint: CheckpointRef | None = None
+
+
+class CommandBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    resume: Any = None
+    update: dict[str, Any] | None = None
+    goto: str | list[str] | None = None
+
+
+class RunCreate(LangGraphBody):
+    assistant_id: str = Field(min_length=1, max_length=256)
+    input: dict[str, Any] | None = None
+    command: CommandBody | None = None
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    checkpoint_id: str | None = None
+    checkpoint: CheckpointRef | None = None
+    stream_mode: str | list[str] = "values"
+    interrupt_before: str | list[str] | None = None
+    interrupt_after: str | list[str] | None = None
+    if_not_exists: Literal["create", "reject"] | None = None
+    multitask_strategy: Literal["reject", "interrupt", "rollback", "enqueue"] | None = None
+
+
+class DecisionBody(BaseModel):
+    """A human's answer to an interrupt. Who answers comes from the API key."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"decision": "approve", "reason": "Receipt checked."}]},
+    )
+
+    decision: Literal["approve", "reject", "edit", "respond", "escalate"]
+    resume: Any = Field(
+        default=None,
+        description="The value the interrupted node receives. approve defaults to true, "
+        "reject to false, escalate to null; edit and respond need one.",
+    )
+    reason: str | None = Field(default=None, max_length=4000)
+
+
+class CancelBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str | None = Field(default=None, max_length=4000)

@@ -1,0 +1,92 @@
+"""The objects one server process works with, built once by `create_app`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from api.metrics import Metrics
+from api.problems import Problem
+from api.read_models import ReadModels
+from api.reservations import Reservations
+from api.runs import RunManager
+from api.settings import ServerSettings
+from api.wire import assistant_id
+from domain.application import Workflows
+from domain.graph import CompiledStateGraph
+from domain.keyring import Keyring
+
+
+@dataclass
+class Services:
+    """Store, graphs, keys, runs and read models of one server process."""
+
+    settings: ServerSettings
+    store: Workflows
+    graphs: dict[str, CompiledStateGraph]
+    keyring: Keyring
+    read_models: ReadModels
+    runs: RunManager
+    metrics: Metrics
+    reservations: Reservations = field(default_factory=Reservations)
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    @classmethod
+    def build(
+        cls, settings: ServerSettings, store: Workflows, graphs: dict[str, CompiledStateGraph]
+    ) -> Services:
+        read_models = ReadModels(
+            store,
+            projector=settings.projector,
+            poll=settings.projector_poll,
+            wait_timeout=settings.read_wait_timeout,
+        )
+        metrics = Metrics(read_models)
+
+        runs = RunManager(
+            workers=settings.run_workers,
+            busy_wait=settings.busy_wait_timeout,
+            keep=settings.runs_kept,
+            on_finish=metrics.observe_run,
+        )
+        return cls(settings, store, graphs, Keyring(store), read_models, runs, metrics)
+
+    def graph(self, name_or_assistant_id: str) -> CompiledStateGraph:
+        """The served graph named by a graph id or an assistant id; 422 otherwise."""
+        graph = self.graphs.get(name_or_assistant_id)
+        if graph is not None:
+            return graph
+        for name, candidate in self.graphs.items():
+            if assistant_id(name) == name_or_assistant_id:
+                return candidate
+        msg = (
+            f"Invalid assistant: {name_or_assistant_id!r}. Must be either:\n"
+            "- A valid assistant UUID, or\n"
+            f"- One of the registered graphs: {', '.join(sorted(self.graphs))}"
+        )
+        raise Problem(422, msg, code="unknown-assistant")
+
+    def graph_of_thread(self, graph_id: str, thread_id: str) -> CompiledStateGraph:
+        graph = self.graphs.get(graph_id)
+        if graph is None:
+            msg = (
+                f"Thread {thread_id!r} runs graph {graph_id!r}, which this server does not "
+                f"serve (it serves {', '.join(sorted(self.graphs))}); it can be read, not run"
+            )
+            raise Problem(409, msg, code="graph-not-served")
+        return graph
+
+    def close(self) -> None:
+        self.runs.shutdown()
+        self.read_models.stop()
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]

@@ -1,0 +1,92 @@
+"""Run the app under uvicorn: settings, store, graphs, then the first keys and the banner."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from api.app import create_app
+from api.banner import banner
+from api.graph_loader import load_graphs, parse_graph_spec, read_config
+from api.services import Services
+from api.settings import ServerSettings
+from domain.store import open_store, redacted
+
+
+class BannerServer(uvicorn.Server):
+    """Once listening: make the first keys (on a store without any) and print the banner.
+
+    Keys are made only once the port is bound, so a server that cannot start
+    never makes keys that nobody saw.
+    """
+
+    def __init__(self, config: uvicorn.Config, services: Services) -> None:
+        super().__init__(config)
+        self.services = services
+
+    async def startup(self, sockets: list[Any] | None = None) -> None:
+        await super().startup(sockets)
+        if self.should_exit:
+            return
+        port = self.servers[0].sockets[0].getsockname()[1] if self.servers else None
+        settings = self.services.settings.updated(port=port)
+        keys = self.services.keyring.ensure_bootstrap_keys()
+        print(banner(settings, sorted(self.services.graphs), keys), flush=True)
+
+
+def serve(
+    *,
+    graph_specs: list[str],
+    config_file: str | None,
+    host: str | None,
+    port: int | None,
+    no_projector: bool,
+    max_body_bytes: int | None,
+) -> int:
+    sources, server_table = ([], {}) if config_file is None else read_config(Path(config_file))
+    sources += [parse_graph_spec(spec) for spec in graph_specs]
+    try:
+        settings = ServerSettings.from_env(**server_table).updated(
+            host=host,
+            port=port,
+            projector=False if no_projector else None,
+            max_body_bytes=max_body_bytes,
+        )
+    except (TypeError, ValueError) as error:
+        print(f"holdpoint: error: in {config_file}: {error}", file=sys.stderr)
+        return 2
+    if not settings.projector and not settings.store_url.startswith(("postgresql:", "postgres:")):
+        print(
+            "holdpoint: error: --no-projector needs a PostgreSQL store; on "
+            f"{redacted(settings.store_url)} the read models run in the server",
+            file=sys.stderr,
+        )
+        return 2
+    with open_store(settings.store_url) as store:
+        services = Services.build(settings, store, load_graphs(sources, store))
+        config = uvicorn.Config(
+            create_app(services),
+            host=settings.host,
+            port=settings.port,
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=10,
+        )
+        # uvicorn stops gracefully on SIGTERM or SIGINT, then raises the signal again
+        # with the handler found at start: a no-op here, so the store closes and the
+        # command exits 0 after a clean shutdown.
+        previous = {sig: signal.signal(sig, _ignore) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            BannerServer(config, services).run()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    return 0
+
+
+def _ignore(*_: object) -> None:
+    """A signal handler that does nothing."""

@@ -1,0 +1,66 @@
+"""The server's settings: one frozen object, built once by `holdpoint serve`.
+
+Precedence, highest first: command-line flags, the `[server]` table of a
+`holdpoint.toml`, the environment (`HOLDPOINT_STORE`), the defaults below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from domain.store import store_url_from_env
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_MAX_BODY_BYTES = 1_048_576
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """What the HTTP server needs to know, and nothing it can find out itself."""
+
+    store_url: str
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # The principal who started a thread may not decide its interrupts.
+    separation_of_duties: bool = True
+    # Run the read models' projector (and the deadline worker) in this process.
+    projector: bool = True
+    projector_poll: float = 0.2
+    # How long a read that names a position (`wait_for`) waits for the read models.
+    read_wait_timeout: float = 10.0
+    # How long a run or a decision waits for another run on the same thread to end.
+    busy_wait_timeout: float = 30.0
+    # Worker threads that run graph code.
+    run_workers: int = 32
+    # Finished runs kept in memory (per process) for runs.get / runs.join.
+    runs_kept: int = 10_000
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> ServerSettings:
+        settings = cls(store_url=store_url_from_env())
+        return settings.updated(**overrides)
+
+    def updated(self, **overrides: Any) -> ServerSettings:
+        """A copy with the given fields changed; None values are ignored."""
+        known = {k: v for k, v in overrides.items() if v is not None}
+        unknown = set(known) - set(self.__dataclass_fields__)
+        if unknown:
+            msg = f"Unknown server setting {sorted(unknown)[0]!r}"
+            raise ValueError(msg)
+        for name, value in known.items():
+            current = getattr(self, name)
+            expected: Any = (int, float) if isinstance(current, float) else type(current)
+            wrong = isinstance(value, bool) and not isinstance(current, bool)
+            if current is not None and (wrong or not isinstance(value, expected)):
+                expected = type(current)
+                msg = f"Server setting {name} must be of type {expected.__name__}, not {value!r}"
+                raise ValueError(msg)
+        return replace(self, **known)
+
+    @property
+    def base_url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return f"http://{host}:{self.port}"

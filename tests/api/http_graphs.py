@@ -1,0 +1,37 @@
+"""Graphs the HTTP tests serve next to the seed examples."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from domain.application import Workflows
+from domain.graph import CompiledStateGraph
+from domain.types import interrupt
+from tests.graphs import linear_graph, parallel_interrupts_graph
+
+
+class Payment(TypedDict):
+    amount: float
+    paid: Any
+
+
+def approve_payment(state: Payment) -> dict[str, Any]:
+    """Only an admin may answer: the interrupt requires the role."""
+    return {"paid": interrupt({"question": f"Pay {state['amount']}?"}, required_role="admin")}
+
+
+class Numbers(TypedDict):
+    x: int
+
+
+def explode(state: Numbers) -> dict[str, Any]:
+    msg = f"boom at x={state['x']}"
+    raise ValueError(msg)
+
+
+def served_test_graphs(store: Workflows) -> dict[str, CompiledStateGraph]:
+    return {
+        "guarded": linear_graph(store, Payment, approve_payment, name="guarded"),
+        "boom": linear_graph(store, Numbers, explode, name="boom"),
+        "parallel": parallel_interrupts_graph(store, join=True, name="parallel"),
+    }

@@ -1,0 +1,180 @@
+"""Decisions over HTTP: one winner among concurrent answers, idempotent retries,
+roles, separation of duties, and stale answers. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from domain.thread import WorkflowThread
+from tests.api.http_harness import running_server, server_on
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def server(request, tmp_path_factory):
+    with server_on(request.param, tmp_path_factory.mktemp("store")) as running:
+        yield running
+
+
+def paused_refund(server, graph="refund", who="agent", values=None):
+    """A thread paused at its interrupt: (thread id, interrupt id)."""
+    sdk = server.sdk(who)
+    thread_id = sdk.threads.create()["thread_id"]
+    output = sdk.runs.wait(thread_id, graph, input=values or {"refund_amount": 300.0})
+    return thread_id, output["__interrupt__"][0]["id"]
+
+
+def decisions_recorded(server, thread_id):
+    events = server.store.thread_events(thread_id)
+    return [e for e in events if isinstance(e, WorkflowThread.InterruptResumed)]
+
+
+def test_of_50_concurrent_decisions_exactly_one_wins(server):
+    thread_id, interrupt_id = paused_refund(server)
+    deciders = ["reviewer", "reviewer2", "admin"]
+    clients = {who: server.http(who) for who in deciders}
+
+    def decide(n):
+        who = deciders[n % len(deciders)]
+        decision = "approve" if n % 2 else "reject"
+        return clients[who].post(
+            f"/approvals/{interrupt_id}/decision", json={"decision": decision, "reason": f"#{n}"}
+        )
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        responses = list(pool.map(decide, range(50)))
+    for client in clients.values():
+        client.close()
+    statuses = sorted(r.status_code for r in responses)
+    assert statuses == [200] + [409] * 49
+    (winner,) = [r.json() for r in responses if r.status_code == 200]
+    recorded = decisions_recorded(server, thread_id)
+    assert len(recorded) == 1
+    assert recorded[0].actor["id"] == winner["decided_by"]["id"]
+    for loser in (r for r in responses if r.status_code == 409):
+        problem = loser.json()
+        assert loser.headers["content-type"] == "application/problem+json"
+        assert problem["decided_by"] == winner["decided_by"]
+        assert problem["decided_at"] == winner["decided_at"]
+        assert winner["decided_by"]["id"] in problem["detail"]
+        assert winner["decided_at"] in problem["detail"]
+        assert problem["reason"] in ("conflict", "stale_interrupt")
+
+
+def test_a_retry_with_the_same_idempotency_key_returns_the_first_answer(server):
+    thread_id, interrupt_id = paused_refund(server)
+    body = {"decision": "reject", "reason": "No receipt"}
+    headers = {"Idempotency-Key": f"retry-{interrupt_id}"}
+    with server.http("reviewer") as reviewer:
+        first = reviewer.post(f"/approvals/{interrupt_id}/decision", json=body, headers=headers)
+        server.sdk("agent").runs.join(thread_id, first.json()["run_id"])  # the node ran again
+        events = server.event_count(thread_id)
+        again = reviewer.post(f"/approvals/{interrupt_id}/decision", json=body, headers=headers)
+        # Without the key, the same answer is refused: it was decided already
+        plain = reviewer.post(f"/approvals/{interrupt_id}/decision", json=body)
+        # The same key for another answer is refused too
+        other = reviewer.post(
+            f"/approvals/{interrupt_id}/decision", json={"decision": "approve"}, headers=headers
+        )
+    assert first.status_code == 200
+    assert again.status_code == 200
+    assert again.content == first.content
+    assert first.json()["idempotency_key"] == headers["Idempotency-Key"]
+    assert first.json()["resume"] is False
+    assert server.event_count(thread_id) == events
+    assert plain.status_code == 409
+    assert other.status_code == 422
+    assert "Idempotency-Key" in other.json()["detail"]
+    assert len(decisions_recorded(server, thread_id)) == 1
+
+
+def test_an_idempotent_answer_survives_a_restart(tmp_path):
+    url = f"sqlite:///{tmp_path / 'holdpoint.db'}"
+    body = {"decision": "approve", "reason": "ok"}
+    headers = {"Idempotency-Key": "survives-restart"}
+    with running_server(url) as first_server:
+        thread_id, interrupt_id = paused_refund(first_server)
+        with first_server.http("reviewer") as reviewer:
+            first = reviewer.post(f"/approvals/{interrupt_id}/decision", json=body, headers=headers)
+        first_server.sdk("agent").runs.join(thread_id, first.json()["run_id"])
+    with running_server(url) as second_server:
+        events = second_server.event_count(thread_id)
+        with second_server.http("reviewer") as reviewer:
+            again = reviewer.post(f"/approvals/{interrupt_id}/decision", json=body, headers=headers)
+        assert second_server.event_count(thread_id) == events
+    assert again.status_code == 200
+    assert again.content == first.content
+
+
+def test_the_principal_who_started_a_thread_may_not_decide_it(server):
+    thread_id, interrupt_id = paused_refund(server, who="admin")
+    with server.http("admin") as admin:
+        refused = admin.post(f"/approvals/{interrupt_id}/decision", json={"decision": "approve"})
+    assert refused.status_code == 403
+    assert refused.json()["reason"] == "separation_of_duties"
+    assert "separation of duties" in refused.json()["detail"]
+    assert decisions_recorded(server, thread_id) == []
+    with server.http("reviewer") as reviewer:
+        other = reviewer.post(f"/approvals/{interrupt_id}/decision", json={"decision": "approve"})
+    assert other.status_code == 200
+
+
+def test_an_interrupt_that_requires_a_role_refuses_the_others(server):
+    thread_id, interrupt_id = paused_refund(server, graph="guarded", values={"amount": 9.5})
+    with server.http("reviewer") as reviewer:
+        refused = reviewer.post(f"/approvals/{interrupt_id}/decision", json={"decision": "approve"})
+    assert refused.status_code == 403
+    assert refused.json()["reason"] == "wrong_role"
+    assert "'admin'" in refused.json()["detail"]
+    with server.http("admin") as admin:
+        accepted = admin.post(f"/approvals/{interrupt_id}/decision", json={"decision": "approve"})
+    assert accepted.status_code == 200
+    output = server.sdk("agent").runs.join(thread_id, accepted.json()["run_id"])
+    assert output == {"amount": 9.5, "paid": True}
+
+
+def test_reject_and_edit_resume_the_node_with_their_values(server):
+    thread_id, interrupt_id = paused_refund(server)
+    with server.http("reviewer") as reviewer:
+        answer = reviewer.post(f"/approvals/{interrupt_id}/decision", json={"decision": "reject"})
+    output = server.sdk("agent").runs.join(thread_id, answer.json()["run_id"])
+    assert output["outcome"] == "Refund denied by reviewer."
+    values = {"refund_amount": 70.0, "approved": False}
+    thread_id, interrupt_id = paused_refund(server, graph="refund_approval", values=values)
+    with server.http("reviewer") as reviewer:
+        missing = reviewer.post(f"/approvals/{interrupt_id}/decision", json={"decision": "edit"})
+        edited = reviewer.post(
+            f"/approvals/{interrupt_id}/decision",
+            json={"decision": "edit", "resume": {"approved_amount": 50}, "reason": "partial"},
+        )
+    assert missing.status_code == 422
+    assert "body.resume" in missing.json()["detail"]
+    output = server.sdk("agent").runs.join(thread_id, edited.json()["run_id"])
+    assert output["approved"] == {"approved_amount": 50}
+    assert decisions_recorded(server, thread_id)[0].decision == "edit"
+
+
+def test_unknown_and_cancelled_interrupts_are_refused_and_recorded(server):
+    with server.http("auditor") as auditor:
+        before = len(auditor.get("/audit/refusals", params={"limit": 1000}).json()["data"])
+    with server.http("reviewer") as reviewer:
+        unknown = reviewer.post(f"/approvals/{'0' * 32}/decision", json={"decision": "approve"})
+        thread_id, interrupt_id = paused_refund(server)
+        cancelled = reviewer.post(f"/threads/{thread_id}/cancel", json={"reason": "fraud"})
+        stale = reviewer.post(f"/approvals/{interrupt_id}/decision", json={"decision": "approve"})
+        queue = reviewer.get(
+            "/approvals", params={"wait_for": cancelled.headers["X-Holdpoint-Position"]}
+        )
+    assert unknown.status_code == 404
+    assert cancelled.status_code == 200
+    assert cancelled.json()["cancelled_by"] == {"id": "reviewer", "role": "reviewer"}
+    assert stale.status_code == 409
+    assert "cancelled by reviewer" in stale.json()["detail"]
+    assert interrupt_id not in {row["interrupt_id"] for row in queue.json()["data"]}
+    with server.http("auditor") as auditor:
+        refusals = auditor.get("/audit/refusals", params={"limit": 1000}).json()["data"]
+    reasons = [r["reason"] for r in refusals[before:]]
+    assert reasons == ["unknown_interrupt", "stale_interrupt"]
+    assert refusals[-1]["principal_id"] == "reviewer"
+    assert refusals[-1]["target"] == interrupt_id

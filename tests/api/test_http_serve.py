@@ -1,0 +1,190 @@
+"""`holdpoint serve` as a user runs it: a subprocess, its banner, its keys, its logs."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DONE_MARK = "  curl -s $URL/threads/refund-1/audit"
+
+
+class Serving:
+    """A `holdpoint serve` process, its banner read line by line from stdout."""
+
+    def __init__(self, store: str, *args: str, cwd: Path = ROOT) -> None:
+        env = {**os.environ, "HOLDPOINT_STORE": store, "PYTHONPATH": str(ROOT)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "api.cli", "serve", "--port", "0", *args],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put("")  # end of output
+
+    def banner(self, last: str) -> list[str]:
+        """The banner's lines, up to the first that starts with `last`."""
+        seen = []
+        while True:
+            line = self.lines.get(timeout=60)
+            seen.append(line)
+            if line.startswith(last):
+                return seen
+            if line == "" and self.process.poll() is not None:
+                pytest.fail(f"serve ended: {seen}\n{self.process.stderr.read()}")
+
+    def stop(self) -> tuple[int, str]:
+        self.process.send_signal(signal.SIGTERM)
+        _, stderr = self.process.communicate(timeout=60)
+        return self.process.returncode, stderr
+
+
+def exported(lines: list[str]) -> dict[str, str]:
+    values = {}
+    for line in lines:
+        if line.strip().startswith("export "):
+            for pair in line.strip().removeprefix("export ").split():
+                name, _, value = pair.partition("=")
+                values[name] = value
+    return values
+
+
+def test_first_start_prints_keys_and_the_story_runs_as_printed(tmp_path):
+    store = f"sqlite:///{tmp_path / 'holdpoint.db'}"
+    serving = Serving(store)
+    lines = serving.banner(DONE_MARK)
+    names = exported(lines)
+    url = names["URL"]
+    assert any(line.strip() == f"API docs:  {url}/docs" for line in lines)
+    assert {"AGENT", "REVIEWER", "AUDITOR"} <= set(names)
+    json_header = {"content-type": "application/json"}
+    with httpx.Client(base_url=url, timeout=60) as http:
+        # The curl lines of the banner, one by one
+        agent = {"x-api-key": names["AGENT"], **json_header}
+        reviewer = {"x-api-key": names["REVIEWER"], **json_header}
+        created = http.post(
+            "/threads",
+            headers=agent,
+            json={"thread_id": "refund-1", "metadata": {"graph_id": "refund"}},
+        )
+        assert created.status_code == 200
+        paused = http.post(
+            "/threads/refund-1/runs/wait",
+            headers=agent,
+            json={"assistant_id": "refund", "input": {"refund_amount": 250}},
+        ).json()
+        interrupt_id = paused["__interrupt__"][0]["id"]
+        queue_rows = http.get("/approvals", headers=reviewer).json()["data"]
+        assert interrupt_id in {row["interrupt_id"] for row in queue_rows}
+        decided = http.post(
+            f"/approvals/{interrupt_id}/decision",
+            headers=reviewer,
+            json={"decision": "approve", "reason": "Receipt checked"},
+        ).json()
+        http.get(f"/threads/refund-1/runs/{decided['run_id']}/join", headers=agent)
+        state = http.get("/threads/refund-1/state", headers=agent).json()
+        audit = http.get("/threads/refund-1/audit", headers={"x-api-key": names["AUDITOR"]})
+    assert state["values"]["outcome"] == "Refund of $250 processed."
+    assert "reviewer (reviewer) decided approve" in audit.text
+    code, stderr = serving.stop()
+    assert code == 0, stderr
+    # One JSON log line per request, with who and what, never a key
+    requests = [json.loads(line) for line in stderr.splitlines() if '"request"' in line]
+    decision = next(r for r in requests if r["route"] == "/approvals/{interrupt_id}/decision")
+    assert decision["principal"] == "reviewer"
+    assert decision["thread_id"] == "refund-1"
+    assert decision["run_id"] == decided["run_id"]
+    assert decision["status"] == 200
+    assert {"request_id", "duration_ms", "method", "timestamp"} <= set(decision)
+    for key in (names["AGENT"], names["REVIEWER"], names["AUDITOR"]):
+        assert key not in stderr
+        assert key.split("_")[2] not in stderr  # not even the secret part
+    assert "Receipt checked" not in stderr  # no payloads either
+
+    # A second start finds keys, and makes and prints none
+    again = Serving(store)
+    lines = again.banner("API keys:")
+    assert not any("hp_" in line for line in lines)
+    code, _ = again.stop()
+    assert code == 0
+
+
+def test_graphs_from_a_config_file_and_the_command_line(tmp_path):
+    (tmp_path / "approvals.py").write_text(
+        "from typing import TypedDict\n"
+        "from domain.graph import StateGraph, START, END\n"
+        "from domain.types import interrupt\n"
+        "class S(TypedDict):\n    x: int\n"
+        "def ask(state):\n    return {'x': interrupt('ok?')}\n"
+        "builder = StateGraph(S)\n"
+        "builder.add_node('ask', ask)\n"
+        "builder.add_edge(START, 'ask')\n"
+        "builder.add_edge('ask', END)\n"
+        "graph = builder.compile()\n"
+    )
+    (tmp_path / "holdpoint.toml").write_text(
+        '[graphs]\nasker = "approvals.py:graph"\n[server]\nmax_body_bytes = 2048\n'
+    )
+    serving = Serving(
+        f"sqlite:///{tmp_path / 'h.db'}",
+        "--config",
+        str(tmp_path / "holdpoint.toml"),
+        "--graph",
+        f"builder={tmp_path / 'approvals.py'}:builder",
+        cwd=tmp_path,
+    )
+    lines = serving.banner("  auditor")
+    serving.stop()
+    graphs_line = next(line for line in lines if "graphs:" in line)
+    assert graphs_line.split("graphs:")[1].split() == ["asker,", "builder"]
+    assert not any("refund story" in line for line in lines)
+
+
+def test_no_projector_needs_postgresql(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "api.cli", "serve", "--no-projector"],
+        cwd=ROOT,
+        env={**os.environ, "HOLDPOINT_STORE": f"sqlite:///{tmp_path / 'h.db'}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "--no-projector needs a PostgreSQL store" in result.stderr
+
+
+def test_a_graph_that_cannot_be_loaded_is_one_clear_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "api.cli", "serve", "--graph", "x=missing.py:graph"],
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "HOLDPOINT_STORE": f"sqlite:///{tmp_path / 'h.db'}",
+            "PYTHONPATH": str(ROOT),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("holdpoint: error: Graph 'x': no file")
