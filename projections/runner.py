@@ -109,20 +109,21 @@ class ProjectionRunner:
         ]
 
     def catch_up(self, progress: Progress | None = None) -> int:
-        """Apply everything recorded so far; return how many log events were read.
+        """Apply everything recorded so far; return how many log events this call applied.
 
         One pass over the log feeds every read model: each event is read and
         decoded once, and applied to each model that has not applied it yet.
         """
-        read, head = 0, self.head()
+        applied, head, position = 0, self.head(), -1
         while True:
-            count, position = self._apply_batch()
-            read += count
+            count, reached = self._apply_batch()
+            applied += count
             if progress is not None:
                 for name in self.projections:
-                    progress(name, position, head)
-            if count == 0 or position >= head:
-                return read
+                    progress(name, reached, head)
+            if reached >= head or reached == position:  # the head, or the log's end
+                return applied
+            position = reached
 
     def rebuild(self, names: Iterable[str] | None = None, progress: Progress | None = None) -> int:
         """Forget the rows of `names` (default: all) and apply the whole log again."""
@@ -169,41 +170,46 @@ class ProjectionRunner:
         self.db.close()
 
     def _apply_batch(self) -> tuple[int, int]:
-        """One transaction: the next batch of the log, into every model behind it."""
-        lock = " FOR UPDATE" if self.db.dialect == "postgres" else ""
+        """One transaction: the next batch of the log, into every model behind it.
+
+        The batch is read and decoded before the positions are locked: the
+        log is read through the store's connections, which writers also wait
+        for, so reading it while holding the read models' write lock (SQLite
+        has one per file) could leave each side waiting for the other.
+        """
         table = self.db.table(POSITIONS)
+        with self.db.transaction(write=False) as cursor:
+            cursor.execute(f"SELECT name, position FROM {table}")
+            start = min(self._positions(cursor).values())
+        notifications = self.store.recorder.select_notifications(
+            start=start + 1, limit=self.batch_size
+        )
+        if not notifications:
+            return 0, start
+        wanted = set().union(*self._topics.values())
+        decode = self.store.mapper.to_domain_event
+        events = [(n.id, n.topic, decode(n)) for n in notifications if n.topic in wanted]
+        last = notifications[-1].id
+        lock = " FOR UPDATE" if self.db.dialect == "postgres" else ""
         with self.db.transaction() as cursor:
             cursor.execute(f"SELECT name, position FROM {table} ORDER BY name{lock}")
-            positions = {
-                name: int(position)
-                for name, position in cursor.fetchall()
-                if name in self.projections
-            }
-            start = min(positions.values())
-            notifications = self.store.recorder.select_notifications(
-                start=start + 1, limit=self.batch_size
-            )
-            if not notifications:
-                return 0, start
-            decode = self.store.mapper.to_domain_event
-            batches: dict[str, list[tuple[int, Any]]] = {name: [] for name in positions}
-            for notification in notifications:
-                behind = [
-                    name
-                    for name, position in positions.items()
-                    if position < notification.id and notification.topic in self._topics[name]
-                ]
-                if behind:
-                    event = decode(notification)
-                    for name in behind:
-                        batches[name].append((notification.id, event))
-            for name, events in batches.items():
-                if events:
-                    self.projections[name].apply_batch(events, cursor, self.db)
-            last = notifications[-1].id
+            positions = self._positions(cursor)  # another runner may have moved them
+            behind = min(positions.values())
             for name, position in positions.items():
+                batch = [
+                    (event_id, event)
+                    for event_id, topic, event in events
+                    if event_id > position and topic in self._topics[name]
+                ]
+                if batch:
+                    self.projections[name].apply_batch(batch, cursor, self.db)
                 if position < last:
                     cursor.execute(
                         f"UPDATE {table} SET position = %s WHERE name = %s", (last, name)
                     )
-        return len(notifications), last
+        return sum(1 for n in notifications if n.id > behind), last
+
+    def _positions(self, cursor: Cursor) -> dict[str, int]:
+        return {
+            name: int(position) for name, position in cursor.fetchall() if name in self.projections
+        }
