@@ -8,10 +8,12 @@ COPY domain ./domain
 COPY api ./api
 COPY projections ./projections
 COPY persistence ./persistence
+# The seed examples: `holdpoint serve` with no --graph serves them.
+COPY examples ./examples
 RUN pip install . && useradd --system --home /app holdpoint
 USER holdpoint
 
 # The store comes from the environment; compose sets it to PostgreSQL.
 ENV HOLDPOINT_STORE=sqlite:////app/var/holdpoint.db
 ENTRYPOINT ["holdpoint"]
-CMD ["demo"]
+CMD ["serve", "--host", "0.0.0.0", "--port", "8000"]
