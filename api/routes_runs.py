@@ -26,7 +26,12 @@ from api.run_requests import is_resume, prepare_run
 from api.schemas import RunCreate
 from api.services import Services, ServicesDep
 from api.wire import output_json
-from domain.errors import ConcurrentUpdateError, NotInterruptedError, UnknownInterruptError
+from domain.errors import (
+    ConcurrentUpdateError,
+    NotInterruptedError,
+    ThreadCancelledError,
+    UnknownInterruptError,
+)
 from domain.identity import Principal
 
 router = APIRouter(tags=["runs (LangGraph)"])
@@ -49,7 +54,12 @@ async def begin(
     note(request, thread_id=run_request.thread_id)
     try:
         record = await run_in_threadpool(services.runs.start, run_request)
-    except (NotInterruptedError, UnknownInterruptError, ConcurrentUpdateError) as error:
+    except (
+        NotInterruptedError,
+        UnknownInterruptError,
+        ConcurrentUpdateError,
+        ThreadCancelledError,
+    ) as error:
         if is_resume(body):
             reason = "conflict" if isinstance(error, ConcurrentUpdateError) else "stale_interrupt"
             await run_in_threadpool(refuse, services, request, principal, 409, reason, str(error))

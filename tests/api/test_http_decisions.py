@@ -178,3 +178,28 @@ def test_unknown_and_cancelled_interrupts_are_refused_and_recorded(server):
     assert reasons == ["unknown_interrupt", "stale_interrupt"]
     assert refusals[-1]["principal_id"] == "reviewer"
     assert refusals[-1]["target"] == interrupt_id
+
+
+def test_a_resume_through_a_run_on_a_cancelled_thread_is_refused_and_recorded(server):
+    # Given a paused thread the reviewer cancelled
+    thread_id, _interrupt = paused_refund(server)
+    with server.http("reviewer") as reviewer:
+        assert reviewer.post(f"/threads/{thread_id}/cancel", json={"reason": "fraud"}).is_success
+    with server.http("auditor") as auditor:
+        before = len(auditor.get("/audit/refusals", params={"limit": 1000}).json()["data"])
+
+    # When the reviewer resumes it through the LangGraph runs endpoint
+    with server.http("reviewer") as reviewer:
+        answer = reviewer.post(
+            f"/threads/{thread_id}/runs/wait",
+            json={"assistant_id": "refund", "command": {"resume": True}},
+        )
+
+    # Then it is a conflict, nothing is decided, and the refusal is on record
+    assert answer.status_code == 409
+    assert decisions_recorded(server, thread_id) == []
+    with server.http("auditor") as auditor:
+        refusals = auditor.get("/audit/refusals", params={"limit": 1000}).json()["data"]
+    assert [(r["reason"], r["principal_id"]) for r in refusals[before:]] == [
+        ("stale_interrupt", "reviewer")
+    ]
