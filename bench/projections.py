@@ -411,6 +411,17 @@ def _log_rows(interrupts: int) -> tuple[list[tuple[Any, ...]], list[tuple[Any, .
     return rows, cancellations
 
 
+def _check_report_totals(name: str, report: dict[str, Any]) -> None:
+    """The decisions by day add up to the decisions, the histogram to the human answers."""
+    decisions = report["decisions"]
+    by_day = sum(sum(kinds.values()) for kinds in decisions["by_day"].values())
+    human = decisions["value"] - decisions["by_kind"]["expired"]
+    binned = sum(b["count"] for b in report["time_to_decision_seconds"]["histogram"])
+    if by_day != decisions["value"] or binned != human:
+        message = f"{name}: {by_day} by day, {binned} binned; {decisions['value']} decisions"
+        raise RuntimeError(message)
+
+
 def oversight_report_case(runner: Runner) -> CaseResult:
     """Benchmark: the oversight report for a period over 1,000,000 events."""
     from projections.catalog import runner_for  # noqa: PLC0415
@@ -431,7 +442,8 @@ def oversight_report_case(runner: Runner) -> CaseResult:
         "InterruptRaised, InterruptResumed / expiry / cancellation): no events are recorded. "
         f"`oversight_report(db, since, until)` over the whole period, and for one graph, "
         f"timed {sizes.report_calls} times after one untimed call; the coverage figures are "
-        "checked against the rows written.",
+        "checked against the rows written, the decisions by day and the time-to-decision "
+        "histogram against the decisions.",
         [Table(["store", "report", "interrupts", "median s", "max s"])],
     )
     for backend in STORES:
@@ -487,6 +499,7 @@ def oversight_report_case(runner: Runner) -> CaseResult:
                         ):
                             message = f"{name}: wrong coverage {coverage}"
                             raise RuntimeError(message)
+                        _check_report_totals(name, report)
                         times = []
                         for _ in range(sizes.report_calls):
                             gc.collect()

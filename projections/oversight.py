@@ -59,6 +59,15 @@ class OversightProjection(Projection):
         cursor.execute(  # decisions and breaches in a period
             f"CREATE INDEX IF NOT EXISTS {INTERRUPTS}_closed ON {db.table(INTERRUPTS)} (closed_at)"
         )
+        cursor.execute(  # the report's decisions, grouped by day (read in index order)
+            f"CREATE INDEX IF NOT EXISTS {INTERRUPTS}_decided_day ON {db.table(INTERRUPTS)} "
+            "(substr(closed_at, 1, 10), decision, reviewer_id, graph_id, outcome, closed_at, "
+            "seconds_to_decision)"
+        )
+        cursor.execute(  # the open backlog (partial: other outcomes must not use it)
+            f"CREATE INDEX IF NOT EXISTS {INTERRUPTS}_open ON {db.table(INTERRUPTS)} "
+            "(graph_id, raised_at) WHERE outcome = 'open'"
+        )
         cursor.execute(
             f"CREATE TABLE IF NOT EXISTS {db.table(CANCELLATIONS)} ("
             "thread_id TEXT PRIMARY KEY, graph_id TEXT NOT NULL, cancelled_at TEXT NOT NULL, "

@@ -3,24 +3,52 @@
 Every figure carries `how`: how it is computed, in words, so the report
 explains itself to an auditor. Interrupts count in the period they were
 raised; decisions in the period they were made; the backlog is as of `now`.
+
+The database does the counting: one aggregate query for each population (the
+interrupts raised in the period, the decisions made in it, the open backlog)
+returns one row, or one row per day, kind, reviewer and graph of decision. Read
+row by row are only the seconds each human answer took, which the median, p90
+and histogram need in order, and the cancellations, which the report lists.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from bisect import bisect_left
 from collections import Counter, defaultdict
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from projections.database import Database
+from projections.database import Cursor, Database
 from projections.oversight import CANCELLATIONS, INTERRUPTS
-from projections.timestamps import parse_utc_text, utc_text
+from projections.timestamps import utc_text
 
 DECISION_KINDS = ("approve", "reject", "edit", "respond", "escalate", "expired")
 OVERRIDES = ("reject", "edit")
 OUTCOMES = ("decided", "expired", "cancelled", "superseded", "open")
+COVERAGE = ("decided", "cancelled", "expired", "superseded", "open")  # the figure's order
 AGE_BUCKETS = ((3600, "under 1 h"), (4 * 3600, "1-4 h"), (86400, "4-24 h"), (7 * 86400, "1-7 days"))
+# Upper edges (seconds) of the time-to-decision histogram's buckets; a last bucket has none.
+HISTOGRAM_EDGES = (
+    (10, "10 s"),
+    (30, "30 s"),
+    (60, "1 min"),
+    (300, "5 min"),
+    (900, "15 min"),
+    (3600, "1 h"),
+    (4 * 3600, "4 h"),
+    (86400, "24 h"),
+)
+DECIDED = "outcome IN ('decided', 'expired') AND closed_at >= %s AND closed_at < %s"
+# On SQLite, the period again as the UTC days decisions are grouped by: SQLite keeps no
+# statistics, and without a range on `substr(closed_at, 1, 10)` it would not read the index
+# on (that day, decision, reviewer_id, graph_id, ...), in GROUP BY order, but sort every
+# decision. PostgreSQL plans from statistics; there the range would only cost two substr()
+# a row.
+SQLITE_DAYS = " AND substr(closed_at, 1, 10) BETWEEN %s AND %s"
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
@@ -35,6 +63,37 @@ def _rate(part: int, whole: int) -> float | None:
     return None if whole == 0 else round(part / whole, 4)
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """The tables, period (as read-model text) and graph filter of one report, and
+    whether the database is SQLite (see SQLITE_DAYS)."""
+
+    log: str
+    cancelled: str
+    start: str
+    end: str
+    graph_id: str | None
+    sqlite: bool
+
+    @property
+    def graph(self) -> str:
+        return " AND graph_id = %s" if self.graph_id else ""
+
+    @property
+    def graph_params(self) -> list[str]:
+        return [self.graph_id] if self.graph_id else []
+
+    @property
+    def decided(self) -> str:
+        """The decisions made in the period (and in the graph)."""
+        return DECIDED + (SQLITE_DAYS if self.sqlite else "") + self.graph
+
+    @property
+    def decided_params(self) -> list[str]:
+        days = [self.start[:10], self.end[:10]] if self.sqlite else []
+        return [self.start, self.end, *days, *self.graph_params]
+
+
 def oversight_report(
     db: Database,
     *,
@@ -45,45 +104,24 @@ def oversight_report(
     now: datetime | None = None,
 ) -> dict[str, Any]:
     now = now or datetime.now(UTC)
-    start, end = utc_text(since), utc_text(until)
-    graph_clause, graph_params = ("AND graph_id = %s", [graph_id]) if graph_id else ("", [])
-    log, cancelled = db.table(INTERRUPTS), db.table(CANCELLATIONS)
+    scope = _Scope(
+        log=db.table(INTERRUPTS),
+        cancelled=db.table(CANCELLATIONS),
+        start=utc_text(since),
+        end=utc_text(until),
+        graph_id=graph_id,
+        sqlite=db.dialect == "sqlite",
+    )
     with db.transaction(write=False) as cursor:
-        cursor.execute(
-            f"SELECT outcome, COUNT(*) FROM {log} WHERE raised_at >= %s AND raised_at < %s "
-            f"{graph_clause} GROUP BY outcome",
-            [start, end, *graph_params],
-        )
-        outcomes = {outcome: int(count) for outcome, count in cursor.fetchall()}
-        cursor.execute(
-            f"SELECT decision, reviewer_id, graph_id, seconds_to_decision FROM {log} "
-            f"WHERE outcome IN ('decided', 'expired') AND closed_at >= %s AND closed_at < %s "
-            f"{graph_clause}",
-            [start, end, *graph_params],
-        )
-        decisions = cursor.fetchall()
-        cursor.execute(
-            f"SELECT thread_id, graph_id, cancelled_at, actor_id, reason FROM {cancelled} "
-            f"WHERE cancelled_at >= %s AND cancelled_at < %s {graph_clause} ORDER BY cancelled_at",
-            [start, end, *graph_params],
-        )
-        cancellations = cursor.fetchall()
-        cursor.execute(
-            f"SELECT COUNT(*) FROM {log} WHERE raised_at >= %s AND raised_at < %s "
-            "AND due_by IS NOT NULL AND (outcome = 'expired' OR escalations > 0 "
-            f"OR closed_at > due_by OR (outcome = 'open' AND due_by < %s)) {graph_clause}",
-            [start, end, utc_text(now), *graph_params],
-        )
-        breaches = int(cursor.fetchone()[0])
-        cursor.execute(
-            f"SELECT raised_at FROM {log} WHERE outcome = 'open' {graph_clause}", graph_params
-        )
-        open_raised = [row[0] for row in cursor.fetchall()]
-    raised = sum(outcomes.values())
+        raised, outcomes, breaches = _raised(cursor, scope, now)
+        groups = _decision_groups(cursor, scope, rubber_stamp_seconds)
+        seconds = _human_seconds(cursor, scope)
+        cancellations = _cancellations(cursor, scope)
+        backlog = _backlog(cursor, scope, now)
     return {
         "period": {
-            "since": start,
-            "until": end,
+            "since": scope.start,
+            "until": scope.end,
             "graph_id": graph_id,
             "generated_at": utc_text(now),
             "rubber_stamp_seconds": rubber_stamp_seconds,
@@ -92,7 +130,7 @@ def oversight_report(
             "value": raised,
             "how": "interrupts raised in the period",
         },
-        **_decision_figures(decisions, rubber_stamp_seconds),
+        **_decision_figures(groups, seconds, rubber_stamp_seconds),
         "deadline_breaches": {
             "value": breaches,
             "how": "interrupts raised in the period whose deadline passed: expired, "
@@ -106,15 +144,11 @@ def oversight_report(
             ],
             "how": "threads stopped (Art. 14(4)(e)) in the period, with who and why",
         },
-        "backlog": _backlog(open_raised, now),
+        "backlog": backlog,
         "coverage": {
             "raised": raised,
-            "decided": outcomes.get("decided", 0),
-            "cancelled": outcomes.get("cancelled", 0),
-            "expired": outcomes.get("expired", 0),
-            "superseded": outcomes.get("superseded", 0),
-            "open": outcomes.get("open", 0),
-            "accounted_for": raised == sum(outcomes.get(k, 0) for k in OUTCOMES),
+            **{name: outcomes[name] for name in COVERAGE},
+            "accounted_for": raised == sum(outcomes.values()),
             "how": (
                 "each interrupt raised in the period is decided, expired (its deadline's rule "
                 "decided it), cancelled with its thread, superseded (its node asked again) "
@@ -124,45 +158,103 @@ def oversight_report(
     }
 
 
-def _decision_figures(rows: list[Any], floor: float) -> dict[str, Any]:
+def _raised(cursor: Cursor, scope: _Scope, now: datetime) -> tuple[int, dict[str, int], int]:
+    """Interrupts raised in the period: how many, how many of each outcome, how many breached."""
+    per_outcome = ", ".join(f"COUNT(*) FILTER (WHERE outcome = '{name}')" for name in OUTCOMES)
+    cursor.execute(
+        f"SELECT COUNT(*), {per_outcome}, COUNT(*) FILTER (WHERE due_by IS NOT NULL "
+        "AND (outcome = 'expired' OR escalations > 0 OR closed_at > due_by "
+        "OR (outcome = 'open' AND due_by < %s))) "
+        f"FROM {scope.log} WHERE raised_at >= %s AND raised_at < %s{scope.graph}",
+        [utc_text(now), scope.start, scope.end, *scope.graph_params],
+    )
+    raised, *counts, breaches = (int(n) for n in cursor.fetchone())
+    return raised, dict(zip(OUTCOMES, counts, strict=True)), breaches
+
+
+def _decision_groups(cursor: Cursor, scope: _Scope, floor: float) -> list[Any]:
+    """(UTC day, kind, reviewer, graph, decisions, of which faster than `floor`) for the period."""
+    cursor.execute(
+        "SELECT substr(closed_at, 1, 10), decision, reviewer_id, graph_id, COUNT(*), "
+        "COUNT(*) FILTER (WHERE seconds_to_decision < %s) "
+        f"FROM {scope.log} WHERE {scope.decided} GROUP BY 1, 2, 3, 4",
+        [floor, *scope.decided_params],
+    )
+    return cursor.fetchall()
+
+
+def _human_seconds(cursor: Cursor, scope: _Scope) -> list[float]:
+    """Seconds to decide, of each human answer in the period, in ascending order."""
+    cursor.execute(
+        f"SELECT seconds_to_decision FROM {scope.log} WHERE {scope.decided} "
+        "AND decision <> 'expired' AND seconds_to_decision IS NOT NULL",
+        scope.decided_params,
+    )
+    # Sorted here: Python sorts a column of floats faster than SQLite's sorter does.
+    return sorted([row[0] for row in cursor.fetchall()])
+
+
+def _cancellations(cursor: Cursor, scope: _Scope) -> list[Any]:
+    cursor.execute(
+        f"SELECT thread_id, graph_id, cancelled_at, actor_id, reason FROM {scope.cancelled} "
+        f"WHERE cancelled_at >= %s AND cancelled_at < %s{scope.graph} ORDER BY cancelled_at",
+        [scope.start, scope.end, *scope.graph_params],
+    )
+    return cursor.fetchall()
+
+
+def _decision_figures(groups: list[Any], seconds: list[float], floor: float) -> dict[str, Any]:
     """Figures over decisions; expiries count as decisions of kind 'expired' but
     are nobody's: reviewer figures, speed and override rates read human answers."""
-    by_kind = Counter(decision for decision, *_ in rows)
-    human = [row for row in rows if row[0] != "expired"]
+    by_kind: Counter[str] = Counter()
+    by_day: dict[str, Counter[str]] = defaultdict(Counter)
     per_reviewer: dict[str, Counter[str]] = defaultdict(Counter)
     per_graph: dict[str, Counter[str]] = defaultdict(Counter)
     fast: Counter[str] = Counter()
-    for decision, reviewer, graph, seconds in human:
-        per_reviewer[reviewer or "unknown"][decision] += 1
-        per_graph[graph][decision] += 1
-        if seconds is not None and seconds < floor:
-            fast[reviewer or "unknown"] += 1
-    seconds = [float(row[3]) for row in human if row[3] is not None]
+    for day, decision, reviewer, graph, count, quick in groups:
+        by_kind[decision] += count
+        by_day[day][decision] += count
+        if decision == "expired":
+            continue
+        per_reviewer[reviewer or "unknown"][decision] += count
+        per_graph[graph][decision] += count
+        if quick:
+            fast[reviewer or "unknown"] += quick
+    human = sum(sum(c.values()) for c in per_reviewer.values())
     overrides = sum(by_kind[kind] for kind in OVERRIDES)
 
-    def override_rates(groups: dict[str, Counter[str]]) -> dict[str, float | None]:
+    def override_rates(named: dict[str, Counter[str]]) -> dict[str, float | None]:
         return {
             name: _rate(sum(c[k] for k in OVERRIDES), sum(c.values()))
-            for name, c in sorted(groups.items())
+            for name, c in sorted(named.items())
         }
 
     return {
         "decisions": {
-            "value": len(rows),
+            "value": sum(by_kind.values()),
             "by_kind": {kind: by_kind.get(kind, 0) for kind in DECISION_KINDS},
             "by_reviewer": {
                 name: {kind: c.get(kind, 0) for kind in DECISION_KINDS} | {"total": sum(c.values())}
                 for name, c in sorted(per_reviewer.items())
             },
+            "by_day": {
+                day: {kind: c.get(kind, 0) for kind in DECISION_KINDS}
+                for day, c in sorted(by_day.items())
+            },
             "how": "human answers (InterruptResumed) by kind and reviewer, plus expiries "
-            "(InterruptExpired, kind 'expired', no reviewer), recorded in the period",
+            "(InterruptExpired, kind 'expired', no reviewer), recorded in the period; "
+            "by_day: both by UTC day and kind, days without decisions left out",
         },
         "time_to_decision_seconds": {
             "median": None if not seconds else round(statistics.median(seconds), 3),
             "p90": None if not seconds else round(percentile(seconds, 0.9) or 0.0, 3),
-            "max": None if not seconds else round(max(seconds), 3),
+            "max": None if not seconds else round(seconds[-1], 3),
+            "histogram": _histogram(seconds),
             "how": "seconds from InterruptRaised to InterruptResumed, for human answers in "
-            "the period; p90 by nearest rank",
+            "the period; p90 by nearest rank; histogram: those answers counted by time "
+            "taken, from <= seconds < to (to null: no limit), bucket edges "
+            f"{', '.join(label for _, label in HISTOGRAM_EDGES)}; the page's chart marks "
+            f"the rubber-stamp floor ({floor:g} s) on it",
         },
         "fast_decisions": {
             "value": sum(fast.values()),
@@ -171,7 +263,7 @@ def _decision_figures(rows: list[Any], floor: float) -> dict[str, Any]:
             "raised: possible rubber-stamping (automation bias, Art. 14(4)(b))",
         },
         "override_rate": {
-            "value": _rate(overrides, len(human)),
+            "value": _rate(overrides, human),
             "by_reviewer": override_rates(per_reviewer),
             "by_graph": override_rates(per_graph),
             "how": "(reject + edit) / human answers in the period",
@@ -179,15 +271,31 @@ def _decision_figures(rows: list[Any], floor: float) -> dict[str, Any]:
     }
 
 
-def _backlog(open_raised: list[str], now: datetime) -> dict[str, Any]:
-    buckets = dict.fromkeys([label for _, label in AGE_BUCKETS] + ["over 7 days"], 0)
-    for raised_at in open_raised:
-        raised = parse_utc_text(raised_at)
-        age = (now - raised).total_seconds()
-        label = next((name for limit, name in AGE_BUCKETS if age < limit), "over 7 days")
-        buckets[label] += 1
+def _histogram(ordered: Sequence[float]) -> list[dict[str, Any]]:
+    """Sorted seconds counted into the buckets HISTOGRAM_EDGES bound."""
+    edges: list[int | None] = [0, *(edge for edge, _ in HISTOGRAM_EDGES), None]
+    below = [0, *(bisect_left(ordered, edge) for edge, _ in HISTOGRAM_EDGES), len(ordered)]
+    return [
+        {"from": edges[i], "to": edges[i + 1], "count": below[i + 1] - below[i]}
+        for i in range(len(edges) - 1)
+    ]
+
+
+def _backlog(cursor: Cursor, scope: _Scope, now: datetime) -> dict[str, Any]:
+    """Open interrupts by age at `now`: text order is time order, so the database compares
+    each raised_at with `now` less each bucket's limit."""
+    younger = [utc_text(now - timedelta(seconds=limit)) for limit, _ in AGE_BUCKETS]
+    younger_than = ", ".join("COUNT(*) FILTER (WHERE raised_at > %s)" for _ in younger)
+    cursor.execute(
+        f"SELECT COUNT(*), {younger_than} FROM {scope.log} WHERE outcome = 'open'{scope.graph}",
+        [*younger, *scope.graph_params],
+    )
+    total, *younger_counts = (int(n) for n in cursor.fetchone())
+    labels = [label for _, label in AGE_BUCKETS] + ["over 7 days"]
+    cumulative = [*younger_counts, total]
+    counts = [b - a for a, b in zip([0, *cumulative], cumulative, strict=False)]
     return {
-        "value": len(open_raised),
-        "by_age": buckets,
+        "value": total,
+        "by_age": dict(zip(labels, counts, strict=True)),
         "how": "interrupts still open at generated_at, by age",
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
+from datetime import date
 from html import escape
 from typing import Any
 
@@ -102,11 +103,29 @@ def bar_chart(
     return _svg(width, row * len(rows) + 4, label, body)
 
 
+def _kinds(rows: dict[str, dict[str, Any]]) -> list[str]:
+    """The decision kinds some row counts, in the rows' order, totals aside."""
+    kinds = [k for k in dict.fromkeys(k for r in rows.values() for k in r) if k != "total"]
+    return [k for k in kinds if any(r.get(k) for r in rows.values())]
+
+
+def _legend(kinds: list[str], y: int) -> tuple[list[str], int]:
+    """A legend of the kinds' colours from `y` down, five a line; and its height."""
+    body = []
+    for i, kind in enumerate(kinds):
+        x = 4 + (i % 5) * 59
+        line = y + (i // 5) * 14
+        body += [
+            _rect(x, line - 8, 8, 8, KIND_COLOURS.get(kind, BAR), kind),
+            _text(x + 11, line, kind, cls="tick"),
+        ]
+    return body, 14 * ((len(kinds) + 4) // 5) - 4
+
+
 def stacked_chart(rows: dict[str, dict[str, Any]], label: str) -> str:
     """One bar a row (a reviewer), split by decision kind, with a legend of the kinds."""
     width, left, row = 300, 100, 22
-    kinds = [k for k in dict.fromkeys(k for r in rows.values() for k in r) if k != "total"]
-    kinds = [k for k in kinds if any(r.get(k) for r in rows.values())]
+    kinds = _kinds(rows)
     top = max((sum(r.get(k) or 0 for k in kinds) for r in rows.values()), default=0) or 1
     body = []
     for i, (name, counts) in enumerate(rows.items()):
@@ -118,15 +137,37 @@ def stacked_chart(rows: dict[str, dict[str, Any]], label: str) -> str:
             body.append(_rect(x, y + 3, length, row - 8, KIND_COLOURS.get(kind, BAR), tip))
             x += length
         body.append(_text(x + 4, y + 14, display(sum(counts.get(k) or 0 for k in kinds))))
-    y = row * len(rows) + 10
-    for i, kind in enumerate(kinds):
-        x = 4 + (i % 5) * 59
-        line = y + (i // 5) * 14
-        body += [
-            _rect(x, line - 8, 8, 8, KIND_COLOURS.get(kind, BAR), kind),
-            _text(x + 11, line, kind, cls="tick"),
-        ]
-    return _svg(width, y + 14 * ((len(kinds) + 4) // 5) - 4, label, body)
+    legend, height = _legend(kinds, row * len(rows) + 10)
+    return _svg(width, row * len(rows) + 10 + height, label, body + legend)
+
+
+def day_chart(days: dict[str, dict[str, Any]], label: str) -> str:
+    """One column a UTC day ("2025-03-04"), split by decision kind, on a time axis: a
+    day without decisions is a gap. Scaled to the busiest day, with a legend of the kinds."""
+    dates = {date.fromisoformat(day): counts for day, counts in days.items()}
+    first, last = min(dates), max(dates)
+    width, left, base, height = 300, 34, 92, 80
+    step = (width - left - 6) / ((last - first).days + 1)
+    column = min(max(step * 0.8, 0.5), 24.0)
+    kinds = _kinds(days)
+    top = max((sum(c.get(k) or 0 for k in kinds) for c in days.values()), default=0) or 1
+    body = [
+        f'<line x1="{left}" y1="{base}" x2="{width - 6}" y2="{base}" class="axis"/>',
+        _text(left - 4, base, "0", "end", "tick"),
+        _text(left - 4, base - height + 8, display(top), "end", "tick"),
+        _text(left, base + 13, first.isoformat(), "start", "tick"),
+    ]
+    if last != first:
+        body.append(_text(width - 6, base + 13, last.isoformat(), "end", "tick"))
+    for day, counts in dates.items():
+        x, y = left + (day - first).days * step + (step - column) / 2, float(base)
+        for kind in (k for k in kinds if counts.get(k)):
+            length = height * counts[kind] / top
+            y -= length
+            tip = f"{day.isoformat()}: {counts[kind]} {kind}"
+            body.append(_rect(x, y, column, length, KIND_COLOURS.get(kind, BAR), tip))
+    legend, legend_height = _legend(kinds, base + 30)
+    return _svg(width, base + 30 + legend_height, label, body + legend)
 
 
 def _axis(values: list[float]) -> tuple[float, float]:
@@ -163,9 +204,14 @@ def _axis_marks(axis: tuple[float, float], floor: float, y: int) -> list[str]:
 
 def time_chart(figure: dict[str, Any], floor: float) -> str:
     """Median, p90 and max on a log axis, the rubber-stamp floor a dashed line;
-    a histogram instead when the figure has one."""
-    if figure.get("histogram"):
-        return histogram_chart(figure["histogram"], floor)
+    a histogram instead when the figure has one with any answer in it."""
+    bins = figure.get("histogram") or []
+    if any(b.get("count") for b in bins):
+        legend = (
+            '<p class="legend">Log scale: each bar spans its bucket, as high as the answers '
+            "in it; dashed red line: the rubber-stamp floor.</p>"
+        )
+        return histogram_chart(bins, floor) + legend
     median, p90, top = figure.get("median"), figure.get("p90"), figure.get("max")
     if median is None or p90 is None or top is None:
         return '<p class="none">No decisions in the period.</p>'
@@ -187,31 +233,46 @@ def time_chart(figure: dict[str, Any], floor: float) -> str:
     return _svg(300, 114, f"Time to decision: {summary}; floor {floor:g} s", body) + legend
 
 
+def _next_tick(seconds: float) -> float:
+    return min((t for t, _ in TICKS if t > seconds), default=seconds * 10)
+
+
+def _bin_name(b: dict[str, Any]) -> str:
+    low, high = b.get("from"), b.get("to")
+    if high is None:
+        return f"{duration(float(low))} or more" if low else "any time"
+    if not low:
+        return f"under {duration(float(high))}"
+    return f"{duration(float(low))} to {duration(float(high))}"
+
+
 def histogram_chart(bins: list[dict[str, Any]], floor: float) -> str:
-    """Bins of {"from", "to" (None: open-ended), "count"} as bars on a log axis."""
+    """Bins of {"from", "to" (None: open-ended), "count"} as bars on a log axis; an
+    open-ended bin reaches the next tick. A count is written over its bar if it fits."""
     edges = [float(b[k]) for b in bins for k in ("from", "to") if b.get(k)]
-    axis = _axis([*edges, floor])
+    ends = [_next_tick(float(b["from"])) for b in bins if b.get("to") is None and b.get("from")]
+    axis = _axis([*edges, *ends, floor])
     top = max((int(b["count"]) for b in bins), default=0) or 1
     body = []
     for b in bins:
         x1 = _x(float(b["from"] or 0), axis)
         x2 = _x(axis[1] if b.get("to") is None else float(b["to"]), axis)
         height = 50 * int(b["count"]) / top
-        tip = f"{b['from']} to {b.get('to') or 'more'} s: {b['count']}"
-        body += [
-            _rect(x1 + 0.5, 72 - height, max(x2 - x1 - 1, 1), height, BAR, tip),
-            _text((x1 + x2) / 2, 68 - height, str(b["count"]), "middle", "tick"),
-        ]
+        count, tip = str(b["count"]), f"{_bin_name(b)}: {b['count']}"
+        body.append(_rect(x1 + 0.5, 72 - height, max(x2 - x1 - 1, 1), height, BAR, tip))
+        if x2 - x1 >= 6 * len(count):
+            body.append(_text((x1 + x2) / 2, 68 - height, count, "middle", "tick"))
     return _svg(300, 94, "Time to decision, histogram", body + _axis_marks(axis, floor, 72))
 
 
 def _decisions_chart(figure: dict[str, Any], _floor: float) -> str:
     rows = [(k, v, KIND_COLOURS.get(k, BAR)) for k, v in figure.get("by_kind", {}).items()]
     chart = bar_chart(rows, "Decisions by kind") if rows else ""
-    for key, label in (("by_reviewer", "by reviewer"), ("by_day", "over time (UTC days)")):
-        table = figure.get(key) or {}
-        if table and all(isinstance(v, dict) for v in table.values()):
-            chart += stacked_chart(table, f"Decisions {label}, by kind")
+    reviewers, days = figure.get("by_reviewer") or {}, figure.get("by_day") or {}
+    if reviewers and all(isinstance(v, dict) for v in reviewers.values()):
+        chart += stacked_chart(reviewers, "Decisions by reviewer, by kind")
+    if days and all(isinstance(v, dict) for v in days.values()):
+        chart += day_chart(days, "Decisions over time (UTC days), by kind")
     return chart
 
 

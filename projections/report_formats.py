@@ -3,10 +3,11 @@
 The report is the dict `oversight_report` returns: a `period`, then one
 section per figure, each saying `how` it is computed. The three formats carry
 the same numbers. CSV has one row per figure (section, key, value, how), nested
-figures flattened to dotted keys (`decisions.by_reviewer.alice.approve`). The
-HTML page marks each figure's cell with `data-key="<section>.<key>"`, the CSV's
-section and key, so a test or a script can read it back. The page needs no
-network: inline CSS, and inline SVG charts from `projections.report_charts`.
+figures flattened to dotted keys (`decisions.by_reviewer.alice.approve`, list
+items by position: `time_to_decision_seconds.histogram.0.count`). The HTML page
+marks each figure's cell with `data-key="<section>.<key>"`, the CSV's section
+and key, so a test or a script can read it back. The page needs no network:
+inline CSS, and inline SVG charts from `projections.report_charts`.
 """
 
 from __future__ import annotations
@@ -146,12 +147,34 @@ def _mapping_table(section: str, key: str, mapping: dict[str, Any]) -> str:
     return _table(caption, ["", ""], rows)
 
 
+def _is_number(value: Any) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def _rows_table(section: str, key: str, items: list[dict[str, Any]]) -> str:
+    """Items of numbers only (histogram bins, ...) as one table, an item a row."""
+    cols = list(dict.fromkeys(field for item in items for field in item))
+    rows = [
+        "<tr>"
+        + "".join(
+            _value_cell(item[c], section, key, str(i), c) if c in item else "<td></td>"
+            for c in cols
+        )
+        + "</tr>"
+        for i, item in enumerate(items)
+    ]
+    return _table(key.replace("_", " "), cols, rows)
+
+
 def _list_items(section: str, key: str, items: list[Any]) -> str:
-    """Each item (a cancelled thread, ...) as its own short list, readable at any width."""
+    """Each item (a cancelled thread, ...) as its own short list, readable at any width;
+    items of numbers only as the rows of one table."""
     if not items:
         return f'<p class="none">{escape(key.replace("_", " "))}: none</p>'
     if not all(isinstance(item, dict) for item in items):
         return _mapping_table(section, key, {str(i): item for i, item in enumerate(items)})
+    if all(_is_number(value) for item in items for value in item.values()):
+        return _rows_table(section, key, items)
     return "".join(
         '<dl class="item">'
         + "".join(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import operator
 from dataclasses import dataclass
@@ -242,6 +243,17 @@ def reviewer(**counts: int) -> dict[str, int]:
     return kinds(**counts) | {"total": sum(counts.values())}
 
 
+EDGES = (0, 10, 30, 60, 300, 900, 3600, 14400, 86400, None)  # seconds; None: no upper limit
+
+
+def histogram(**counts: int) -> list[dict[str, Any]]:
+    """The time-to-decision buckets, counts given by lower edge: histogram(s10=2) for 10-30 s."""
+    return [
+        {"from": low, "to": high, "count": counts.get(f"s{low}", 0)}
+        for low, high in itertools.pairwise(EDGES)
+    ]
+
+
 def ages(under_1h: int = 0, h1_4: int = 0, h4_24: int = 0, d1_7: int = 0, over_7d: int = 0):
     counts = (under_1h, h1_4, h4_24, d1_7, over_7d)
     labels = ("under 1 h", "1-4 h", "4-24 h", "1-7 days", "over 7 days")
@@ -287,6 +299,8 @@ BACKLOG = ages(1, 2, 3, 3, 1)
 # Human seconds, sorted: 2 4 6 9.5 10 20 30 45 90 120 600 5400 5400 7200; median the mean
 # of the 7th and 8th ((30 + 45) / 2), p90 the ceil(0.9 * 14) = 13th (5400), max 7200.
 # Overrides: reject r-cross p1 c1' w5, edit p2 = 5 of 14 human answers.
+# Histogram of those seconds: under 10 s 2 4 6 9.5 | 10-30 s 10 20 | 30 s-1 min 30 45 |
+# 1-5 min 90 120 | 5-15 min 600 | 15 min-1 h none | 1-4 h 5400 5400 7200 | none above.
 EXPECTED = {
     "period": period(),
     "interrupts_raised": {"value": 22},
@@ -299,8 +313,19 @@ EXPECTED = {
             "carol": reviewer(approve=1, reject=1, respond=1, escalate=1),  # w3; c1'; r3; r4
             "dave": reviewer(reject=1),  # w5; w1 expired by its rule is nobody's
         },
+        "by_day": {  # by the UTC day of the decision; 03-07 had none (r6 came after)
+            "2025-03-03": kinds(approve=2, reject=2),  # r1 r2; r-cross (01:00) p1
+            "2025-03-04": kinds(edit=1, respond=1, escalate=1),  # p2; r3; r4
+            "2025-03-05": kinds(approve=2, reject=2, expired=1),  # c1 r5; c1' w5; w1
+            "2025-03-06": kinds(approve=3),  # w3 w2 c2's first
+        },
     },
-    "time_to_decision_seconds": {"median": 37.5, "p90": 5400.0, "max": 7200.0},
+    "time_to_decision_seconds": {
+        "median": 37.5,
+        "p90": 5400.0,
+        "max": 7200.0,
+        "histogram": histogram(s0=4, s10=2, s30=2, s60=2, s300=1, s3600=3),
+    },
     # Below 10 s: r1 (4), r2 (6), r4 (2), c2 (9.5); r5 took exactly 10.
     "fast_decisions": {"value": 4, "by_reviewer": {"alice": 2, "bob": 1, "carol": 1}},
     "override_rate": {
@@ -333,8 +358,14 @@ BY_GRAPH = {
             "value": 2,
             "by_kind": kinds(reject=1, edit=1),
             "by_reviewer": {"bob": reviewer(reject=1, edit=1)},
+            "by_day": {"2025-03-03": kinds(reject=1), "2025-03-04": kinds(edit=1)},
         },
-        "time_to_decision_seconds": {"median": 360.0, "p90": 600.0, "max": 600.0},
+        "time_to_decision_seconds": {
+            "median": 360.0,
+            "p90": 600.0,
+            "max": 600.0,
+            "histogram": histogram(s60=1, s300=1),  # 120 s, 600 s
+        },
         "fast_decisions": {"value": 0, "by_reviewer": {}},
         "override_rate": {"value": 1.0, "by_reviewer": {"bob": 1.0}, "by_graph": {"payouts": 1.0}},
         "deadline_breaches": {"value": 0},
@@ -353,8 +384,15 @@ BY_GRAPH = {
                 "carol": reviewer(approve=1),
                 "dave": reviewer(reject=1),
             },
+            # 03-05: w5 rejected, w1 expired; 03-06: w3, w2 approved
+            "by_day": {"2025-03-05": kinds(reject=1, expired=1), "2025-03-06": kinds(approve=2)},
         },
-        "time_to_decision_seconds": {"median": 5400.0, "p90": 5400.0, "max": 5400.0},
+        "time_to_decision_seconds": {
+            "median": 5400.0,
+            "p90": 5400.0,
+            "max": 5400.0,
+            "histogram": histogram(s10=1, s3600=2),  # 20 s; 5400 s, 5400 s
+        },
         "fast_decisions": {"value": 0, "by_reviewer": {}},
         "override_rate": {
             "value": 0.3333,
@@ -404,8 +442,14 @@ def test_a_period_counts_only_what_happened_in_it(db):
             "value": 3,
             "by_kind": kinds(edit=1, respond=1, escalate=1),
             "by_reviewer": {"bob": reviewer(edit=1), "carol": reviewer(respond=1, escalate=1)},
+            "by_day": {"2025-03-04": kinds(edit=1, respond=1, escalate=1)},
         },
-        "time_to_decision_seconds": {"median": 30.0, "p90": 600.0, "max": 600.0},
+        "time_to_decision_seconds": {
+            "median": 30.0,
+            "p90": 600.0,
+            "max": 600.0,
+            "histogram": histogram(s0=1, s30=1, s300=1),  # 2 s, 30 s, 600 s
+        },
         "fast_decisions": {"value": 1, "by_reviewer": {"carol": 1}},
         "override_rate": {
             "value": 0.3333,
@@ -424,10 +468,12 @@ def test_a_period_before_anything_happened_is_empty_but_for_the_backlog(db):
 
     assert empty["interrupts_raised"]["value"] == 0
     assert empty["decisions"]["value"] == 0
+    assert empty["decisions"]["by_day"] == {}
     assert empty["time_to_decision_seconds"] | {"how": ""} == {
         "median": None,
         "p90": None,
         "max": None,
+        "histogram": histogram(),
         "how": "",
     }
     assert empty["override_rate"]["value"] is None
@@ -529,13 +575,27 @@ def test_json_csv_and_html_carry_the_same_numbers(db):
     assert cells["decisions.by_reviewer.bob.edit"] == shown["decisions.by_reviewer.bob.edit"] == "1"
     assert cells["override_rate.by_graph.refunds"] == "0.1667"
     assert cells["cancellations.threads.0.reason"] == P3_REASON
+    # The two figures drawn as charts: decisions by day, and the time-to-decision buckets.
+    day = "decisions.by_day.2025-03-05"
+    assert [cells[f"{day}.{kind}"] for kind in KINDS] == ["2", "2", "0", "0", "0", "1"]
+    assert [shown[f"{day}.{kind}"] for kind in KINDS] == ["2", "2", "0", "0", "0", "1"]
+    bins = "time_to_decision_seconds.histogram"
+    assert [cells[f"{bins}.{i}.count"] for i in range(9)] == list("422210300")
+    assert [shown[f"{bins}.{i}.count"] for i in range(9)] == list("422210300")
+    assert (cells[f"{bins}.6.from"], cells[f"{bins}.6.to"]) == ("3600", "14400")
+    assert (cells[f"{bins}.8.from"], cells[f"{bins}.8.to"]) == ("86400", "")
+    assert (shown[f"{bins}.8.from"], shown[f"{bins}.8.to"]) == ("86400", "n/a")
 
 
 def test_the_html_page_is_self_contained_and_escapes_text(db):
     page = to_html(report(db))
 
     assert page.startswith("<!doctype html>")
-    assert page.count("<svg") >= 5
+    assert page.count("<svg") >= 7
+    assert "Decisions over time (UTC days), by kind" in page
+    assert "Time to decision, histogram" in page
+    assert 'class="floor"' in page
+    assert "floor 10 s" in page
     assert 'name="viewport"' in page
     lowered = page.lower()
     for outside in ("http", "<script", "<link", "<img", "<iframe", "url(", "@import", "src="):
