@@ -61,11 +61,13 @@ def create_app(services: Services) -> FastAPI:
     )
     app.state.services = services
     install_problem_handlers(app)
+    # The LangGraph routes first: a request is matched against the routes in order, and
+    # runs and threads are the busiest (no two routers share a method and path).
     for module in (
+        routes_runs,
+        routes_threads,
         routes_approvals,
         routes_audit,
-        routes_threads,
-        routes_runs,
         routes_assistants,
         routes_health,
     ):

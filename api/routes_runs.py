@@ -23,6 +23,7 @@ from api.problems import Problem, problem_responses
 from api.routes_threads import thread_or_404
 from api.run_record import DONE, RunRecord
 from api.run_requests import is_resume, prepare_run
+from api.runs import RunRequest
 from api.schemas import RunCreate
 from api.services import Services, ServicesDep
 from api.wire import output_json
@@ -47,13 +48,18 @@ async def begin(
     body: RunCreate,
     *,
     streamed: bool = False,
+    until_done: bool = False,
 ) -> RunRecord:
-    run_request = await run_in_threadpool(
-        prepare_run, services, request, principal, thread_id, body, streamed=streamed
-    )
-    note(request, thread_id=run_request.thread_id)
+    """Check the request and begin the run, in one run worker that then runs it to its end;
+    return once it has begun, or with `until_done` once it has ended."""
+
+    def prepare() -> RunRequest:
+        run_request = prepare_run(services, request, principal, thread_id, body, streamed=streamed)
+        note(request, thread_id=run_request.thread_id)
+        return run_request
+
     try:
-        record = await run_in_threadpool(services.runs.start, run_request)
+        record = await services.runs.launch(prepare, until_done=until_done)
     except (
         NotInterruptedError,
         UnknownInterruptError,
@@ -64,7 +70,7 @@ async def begin(
             reason = "conflict" if isinstance(error, ConcurrentUpdateError) else "stale_interrupt"
             await run_in_threadpool(refuse, services, request, principal, 409, reason, str(error))
         raise
-    services.reservations.drop(run_request.thread_id)
+    services.reservations.drop(record.origin_thread_id)
     note(request, run_id=record.run_id, thread_id=record.thread_id)
     return record
 
@@ -146,7 +152,7 @@ async def create_run(
 async def wait_run(
     thread_id: str, body: RunCreate, request: Request, services: ServicesDep, principal: Reader
 ) -> JSONResponse:
-    record = await begin(services, request, principal, thread_id, body)
+    record = await begin(services, request, principal, thread_id, body, until_done=True)
     return await finished(record)
 
 
@@ -179,7 +185,7 @@ async def create_stateless_run(
 async def wait_stateless_run(
     body: RunCreate, request: Request, services: ServicesDep, principal: Reader
 ) -> JSONResponse:
-    record = await begin(services, request, principal, None, body)
+    record = await begin(services, request, principal, None, body, until_done=True)
     return await finished(record)
 
 

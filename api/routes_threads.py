@@ -17,6 +17,7 @@ from api.thread_search import search_threads
 from api.wire import reserved_thread_json, state_json, thread_json
 from domain import snapshots
 from domain.errors import ConcurrentUpdateError
+from domain.identity import Principal
 from domain.thread import WorkflowThread
 
 router = APIRouter(tags=["threads (LangGraph)"])
@@ -48,7 +49,7 @@ def thread_view(services: Services, thread_id: str) -> dict[str, Any]:
     summary="Create a thread",
     responses=problem_responses(403, 409),
 )
-def create_thread(
+async def create_thread(
     body: ThreadCreate,
     request: Request,
     response: Response,
@@ -61,14 +62,32 @@ def create_thread(
     note(request, thread_id=thread_id)
     if body.supersteps:
         raise Problem(422, "Invalid body.supersteps: not supported; run the thread instead")
+    metadata = dict(body.metadata or {})
+    graph_id = metadata.pop("graph_id", None)
+    metadata.pop("assistant_id", None)
+    if body.thread_id is None and graph_id is None:
+        # A new random id (uuid4): taken by no thread, so reserved without a look at the store.
+        reservation = services.reservations.add(thread_id, metadata, principal.id)
+        return reserved_thread_json(thread_id, reservation.created_at, reservation.metadata)
+    return await run_in_threadpool(
+        _create_thread, services, body, response, principal, thread_id, metadata, graph_id
+    )
+
+
+def _create_thread(
+    services: Services,
+    body: ThreadCreate,
+    response: Response,
+    principal: Principal,
+    thread_id: str,
+    metadata: dict[str, Any],
+    graph_id: object,
+) -> dict[str, Any]:
     exists = services.store.thread(thread_id) is not None or services.reservations.get(thread_id)
     if exists:
         if body.if_exists == "do_nothing":
             return thread_view(services, thread_id)
         raise Problem(409, f"Thread {thread_id!r} already exists", code="thread-exists")
-    metadata = dict(body.metadata or {})
-    graph_id = metadata.pop("graph_id", None)
-    metadata.pop("assistant_id", None)
     if graph_id is None:
         reservation = services.reservations.add(thread_id, metadata, principal.id)
         return reserved_thread_json(thread_id, reservation.created_at, reservation.metadata)

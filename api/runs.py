@@ -1,18 +1,23 @@
 """Runs: graph code in worker threads, never on the event loop.
 
-`RunManager.start` is called from a request's worker thread. It takes the
-thread's lock (one run at a time per thread in this process; a second one
-waits up to `busy_wait` seconds, then gets 409), then *begins* the run:
+A run takes its thread's lock (one run at a time per thread in this process;
+a second one waits up to `busy_wait` seconds, then gets 409), then *begins*:
 the input or the human's answer is checked and committed, so a bad request
-fails with a clear error and records nothing. The supersteps then run in
-the background on the manager's executor; the run's record tells how it
-ended. Run records are kept in memory, the newest `keep` of them: the events
-of a run are in the store, its record is a convenience of this process.
+fails with a clear error and records nothing. The supersteps then run on in
+the background; the run's record tells how it ended. `RunManager.launch`
+(the runs endpoints, from the event loop) does all of it in one worker of
+the manager's executor, from checking the request to the run's end;
+`RunManager.start` (a decision, from a worker thread) begins the run there
+and hands the supersteps to another executor, whose workers never wait for a
+thread's lock, so a run begun by `start` always gets a worker to end it. Run
+records are kept in memory, the newest `keep` of them: the events of a run
+are in the store, its record is a convenience of this process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -50,6 +55,17 @@ class RunOutcome:
     record: RunRecord
     decisions: list[str]  # the kind of each answer the run began with
     interrupts_raised: int
+
+
+@dataclass(frozen=True)
+class _Begun:
+    """A run that has begun, holding its thread's lock (`locked_id`) until it finishes."""
+
+    record: RunRecord
+    run: Run
+    locked_id: str
+    decisions: list[str]
+    before: set[str]  # the interrupts pending when it began
 
 
 class ThreadLocks:
@@ -96,7 +112,13 @@ class RunManager:
         keep: int,
         on_finish: Callable[[RunOutcome], None] | None = None,
     ) -> None:
-        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="holdpoint-run")
+        # Whole runs, from the request's checks on (`launch`); these workers may wait for
+        # a thread's lock.
+        self.launcher = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="holdpoint-run")
+        # The supersteps of runs begun elsewhere (`start`); these never wait for a lock.
+        self.executor = ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix="holdpoint-run-rest"
+        )
         self.busy_wait = busy_wait
         self.keep = keep
         self.on_finish = on_finish
@@ -137,6 +159,51 @@ class RunManager:
         the answer does not fit the thread; Problem(409) when the thread stays
         busy with another run for longer than `busy_wait`.
         """
+        begun = self._begin(request)
+        try:
+            self.executor.submit(self._finish, begun)
+        except RuntimeError:  # the executor is shut down: the server is stopping
+            self.locks.release(begun.locked_id)
+            error = RuntimeError("the server is stopping")
+            begun.record.finish(ERROR, _error_output(error), None)
+        return begun.record
+
+    def launch(
+        self, prepare: Callable[[], RunRequest], *, until_done: bool = False
+    ) -> asyncio.Future[RunRecord]:
+        """Prepare, begin and finish a run in one of the manager's workers (call it on the
+        event loop). The future is the record once the run has begun (`until_done`: once it
+        has finished), or the error that kept it from beginning, nothing recorded; the same
+        worker runs it to its end.
+
+        One worker thread from the request to the run's end, and one wake-up of the event
+        loop for a caller that waits for the end: each hand-over between threads costs a
+        wait for a thread and for the GIL.
+        """
+        loop = asyncio.get_running_loop()
+        outcome: asyncio.Future[RunRecord] = loop.create_future()
+
+        def job() -> None:
+            try:
+                begun = self._begin(prepare())
+            except BaseException as error:
+                _notify(loop, outcome, error)
+                return
+            if not until_done:
+                _notify(loop, outcome, begun.record)
+            try:
+                self._finish(begun)
+            finally:
+                _notify(loop, outcome, begun.record)  # no-op if settled
+
+        try:
+            self.launcher.submit(job)
+        except RuntimeError:  # the executor is shut down: the server is stopping
+            outcome.set_exception(Problem(503, "The server is stopping", code="stopping"))
+        return outcome
+
+    def _begin(self, request: RunRequest) -> _Begun:
+        """Take the thread's lock and begin the run: its input or answers committed."""
         thread_id = request.thread_id
         if not self.locks.acquire(thread_id, self.busy_wait):
             active = self.active_run(thread_id)
@@ -164,24 +231,12 @@ class RunManager:
         )
         record.position = run.position
         record.emit(chunks)
-        decisions = _decisions(request)
         before = set(run.thread.interrupts) if run.thread is not None else set()
         self._remember(record)
-        try:
-            self.executor.submit(self._finish, record, run, thread_id, decisions, before)
-        except RuntimeError:  # the executor is shut down: the server is stopping
-            self.locks.release(thread_id)
-            record.finish(ERROR, _error_output(RuntimeError("the server is stopping")), None)
-        return record
+        return _Begun(record, run, thread_id, _decisions(request), before)
 
-    def _finish(
-        self,
-        record: RunRecord,
-        run: Run,
-        locked_id: str,
-        decisions: list[str],
-        before: set[str],
-    ) -> None:
+    def _finish(self, begun: _Begun) -> None:
+        record, run, before = begun.record, begun.run, begun.before
         record.started()
         try:
             if any(spec.is_async for spec in run.graph.builder.nodes.values()):
@@ -196,11 +251,12 @@ class RunManager:
         if run.thread is not None:
             raised = len(set(run.thread.interrupts) - before)
         record.finish(status, output, run.position)
-        self.locks.release(locked_id)
+        self.locks.release(begun.locked_id)
         if self.on_finish is not None:
-            self.on_finish(RunOutcome(record, decisions, raised))
+            self.on_finish(RunOutcome(record, begun.decisions, raised))
 
     def shutdown(self) -> None:
+        self.launcher.shutdown(wait=True, cancel_futures=False)
         self.executor.shutdown(wait=True, cancel_futures=False)
 
 
@@ -219,6 +275,26 @@ def _decisions(request: RunRequest) -> list[str]:
     resume = command.resume
     count = len(resume) if isinstance(resume, dict) and all(map(is_interrupt_id, resume)) else 1
     return [kind] * max(count, 1)
+
+
+def _notify(
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[RunRecord],
+    outcome: RunRecord | BaseException,
+) -> None:
+    """From a worker: resolve `future` on its event loop."""
+    with contextlib.suppress(RuntimeError):  # a closed loop: the server is stopping
+        loop.call_soon_threadsafe(_settle, future, outcome)
+
+
+def _settle(future: asyncio.Future[RunRecord], outcome: RunRecord | BaseException) -> None:
+    """On the event loop: resolve `future`, unless its request has gone (cancelled)."""
+    if future.done():
+        return
+    if isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
 
 
 def _error_output(error: BaseException) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from api.wire import assistant_id
 from domain.application import Workflows
 from domain.graph import CompiledStateGraph
 from domain.keyring import Keyring
+from domain.store import open_store
 
 
 @dataclass
@@ -31,6 +32,10 @@ class Services:
     read_models: ReadModels
     runs: RunManager
     metrics: Metrics
+    # Checks API keys on the event loop, where the store's reads never block (an embedded
+    # store): a Keyring on a store of its own, used by the loop's thread alone. None: keys
+    # are checked in worker threads.
+    key_checker: Keyring | None = None
     reservations: Reservations = field(default_factory=Reservations)
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
@@ -52,7 +57,16 @@ class Services:
             keep=settings.runs_kept,
             on_finish=metrics.observe_run,
         )
-        return cls(settings, store, graphs, Keyring(store), read_models, runs, metrics)
+        return cls(
+            settings,
+            store,
+            graphs,
+            Keyring(store),
+            read_models,
+            runs,
+            metrics,
+            key_checker=_key_checker(store),
+        )
 
     def graph(self, name_or_assistant_id: str) -> CompiledStateGraph:
         """The served graph named by a graph id or an assistant id; 422 otherwise."""
@@ -82,9 +96,27 @@ class Services:
     def close(self) -> None:
         self.runs.shutdown()
         self.read_models.stop()
+        if self.key_checker is not None and self.key_checker.store is not self.store:
+            self.key_checker.store.close()
 
 
-def get_services(request: Request) -> Services:
+def _key_checker(store: Workflows) -> Keyring | None:
+    """A keyring for the event loop, where reading the store never blocks; else None.
+
+    On SQLite (WAL) a read takes no lock and waits for no writer; the loop's keyring
+    reads through a store of its own, so that it never waits for a pooled connection
+    either: one primary-key lookup per request, a fraction of a millisecond. A memory
+    store is read in memory. PostgreSQL is a network round trip: not on the loop.
+    """
+    if store.url.startswith("memory:"):
+        return Keyring(store)
+    if store.url.startswith("sqlite:"):
+        return Keyring(open_store(store.url))
+    return None
+
+
+async def get_services(request: Request) -> Services:
+    """Async, so that FastAPI calls it on the event loop, not in a worker thread."""
     services: Services = request.app.state.services
     return services
 

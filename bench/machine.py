@@ -22,8 +22,13 @@ PACKAGES = (
     "langgraph-checkpoint",
     "langgraph-checkpoint-sqlite",
     "langgraph-checkpoint-postgres",
+    "langgraph-api",
+    "langgraph-runtime-inmem",
+    "langgraph-sdk",
     "eventsourcing",
     "psycopg",
+    "fastapi",
+    "uvicorn",
     "holdpoint",
 )
 

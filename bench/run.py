@@ -15,17 +15,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: python bench/run.py
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    # The repository root instead of bench/, whose http.py would shadow the standard
+    # library's http package.
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from bench.backends import LANGGRAPH, load_sides
 from bench.cases import CASES
 from bench.harness import QUICK, Progress, Runner, Settings
+from bench.http import HTTP_CASES
 from bench.machine import header_lines, load_average, postgres_line
 from bench.postgres import connect
 from bench.projections import PROJECTION_CASES
 from bench.report import CaseResult, write_report
 
-ALL_CASES = {**CASES, **PROJECTION_CASES}
+ALL_CASES = {**CASES, **PROJECTION_CASES, **HTTP_CASES}
 ROOT = Path(__file__).resolve().parent.parent
 FULL_REPORT = ROOT / "BENCHMARKS.md"
 PARTIAL_REPORT = ROOT / "bench" / ".work" / "BENCHMARKS.md"

@@ -1,22 +1,45 @@
 """The embedded SQLite store: the library's recorder, append-only, WAL.
 
-Two things differ from `eventsourcing.sqlite`:
+What differs from `eventsourcing.sqlite`:
 - The events table refuses UPDATE and DELETE (triggers), so no code path,
   ours or a mistaken script's, rewrites or removes an event.
 - `SQLITE_SYNCHRONOUS` (default NORMAL) sets how commits reach the disk. In
   WAL mode NORMAL loses nothing committed when the process crashes or is
   killed, and never corrupts the file; only an OS crash or a power cut may
   lose the last commits. FULL also survives those, at one fsync per commit.
+- Writers in one process take turns on one lock per database file
+  (`write_gate`), shared by every store opened on the file and by the read
+  models' projector; readers wait for no writer (see the pool). SQLite lets
+  one writer in at a time anyway; a writer that finds the file locked waits
+  in SQLite's busy handler, which sleeps 1, 2, 5, 10, 15, 20, 25... ms between
+  attempts whenever the lock is freed meanwhile. A writer waiting for the
+  gate is woken the moment it is free. Writers in other processes (the CLI)
+  still meet at SQLite's lock, as before.
 """
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from typing import Any
 
 from eventsourcing import sqlite as library
+from eventsourcing.persistence import ConnectionUnavailableError
 from eventsourcing.utils import Environment
 
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+_GATES: dict[str, threading.Lock] = {}
+_GATES_GUARD = threading.Lock()
+
+
+def write_gate(db_name: str) -> threading.Lock:
+    """The lock that this process's writers of the SQLite file `db_name` take in turn."""
+    key = os.path.realpath(db_name)
+    with _GATES_GUARD:
+        return _GATES.setdefault(key, threading.Lock())
 
 
 class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
@@ -35,11 +58,42 @@ class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
 
 
 class TunedSQLiteConnectionPool(library.SQLiteConnectionPool):
-    """Connections that commit with the configured `synchronous` level."""
+    """Connections that commit with the configured `synchronous` level, and readers that
+    never queue behind a writer.
+
+    The library's pool hands out connections one caller at a time (a "fairness"
+    semaphore), and a writer waits for the pool's one writer lock while it holds that
+    semaphore: every reader then waits for the current write *and* the next one. In WAL
+    mode readers need no lock at all, so here a writer waits for the writer lock first,
+    without the semaphore; it still writes alone, and readers are served meanwhile. The
+    writer lock is the file's `write_gate`, shared with every other pool on the file.
+    """
 
     def __init__(self, *, synchronous: str, **kwargs: Any) -> None:
         self.synchronous = synchronous
         super().__init__(**kwargs)
+        if not self.is_sqlite_memory_mode:
+            self._writer_lock = write_gate(self.db_name)  # the library's lock, shared
+
+    def get_connection(
+        self, timeout: float | None = None, *, is_writer: bool | None = None
+    ) -> library.SQLiteConnection:
+        if is_writer is not True or self.is_sqlite_memory_mode:  # memory: the library's interlock
+            return super().get_connection(timeout, is_writer=is_writer)
+        timeout = self.pool_timeout if timeout is None else timeout
+        started = time.monotonic()
+        if not self._writer_lock.acquire(timeout=timeout):
+            msg = "Timed out waiting for return of writer"
+            raise ConnectionUnavailableError(msg)
+        try:
+            remaining = max(timeout - (time.monotonic() - started), 0.0)
+            connection = super().get_connection(remaining, is_writer=None)
+        except BaseException:
+            self._writer_lock.release()
+            raise
+        connection.is_writer = True  # put_connection releases the writer lock
+        self._num_writers += 1
+        return connection
 
     def _create_connection(self) -> library.SQLiteConnection:
         connection = super()._create_connection()

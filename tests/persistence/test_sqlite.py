@@ -1,10 +1,12 @@
 """The embedded SQLite store: append-only at the database, tunable durability."""
 
 import sqlite3
+import threading
 from pathlib import Path
 from typing import TypedDict
 
 import pytest
+from eventsourcing.persistence import ConnectionUnavailableError
 
 from domain.graph import END, START, StateGraph
 from domain.store import StoreURLError, open_store
@@ -64,3 +66,41 @@ def test_an_unknown_synchronous_level_is_a_clear_error(tmp_path: Path):
 def test_an_unknown_option_is_a_clear_error(tmp_path: Path):
     with pytest.raises(StoreURLError, match="Unknown option 'synchronus'"):
         open_store(f"sqlite:///{tmp_path / 's.db'}?synchronus=full")
+
+
+def test_a_reader_is_served_while_a_writer_waits_for_the_write_lock(tmp_path: Path):
+    # Given a commit in progress and a second writer waiting for it
+    with open_store(f"sqlite:///{tmp_path / 'w.db'}") as store:
+        pool = store.recorder.datastore.pool
+        writing = pool.get_connection(is_writer=True)
+        waiting = threading.Thread(
+            target=lambda: pool.put_connection(pool.get_connection(is_writer=True))
+        )
+        waiting.start()
+        waiting.join(timeout=0.2)
+        assert waiting.is_alive()  # blocked on the write lock
+        try:
+            # When a reader asks for a connection
+            reading = pool.get_connection(timeout=1, is_writer=False)
+            # Then it gets one at once (WAL readers wait for no writer)
+            pool.put_connection(reading)
+        finally:
+            pool.put_connection(writing)
+            waiting.join()
+
+
+def test_stores_on_one_file_take_turns_on_one_write_lock(tmp_path: Path):
+    # Given two stores on one file, the first in the middle of a commit
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with open_store(url) as first, open_store(url) as second:
+        writing = first.recorder.datastore.pool.get_connection(is_writer=True)
+        try:
+            # Then the second store's writer waits for the first in this process, rather
+            # than meeting it at SQLite's lock (whose busy handler sleeps)
+            with pytest.raises(ConnectionUnavailableError):
+                second.recorder.datastore.pool.get_connection(timeout=0.05, is_writer=True)
+        finally:
+            first.recorder.datastore.pool.put_connection(writing)
+        # And once the first is done, the second writes
+        second_pool = second.recorder.datastore.pool
+        second_pool.put_connection(second_pool.get_connection(timeout=1, is_writer=True))
