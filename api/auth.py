@@ -159,8 +159,3 @@ Decider = Annotated[Principal, requires(Permission.DECIDE)]
 Canceller = Annotated[Principal, requires(Permission.CANCEL)]
 QueueReader = Annotated[Principal, requires(Permission.QUEUE)]
 Auditor = Annotated[Principal, requires(Permission.AUDIT)]
-
-
-def actor_of(principal: Principal) -> dict[str, Any]:
-    """The actor recorded for a principal's acts: authenticated, by API key."""
-    return {**principal.as_actor(), "authenticated": True, "via": "api_key"}

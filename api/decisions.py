@@ -18,7 +18,7 @@ from typing import Any
 
 from fastapi import Request
 
-from api.auth import actor_of, note, refuse
+from api.auth import note, refuse
 from api.authority import check_may_decide, not_open
 from api.interrupt_lookup import thread_of_interrupt
 from api.problems import Problem
@@ -153,7 +153,7 @@ def decide(
         graph = services.graph_of_thread(thread.graph_id, thread_id)
         configurable = {
             "thread_id": thread_id,
-            "actor": actor_of(principal),
+            "actor": principal.as_actor(),
             "decision": body.decision,
             "reason": body.reason,
             "idempotency_key": key,

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import Canceller, Decider, QueueReader, actor_of, note
+from api.auth import Canceller, Decider, QueueReader, note
 from api.decisions import decide
 from api.positions import set_position
 from api.problems import problem_responses
@@ -120,7 +120,7 @@ async def cancel_thread(
 ) -> dict[str, Any]:
     """Its pending interrupts are withdrawn; it can still be read, never run again."""
     note(request, thread_id=thread_id)
-    actor = actor_of(principal)
+    actor = principal.as_actor()
     position = await run_in_threadpool(services.store.cancel, thread_id, actor, body.reason)
     set_position(response, position)
     thread = await run_in_threadpool(services.store.thread, thread_id)

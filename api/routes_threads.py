@@ -8,7 +8,7 @@ from uuid import uuid4
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import Reader, Runner, actor_of, note
+from api.auth import Reader, Runner, note
 from api.positions import set_position
 from api.problems import Problem, problem_responses
 from api.schemas import HistoryQuery, StateAtCheckpoint, StateUpdate, ThreadCreate, ThreadSearch
@@ -92,7 +92,7 @@ def _create_thread(
         reservation = services.reservations.add(thread_id, metadata, principal.id)
         return reserved_thread_json(thread_id, reservation.created_at, reservation.metadata)
     graph = services.graph(str(graph_id))
-    thread = graph.start_thread(thread_id, {"metadata": metadata}, actor_of(principal))
+    thread = graph.start_thread(thread_id, {"metadata": metadata}, principal.as_actor())
     try:
         set_position(response, services.store.record(thread))
     except ConcurrentUpdateError:
@@ -189,7 +189,7 @@ async def update_state(
     checkpoint_id = body.checkpoint_id or (
         body.checkpoint.checkpoint_id if body.checkpoint else None
     )
-    configurable: dict[str, Any] = {"thread_id": thread_id, "actor": actor_of(principal)}
+    configurable: dict[str, Any] = {"thread_id": thread_id, "actor": principal.as_actor()}
     if checkpoint_id:
         configurable["checkpoint_id"] = checkpoint_id
     config = await run_in_threadpool(

@@ -13,7 +13,7 @@ from uuid import uuid4
 
 from fastapi import Request
 
-from api.auth import Permission, actor_of, check
+from api.auth import Permission, check
 from api.authority import check_may_decide
 from api.problems import Problem
 from api.runs import RunRequest
@@ -104,7 +104,7 @@ def prepare_run(
         for key, value in (user_config.get("configurable") or {}).items()
         if key not in RESERVED_CONFIGURABLE
     }
-    configurable.update(thread_id=thread_id, actor=actor_of(principal), run_id=str(uuid4()))
+    configurable.update(thread_id=thread_id, actor=principal.as_actor(), run_id=str(uuid4()))
     checkpoint_id = body.checkpoint_id or (
         body.checkpoint.checkpoint_id if body.checkpoint else None
     )

@@ -14,7 +14,15 @@ from typing import Any
 
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
-from projections.rows import THREAD_COLUMNS, Row, Rows, TableShape, threads_of
+from projections.rows import (
+    INTERRUPT_EVENTS,
+    THREAD_COLUMNS,
+    Row,
+    Rows,
+    TableShape,
+    create_thread_table,
+    threads_of,
+)
 from projections.runner import Projection
 from projections.timestamps import parse_utc_text, utc_text, utc_text_or_none
 
@@ -25,20 +33,10 @@ THREADS = "holdpoint_oversight_threads"
 
 class OversightProjection(Projection):
     name = "oversight"
-    event_classes = (
-        WorkflowThread.ThreadStarted,
-        WorkflowThread.ThreadForked,
-        WorkflowThread.InterruptRaised,
-        WorkflowThread.InterruptResumed,
-        WorkflowThread.InterruptExpired,
-        WorkflowThread.ThreadCancelled,
-    )
+    event_classes = INTERRUPT_EVENTS
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:
-        cursor.execute(
-            f"CREATE TABLE IF NOT EXISTS {db.table(THREADS)} "
-            "(originator_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, graph_id TEXT NOT NULL)"
-        )
+        create_thread_table(cursor, db, THREADS)
         cursor.execute(
             f"CREATE TABLE IF NOT EXISTS {db.table(INTERRUPTS)} ("
             "interrupt_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, graph_id TEXT NOT NULL, "

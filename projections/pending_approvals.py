@@ -20,7 +20,14 @@ from typing import Any
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.paging import keyset_page
-from projections.rows import THREAD_COLUMNS, Rows, TableShape, threads_of
+from projections.rows import (
+    INTERRUPT_EVENTS,
+    THREAD_COLUMNS,
+    Rows,
+    TableShape,
+    create_thread_table,
+    threads_of,
+)
 from projections.runner import Projection
 from projections.timestamps import parse_utc_text, utc_text, utc_text_or_none
 
@@ -32,14 +39,7 @@ NO_ROLE = ""  # the counts' key for "any role may decide" (a key column cannot b
 
 class PendingApprovalsProjection(Projection):
     name = "pending_approvals"
-    event_classes = (
-        WorkflowThread.ThreadStarted,
-        WorkflowThread.ThreadForked,
-        WorkflowThread.InterruptRaised,
-        WorkflowThread.InterruptResumed,
-        WorkflowThread.InterruptExpired,
-        WorkflowThread.ThreadCancelled,
-    )
+    event_classes = INTERRUPT_EVENTS
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:
         cursor.execute(
@@ -64,10 +64,7 @@ class PendingApprovalsProjection(Projection):
             f"CREATE INDEX IF NOT EXISTS {QUEUE}_due "
             f"ON {db.table(QUEUE)} (due_by) WHERE due_by IS NOT NULL"
         )
-        cursor.execute(
-            f"CREATE TABLE IF NOT EXISTS {db.table(GRAPHS)} "
-            "(originator_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, graph_id TEXT NOT NULL)"
-        )
+        create_thread_table(cursor, db, GRAPHS)
         cursor.execute(
             f"CREATE TABLE IF NOT EXISTS {db.table(COUNTS)} (graph_id TEXT NOT NULL, "
             "node TEXT NOT NULL, required_role TEXT NOT NULL, open_count BIGINT NOT NULL, "

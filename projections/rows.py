@@ -131,6 +131,23 @@ def select_in(
 
 
 THREAD_COLUMNS = ("originator_id", "thread_id", "graph_id")
+# What a read model of interrupts follows: threads starting, interrupts and their ends.
+INTERRUPT_EVENTS = (
+    WorkflowThread.ThreadStarted,
+    WorkflowThread.ThreadForked,
+    WorkflowThread.InterruptRaised,
+    WorkflowThread.InterruptResumed,
+    WorkflowThread.InterruptExpired,
+    WorkflowThread.ThreadCancelled,
+)
+
+
+def create_thread_table(cursor: Cursor, db: Database, name: str) -> None:
+    """A read model's own map of originator id -> thread id, graph id (see `threads_of`)."""
+    cursor.execute(
+        f"CREATE TABLE IF NOT EXISTS {db.table(name)} "
+        "(originator_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, graph_id TEXT NOT NULL)"
+    )
 
 
 def threads_of(
