@@ -23,6 +23,7 @@ from eventsourcing.utils import get_topic
 
 from domain.application import Workflows
 from projections.database import Cursor, Database, database_for
+from projections.log_reader import LogReader
 
 POSITIONS = "holdpoint_projection_positions"
 Progress = Callable[[str, int, int], None]
@@ -80,6 +81,8 @@ class ProjectionRunner:
             name: {get_topic(cls) for cls in projection.event_classes}
             for name, projection in self.projections.items()
         }
+        self._wanted = frozenset().union(*self._topics.values())
+        self._log = LogReader(store, self.db)
         self.setup()
 
     def setup(self) -> None:
@@ -109,21 +112,20 @@ class ProjectionRunner:
         ]
 
     def catch_up(self, progress: Progress | None = None) -> int:
-        """Apply everything recorded so far; return how many log events this call applied.
+        """Apply everything recorded so far; return how many log positions this call applied.
 
         One pass over the log feeds every read model: each event is read and
         decoded once, and applied to each model that has not applied it yet.
         """
-        applied, head, position = 0, self.head(), -1
+        applied, head = 0, self.head()
         while True:
-            count, reached = self._apply_batch()
+            count, reached = self._apply_batch(head)
             applied += count
             if progress is not None:
                 for name in self.projections:
                     progress(name, reached, head)
-            if reached >= head or reached == position:  # the head, or the log's end
+            if reached >= head:
                 return applied
-            position = reached
 
     def rebuild(self, names: Iterable[str] | None = None, progress: Progress | None = None) -> int:
         """Forget the rows of `names` (default: all) and apply the whole log again."""
@@ -169,27 +171,23 @@ class ProjectionRunner:
     def close(self) -> None:
         self.db.close()
 
-    def _apply_batch(self) -> tuple[int, int]:
-        """One transaction: the next batch of the log, into every model behind it.
+    def _apply_batch(self, head: int) -> tuple[int, int]:
+        """One transaction: the next batch of positions up to `head`, into every
+        model behind it; return how many positions it applied and the last.
 
-        The batch is read and decoded before the positions are locked: the
-        log is read through the store's connections, which writers also wait
-        for, so reading it while holding the read models' write lock (SQLite
-        has one per file) could leave each side waiting for the other.
+        The batch is read and decoded before the positions are locked (a read
+        transaction may not become a write one on SQLite, and the batch's cost
+        is mostly decoding, which need not hold the lock). Positions up to a
+        head once seen are final: ids become visible in commit order.
         """
         table = self.db.table(POSITIONS)
         with self.db.transaction(write=False) as cursor:
             cursor.execute(f"SELECT name, position FROM {table}")
             start = min(self._positions(cursor).values())
-        notifications = self.store.recorder.select_notifications(
-            start=start + 1, limit=self.batch_size
-        )
-        if not notifications:
+        last = min(start + self.batch_size, head)
+        if last <= start:
             return 0, start
-        wanted = set().union(*self._topics.values())
-        decode = self.store.mapper.to_domain_event
-        events = [(n.id, n.topic, decode(n)) for n in notifications if n.topic in wanted]
-        last = notifications[-1].id
+        events = self._log.read(start, last, self._wanted)
         lock = " FOR UPDATE" if self.db.dialect == "postgres" else ""
         with self.db.transaction() as cursor:
             cursor.execute(f"SELECT name, position FROM {table} ORDER BY name{lock}")
@@ -207,7 +205,7 @@ class ProjectionRunner:
                     cursor.execute(
                         f"UPDATE {table} SET position = %s WHERE name = %s", (last, name)
                     )
-        return sum(1 for n in notifications if n.id > behind), last
+        return max(last - behind, 0), last
 
     def _positions(self, cursor: Cursor) -> dict[str, int]:
         return {
