@@ -49,6 +49,16 @@ class Database:
     def table(self, name: str) -> str:
         return name
 
+    def insert_many(
+        self, cursor: Cursor, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> None:
+        """Insert `rows` (values in `columns` order) into `table`, in bulk."""
+        cursor.executemany(
+            f"INSERT INTO {table} ({', '.join(columns)}) "
+            f"VALUES ({', '.join(['%s'] * len(columns))})",
+            rows,
+        )
+
     @contextmanager
     def wakeups(self, store: Workflows) -> Iterator[Wakeups]:  # noqa: ARG002
         """What a projector waits on between passes: here, the clock alone."""
@@ -160,6 +170,14 @@ class PostgresDatabase(Database):
 
     def table(self, name: str) -> str:
         return f'"{self._schema}".{name}'
+
+    def insert_many(
+        self, cursor: Cursor, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> None:
+        """COPY: one stream instead of a pipelined statement per row (about 3x faster)."""
+        with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:  # type: ignore[attr-defined]
+            for row in rows:
+                copy.write_row(row)
 
     @contextmanager
     def wakeups(self, store: Workflows) -> Iterator[Wakeups]:

@@ -85,8 +85,8 @@ class OversightProjection(Projection):
     def apply_batch(self, events: Sequence[tuple[int, Any]], cursor: Cursor, db: Database) -> None:
         threads, log = Rows(THREAD_SHAPE), Rows(LOG_SHAPE, group_by="thread_id")
         cancellations = Rows(CANCELLATION_SHAPE)
-        known = threads_of(threads, events, cursor, db)
-        log.load(cursor, db, "thread_id", {r["thread_id"] for r in known}, "outcome = 'open'")
+        continued = threads_of(threads, events, cursor, db)
+        log.load(cursor, db, "thread_id", {r["thread_id"] for r in continued}, "outcome = 'open'")
         log.load(cursor, db, "interrupt_id", _answered(events))
         for _, event in events:
             thread = threads.get(event.originator_id.hex)

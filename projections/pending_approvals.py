@@ -26,6 +26,7 @@ from projections.rows import (
     Rows,
     TableShape,
     create_thread_table,
+    json_text,
     threads_of,
 )
 from projections.runner import Projection
@@ -77,8 +78,8 @@ class PendingApprovalsProjection(Projection):
 
     def apply_batch(self, events: Sequence[tuple[int, Any]], cursor: Cursor, db: Database) -> None:
         threads, queue = Rows(THREAD_SHAPE), Rows(QUEUE_SHAPE, group_by="thread_id")
-        known = threads_of(threads, events, cursor, db)
-        queue.load(cursor, db, "thread_id", {row["thread_id"] for row in known})
+        continued = threads_of(threads, events, cursor, db)
+        queue.load(cursor, db, "thread_id", {row["thread_id"] for row in continued})
         for position, event in events:
             thread = threads.get(event.originator_id.hex)
             if thread is None:
@@ -94,7 +95,7 @@ class PendingApprovalsProjection(Projection):
                         "graph_id": thread["graph_id"],
                         "node": event.node,
                         "idx": event.index,
-                        "payload": json.dumps(event.value),
+                        "payload": json_text(event.value),
                         "raised_at": utc_text(event.timestamp),
                         "required_role": event.required_role,
                         "due_by": utc_text_or_none(event.due_by),

@@ -10,9 +10,12 @@ fast on PostgreSQL, where every statement is a round trip.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
@@ -99,11 +102,7 @@ class Rows:
             if key not in self.loaded
         ]
         if new:
-            cursor.executemany(
-                f"INSERT INTO {table} ({', '.join(shape.columns)}) "
-                f"VALUES ({', '.join(['%s'] * len(shape.columns))})",
-                new,
-            )
+            db.insert_many(cursor, table, shape.columns, new)
 
 
 def select_in(
@@ -130,6 +129,14 @@ def select_in(
     return rows
 
 
+def json_text(value: Any, *, sort_keys: bool = False) -> str:
+    """A recorded JSON value as compact text (orjson; the json module for ints beyond 64 bits)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False)
+
+
 THREAD_COLUMNS = ("originator_id", "thread_id", "graph_id")
 # What a read model of interrupts follows: threads starting, interrupts and their ends.
 INTERRUPT_EVENTS = (
@@ -153,10 +160,12 @@ def create_thread_table(cursor: Cursor, db: Database, name: str) -> None:
 def threads_of(
     threads: Rows, events: Sequence[tuple[int, Any]], cursor: Cursor, db: Database
 ) -> list[Row]:
-    """The thread rows (originator id -> thread id, graph id) of a batch's events.
+    """Put the thread rows (originator id -> thread id, graph id) of a batch's
+    events in `threads`, and return those of the threads it continues.
 
-    Threads the batch starts (ThreadStarted, ThreadForked) are added to
-    `threads`; the others are loaded from it.
+    Threads the batch starts (ThreadStarted, ThreadForked) are added; the
+    others are loaded. Only continued threads can have rows in the model's
+    other tables already, so only theirs need loading.
     """
     continued = set()
     for _, event in events:
@@ -167,5 +176,4 @@ def threads_of(
             )
         elif threads.get(key) is None:
             continued.add(key)
-    threads.load(cursor, db, "originator_id", continued)
-    return list(threads.current.values())
+    return threads.load(cursor, db, "originator_id", continued)

@@ -16,7 +16,7 @@ from typing import Any
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.paging import keyset_page
-from projections.rows import Rows, TableShape
+from projections.rows import Rows, TableShape, json_text
 from projections.runner import Projection
 from projections.timestamps import utc_text
 
@@ -75,7 +75,7 @@ class ThreadIndexProjection(Projection):
                         "status": "running" if forked else "idle",
                         "created_at": at,
                         "updated_at": at,
-                        "metadata": json.dumps(event.metadata, sort_keys=True),
+                        "metadata": json_text(event.metadata, sort_keys=True),
                         "forked_from": forked,
                         "started_by": event.actor.get("id"),
                         "pending": 0,

@@ -10,7 +10,8 @@ FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 @lru_cache(maxsize=4096)  # each read model formats the same event's timestamp
 def utc_text(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime(FORMAT)
+    """`moment` in FORMAT (isoformat is several times faster than strftime)."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")[:26] + "Z"
 
 
 def utc_text_or_none(iso: str | None) -> str | None:
