@@ -83,9 +83,9 @@ class ReadModels:
         self.poll = poll
         self.wait_timeout = wait_timeout
         # A memory store's read models live in one private database: share it. Otherwise
-        # the projector reads the log through a store (a connection pool) of its own: on
-        # SQLite it holds the database's write lock while it reads, and must never queue
-        # for a connection behind request threads that wait for that lock.
+        # the projector has a store (a connection pool) of its own, for the log's head and
+        # the deadline worker's writes, so that it never queues for a connection behind
+        # request threads (it reads the log through its read-model connection).
         shared = store.url.startswith("memory:") or not projector
         self.projector_store = store if shared else open_store(store.url)
         self.runner = _runner(self.projector_store)
