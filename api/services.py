@@ -50,6 +50,9 @@ class Services:
             wait_timeout=settings.read_wait_timeout,
         )
         metrics = Metrics(read_models)
+        for graph in graphs.values():
+            if graph.step_timeout is None:
+                graph.step_timeout = settings.step_timeout
 
         runs = RunManager(
             workers=settings.run_workers,

@@ -35,6 +35,9 @@ class ServerSettings:
     busy_wait_timeout: float = 30.0
     # Worker threads that run graph code.
     run_workers: int = 32
+    # Seconds a node may run before its run records NodeFailed (NodeTimeoutError), for
+    # the graphs that set no `step_timeout` of their own; None: no limit.
+    step_timeout: float | None = None
     # Finished runs kept in memory (per process) for runs.get / runs.join.
     runs_kept: int = 10_000
 
@@ -58,6 +61,12 @@ class ServerSettings:
                 expected = type(current)
                 msg = f"Server setting {name} must be of type {expected.__name__}, not {value!r}"
                 raise ValueError(msg)
+        timeout = known.get("step_timeout")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+        ):
+            msg = f"Server setting step_timeout must be a number of seconds above 0: {timeout!r}"
+            raise ValueError(msg)
         return replace(self, **known)
 
     @property

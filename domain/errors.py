@@ -28,6 +28,17 @@ class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name, kept for port
         self.policy = policy or {}
 
 
+class NodeTimeoutError(HoldpointError, TimeoutError):
+    """A node ran longer than the graph's `step_timeout`; the run records NodeFailed."""
+
+    def __init__(self, node: str, timeout: float) -> None:
+        super().__init__(
+            f"Node {node!r} ran longer than step_timeout={timeout:g} s and was abandoned; "
+            "run the thread again to retry the node, or cancel it"
+        )
+        self.node = node
+
+
 class GraphDefinitionError(HoldpointError, ValueError):
     """The graph is malformed: unknown node in an edge, no entry point, ..."""
 

@@ -41,8 +41,26 @@ def to_json(value: Any, what: str) -> Any:
     try:
         return _loads(_dumps_unsorted(value))
     except (TypeError, ValueError) as error:
-        msg = f"{what} is not JSON-serialisable: {error}"
+        where = _path_to_unserialisable(value)
+        at = f" at {where}" if where else ""
+        msg = f"{what} is not JSON-serialisable{at}: {error}"
         raise NotSerializableError(msg) from None
+
+
+def _path_to_unserialisable(value: Any, path: str = "") -> str | None:
+    """Where in `value` the first value JSON cannot hold is, as `['key'][0]`."""
+    items: Any = ()
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    elif not isinstance(value, str | int | float | bool | type(None)):
+        return path
+    for key, item in items:
+        found = _path_to_unserialisable(item, f"{path}[{key!r}]")
+        if found is not None:
+            return found
+    return None
 
 
 def event_hash(

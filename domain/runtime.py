@@ -29,6 +29,7 @@ from domain.errors import (
     InvalidUpdateError,
     MissingThreadIdError,
     NoCheckpointerError,
+    NodeTimeoutError,
     NotInterruptedError,
     ThreadBusyError,
     ThreadCancelledError,
@@ -39,7 +40,7 @@ from domain.errors import (
 )
 from domain.hashing import to_json
 from domain.schema import as_state, as_update
-from domain.task_context import TaskContext, enter_task, leave_task
+from domain.task_context import TaskContext, call_with_timeout, enter_task, leave_task
 from domain.thread import (
     CANCELLED,
     IDLE,
@@ -324,7 +325,11 @@ class Run:
         started = time.perf_counter()
         try:
             args = (task.state, self.config) if spec.takes_config else (task.state,)
-            returned = spec.action(*args)
+            timeout = self.graph.step_timeout
+            if timeout is None:
+                returned = spec.action(*args)
+            else:
+                returned = call_with_timeout(task.node, timeout, spec.action, *args)
         except GraphInterrupt as pause:
             return _paused(task.node, pause)
         except Exception as error:  # a node's failure is recorded, then raised
@@ -339,10 +344,12 @@ class Run:
         started = time.perf_counter()
         try:
             args = (task.state, self.config) if spec.takes_config else (task.state,)
-            if spec.is_async:
-                returned = await spec.action(*args)
-            else:
-                returned = await asyncio.to_thread(spec.action, *args)
+            call = spec.action(*args) if spec.is_async else asyncio.to_thread(spec.action, *args)
+            timeout = self.graph.step_timeout
+            try:
+                returned = await asyncio.wait_for(call, timeout)
+            except TimeoutError:
+                raise NodeTimeoutError(task.node, timeout or 0) from None
         except GraphInterrupt as pause:
             return _paused(task.node, pause)
         except Exception as error:  # a node's failure is recorded, then raised

@@ -58,6 +58,8 @@ class CompiledStateGraph:
         self.checkpointer: Workflows | None = checkpointer
         self.graph_id = graph_id
         self.name = graph_id
+        # LangGraph's attribute: seconds each node may run (None: no limit); set it after compile().
+        self.step_timeout: float | None = None
         self.state_schema = builder.state_schema
         self.digest = graph_digest(builder)
         self.channel_record = schema_as_record(builder.channels)
