@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from domain import errors
 from domain.store import StoreUnavailableError
+from persistence.failures import STORE_UNAVAILABLE
 
 PROBLEM_TYPES = "https://holdpoint.dev/problems/"
 MEDIA_TYPE = "application/problem+json"
@@ -115,6 +116,41 @@ _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
 ]
 
 
+RETRY_AFTER_SECONDS = 2
+
+
+def from_store_failure(error: Exception) -> Problem:
+    """503 with Retry-After: the request may be sent again.
+
+    A lock, a full disk or a refused connection writes nothing; a connection
+    lost while committing may have written the request whole (never part of
+    it), which is why a decision sent again with its Idempotency-Key is
+    answered from the recorded event rather than recorded twice.
+
+    The cause is named by its kind only: a driver's message can carry host
+    names and paths that are none of the client's business (it is logged).
+    """
+    text = str(error).lower()
+    if "locked" in text or "busy" in text:
+        cause = "the store is locked by another writer"
+    elif "full" in text or "no space" in text:
+        cause = "the store's disk is full"
+    elif "readonly" in text or "read-only" in text:
+        cause = "the store is read-only"
+    else:
+        cause = "the store does not answer"
+    detail = (
+        f"The store could not complete the request: {cause}. Send it again in "
+        f"{RETRY_AFTER_SECONDS} s; with the same Idempotency-Key a decision is recorded once"
+    )
+    return Problem(
+        503,
+        detail,
+        code="store-unavailable",
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
+
+
 def from_domain_error(error: errors.HoldpointError) -> Problem:
     for cls, status, code in _DOMAIN_STATUSES:
         if isinstance(error, cls):
@@ -182,6 +218,10 @@ def install_problem_handlers(app: FastAPI) -> None:
         problem = Problem(error.status_code, detail, headers=dict(error.headers or {}))
         return respond(problem, request)
 
+    async def on_store_failure(request: Request, error: Exception) -> JSONResponse:
+        log.warning("store unavailable", error_type=type(error).__name__, error=str(error))
+        return respond(from_store_failure(error), request)
+
     async def on_unexpected(request: Request, error: Exception) -> JSONResponse:
         log.exception("unexpected error", error_type=type(error).__name__)
         detail = (
@@ -194,4 +234,6 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(errors.HoldpointError, on_domain_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
+    for failure in STORE_UNAVAILABLE:
+        app.add_exception_handler(failure, on_store_failure)
     app.add_exception_handler(Exception, on_unexpected)

@@ -148,6 +148,7 @@ def _postgres_env(url: str) -> dict[str, str]:
         "POSTGRES_LOCK_TIMEOUT": "10",
         "POSTGRES_POOL_SIZE": "2",
         "POSTGRES_MAX_OVERFLOW": "8",
+        "POSTGRES_PRE_PING": "y",  # a pooled connection the server dropped is replaced
     }
     env.update(_options(url, parts.query, _POSTGRES_OPTIONS))
     return env

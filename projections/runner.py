@@ -21,13 +21,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
 from eventsourcing.utils import get_topic
 
 from domain.application import Workflows
+from persistence.failures import STORE_UNAVAILABLE
 from projections.database import Cursor, Database, database_for
 from projections.log_reader import LogReader
 
 POSITIONS = "holdpoint_projection_positions"
+log = structlog.get_logger()
 Progress = Callable[[str, int, int], None]
 
 
@@ -179,15 +182,31 @@ class ProjectionRunner:
         stop: threading.Event,
         poll: float = 0.2,
         after_catch_up: Callable[[], object] | None = None,
+        retry_after: float = 1.0,
     ) -> None:
         """The projector: catch up (then `after_catch_up`), again on every commit
-        the store announces (PostgreSQL's LISTEN/NOTIFY) or every `poll` s, until `stop`."""
-        with self.db.wakeups(self.store) as wakeups:
-            while not stop.is_set():
-                self.catch_up()
-                if after_catch_up is not None:
-                    after_catch_up()
-                wakeups.wait(stop, poll)
+        the store announces (PostgreSQL's LISTEN/NOTIFY) or every `poll` s, until `stop`.
+
+        A store that does not answer (down, locked, full) is waited out: the
+        failed batch changed nothing, so the projector tries again every
+        `retry_after` s, with new connections, and goes on where it was.
+        """
+        while not stop.is_set():
+            try:
+                with self.db.wakeups(self.store) as wakeups:
+                    while not stop.is_set():
+                        self.catch_up()
+                        if after_catch_up is not None:
+                            after_catch_up()
+                        wakeups.wait(stop, poll)
+            except STORE_UNAVAILABLE as error:
+                log.warning(
+                    "read models wait for the store",
+                    error_type=type(error).__name__,
+                    error=str(error),
+                    retry_after=retry_after,
+                )
+                stop.wait(retry_after)
 
     def close(self) -> None:
         self.db.close()
