@@ -207,3 +207,7 @@ def test_postgresql_stopped_and_started_again_503_meanwhile_then_a_retry_succeed
         names = [type(event).__name__ for event in server.store.thread_events("t-outage")]
         assert names.count("InterruptResumed") == 1
         assert server.event_count("t-outage") > recorded
+        # And the projector waited the outage out: it is alive and catches up
+        server.services.read_models.catch_up_to_head()
+        assert server.services.read_models.alive
+        assert server.services.read_models.failure is None
