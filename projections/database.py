@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -18,6 +19,8 @@ from psycopg import sql
 from psycopg.rows import tuple_row
 
 from domain.application import Workflows
+
+IDLE_PING_SECONDS = 5.0
 
 
 class Cursor(Protocol):
@@ -151,17 +154,33 @@ class PostgresDatabase(Database):
         self._local = threading.local()
 
     def _connection(self) -> psycopg.Connection[Any]:
-        connection = getattr(self._local, "connection", None)
+        """This thread's connection; one idle for a while is pinged first, and replaced
+        if the server dropped it (a restart), so that a reader does not fail once on it."""
+        local = self._local
+        connection = getattr(local, "connection", None)
+        if connection is not None and not connection.closed:
+            if time.monotonic() - local.used < IDLE_PING_SECONDS:
+                return connection
+            try:
+                connection.execute("")
+            except psycopg.Error:
+                connection.close()
         if connection is None or connection.closed:
             connection = psycopg.connect(**self._params, row_factory=tuple_row)
-            self._local.connection = connection
+            local.connection = connection
         return connection
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Cursor]:  # noqa: ARG002
         connection = self._connection()
-        with connection.transaction(), connection.cursor() as cursor:
-            yield cursor
+        try:
+            with connection.transaction(), connection.cursor() as cursor:
+                yield cursor
+        except psycopg.OperationalError:
+            connection.close()  # replaced by the next transaction
+            raise
+        finally:
+            self._local.used = time.monotonic()
 
     def close(self) -> None:
         connection = getattr(self._local, "connection", None)
