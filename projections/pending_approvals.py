@@ -135,6 +135,8 @@ def _count(queue: Rows, cursor: Cursor, db: Database) -> None:
             "DO UPDATE SET open_count = c.open_count + excluded.open_count",
             changed,
         )
+        # A group with nothing open has no row, as after a rebuild from zero.
+        cursor.execute(f"DELETE FROM {db.table(COUNTS)} WHERE open_count = 0")
 
 
 QUEUE_SHAPE = TableShape(

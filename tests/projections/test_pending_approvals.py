@@ -25,6 +25,7 @@ from tests.projections.histories import (
     config,
     moment,
     parallel_graph,
+    read_models,
     record_history,
     two_questions_graph,
 )
@@ -136,6 +137,23 @@ def test_a_resumed_interrupt_leaves_the_queue(store, runner, queue):
     # Then
     page = caught_up(runner, queue)
     assert (page.items, page.total) == ([], 0)
+
+
+def test_a_queue_emptied_batch_by_batch_has_the_rows_of_a_rebuild(store, runner, queue):
+    # Given an interrupt raised in one batch and answered in the next
+    graph = approval_graph(store)
+    ask_for(graph, "t1")
+    caught_up(runner, queue)
+    answer(graph, "t1", True)
+    runner.catch_up()
+    applied = read_models(runner.db, ("pending_approvals",))
+
+    # When the queue is rebuilt from zero (both events in one batch)
+    runner.rebuild()
+
+    # Then its tables hold the same rows: no count left behind at zero
+    assert read_models(runner.db, ("pending_approvals",)) == applied
+    assert applied["holdpoint_pending_counts"] == []
 
 
 def test_resuming_one_of_two_parallel_interrupts_leaves_the_other(store, runner, queue):
