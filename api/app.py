@@ -15,6 +15,7 @@ from api import (
     routes_health,
     routes_runs,
     routes_threads,
+    routes_time_travel,
 )
 from api.problems import install_problem_handlers
 from api.request_log import RequestLogMiddleware
@@ -38,6 +39,7 @@ TAGS = [
     {"name": "audit", "description": "Events, timelines, refusals, chain checks, reports"},
     {"name": "threads (LangGraph)", "description": "As LangGraph's Agent Server"},
     {"name": "runs (LangGraph)", "description": "As LangGraph's Agent Server"},
+    {"name": "threads (time travel)", "description": "A thread at any version, diffs, lineage"},
     {"name": "assistants (LangGraph)", "description": "One per served graph"},
     {"name": "health", "description": "Liveness, readiness, metrics"},
 ]
@@ -66,6 +68,7 @@ def create_app(services: Services) -> FastAPI:
     for module in (
         routes_runs,
         routes_threads,
+        routes_time_travel,
         routes_approvals,
         routes_audit,
         routes_assistants,

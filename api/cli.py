@@ -12,6 +12,7 @@ from pathlib import Path
 
 import structlog
 
+from api import history_cli, replay_cli
 from api.bootstrap import configure_logging
 from api.demo import run_demo
 from api.keys_cli import add_keys_commands
@@ -143,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--out", metavar="FILE", help="write the report here, not to stdout")
     report.set_defaults(handler=_report)
+    history_cli.register(commands)
+    replay_cli.register(commands)
     return parser
 
 

@@ -104,6 +104,7 @@ class Run:
         self.run_id = str(configurable.get("run_id") or uuid4())
         self.thread: WorkflowThread | None = None
         self.steps_run = 0
+        self.ended = False  # ThreadCompleted recorded by this run
         self.position: int | None = None
 
     # -- the two drivers -----------------------------------------------
@@ -467,10 +468,16 @@ class Run:
         return self.thread
 
     def _commit(self) -> None:
-        """Record the run's end if it has ended, then commit the new events."""
+        """Record the run's end if it has ended, then commit the new events.
+
+        A run has begun if input or an answer started it (the thread's run_id),
+        or if this run stepped at all (continuing a fork or an edited thread).
+        """
         thread = self.thread
-        if thread is not None and thread.status == IDLE and thread.run_id is not None:
+        begun = thread is not None and (thread.run_id is not None or self.steps_run > 0)
+        if thread is not None and begun and not self.ended and thread.status == IDLE:
             thread.record(WorkflowThread.ThreadCompleted, step=thread.step)
+            self.ended = True
         if self.store is not None and self.thread is not None:
             try:
                 position = self.store.record(self.thread)

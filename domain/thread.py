@@ -113,6 +113,9 @@ class WorkflowThread(Aggregate):
             thread.next = list(self.state["next"])
             thread.done = dict(self.state["done"])
             thread.barriers = dict(self.state["barriers"])
+            # Answers given to an interrupted node that has not run again yet (absent
+            # from forks recorded before they were carried over).
+            thread.answers = {n: list(a) for n, a in self.state.get("answers", {}).items()}
             thread.forked_from = {
                 "thread_id": self.source_thread_id,
                 "version": self.source_version,
@@ -245,8 +248,10 @@ class WorkflowThread(Aggregate):
     ) -> WorkflowThread:
         """A new thread that starts from this one as it stands, at its checkpoint.
 
-        Pending interrupts and answers are not carried over: the interrupted
-        node runs again in the fork and asks anew.
+        Pending interrupts are not carried over: the interrupted node runs
+        again in the fork and asks anew (or `domain.forks` raises them again on
+        the fork). Answers already given to a node that has not run again are
+        carried over, so that its `interrupt()` calls still match by order.
         """
         assert self.checkpoint is not None, "a thread forks from a checkpoint"
         fields = {
@@ -266,6 +271,7 @@ class WorkflowThread(Aggregate):
                 "next": self.next,
                 "done": self.done,
                 "barriers": self.barriers,
+                "answers": self.answers,
             },
             "run_id": run_id,
         }

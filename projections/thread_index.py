@@ -56,6 +56,10 @@ class ThreadIndexProjection(Projection):
         cursor.execute(
             f"CREATE INDEX IF NOT EXISTS {THREADS}_graph ON {table} (graph_id, status, created_at)"
         )
+        cursor.execute(  # a thread's forks (lineage)
+            f"CREATE INDEX IF NOT EXISTS {THREADS}_forked ON {table} (forked_from) "
+            "WHERE forked_from IS NOT NULL"
+        )
 
     def clear(self, cursor: Cursor, db: Database) -> None:
         cursor.execute(f"DELETE FROM {db.table(THREADS)}")
@@ -169,6 +173,16 @@ class ThreadIndex:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+
+    def forks_of(self, thread_id: str) -> list[str]:
+        """The threads forked from `thread_id`, oldest first."""
+        with self.db.transaction(write=False) as cursor:
+            cursor.execute(
+                f"SELECT thread_id FROM {self.db.table(THREADS)} WHERE forked_from = %s "
+                "ORDER BY created_at, thread_id",
+                [thread_id],
+            )
+            return [str(row[0]) for row in cursor.fetchall()]
 
     def search(
         self,
