@@ -133,6 +133,7 @@ def prepare_run(
         },
         kwargs=_kwargs(body, modes, stateless),
         streamed=streamed,
+        thread_as_read=thread,
     )
 
 

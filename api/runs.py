@@ -29,7 +29,7 @@ from api.problems import Problem
 from api.run_record import ERROR, SUCCESS, RunRecord
 from api.wire import output_json
 from domain.graph import CompiledStateGraph
-from domain.runtime import Run, is_interrupt_id
+from domain.runtime import UNREAD, Run, is_interrupt_id
 from domain.types import Command
 
 
@@ -46,6 +46,7 @@ class RunRequest:
     metadata: dict[str, Any] = field(default_factory=dict)
     kwargs: dict[str, Any] = field(default_factory=dict)
     streamed: bool = False  # keep every chunk for the run's stream, however late it is read
+    thread_as_read: Any = UNREAD  # the thread (or None) as the checks read it
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ class RunManager:
         try:
             run = Run(request.graph, request.config, request.stream_modes)
             self.locks.holders[thread_id] = run.run_id
-            chunks = run.begin(request.input)
+            chunks = run.begin(request.input, request.thread_as_read)
         except BaseException:
             self.locks.release(thread_id)
             raise

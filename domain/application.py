@@ -66,6 +66,10 @@ class Workflows(Application[Any]):
         except AggregateNotFoundError:
             return None
 
+    def unchanged_since(self, thread_id: str, version: int) -> bool:
+        """Whether nothing was recorded on the thread after `version` (0: never started)."""
+        return not self.recorder.select_events(thread_uuid(thread_id), gt=version, limit=1)
+
     def thread_events(
         self, thread_id: str, *, gt: int | None = None, lte: int | None = None
     ) -> list[WorkflowThread.Event]:

@@ -82,6 +82,9 @@ class Outcome:
     error: BaseException | None = None
 
 
+UNREAD = object()  # Run.begin's `as_read` when the caller has not read the thread
+
+
 class Run:
     """One invoke/stream of a graph on a thread, from input to pause or end."""
 
@@ -125,10 +128,19 @@ class Run:
 
     # -- beginning a run -----------------------------------------------
 
-    def begin(self, graph_input: Any) -> list[tuple[str, Any]]:
-        """Check the input against the thread, record it, and commit."""
+    def begin(self, graph_input: Any, as_read: Any = UNREAD) -> list[tuple[str, Any]]:
+        """Check the input against the thread, record it, and commit.
+
+        `as_read`: the thread (or None) as the caller has just read it, to be used
+        if nothing was recorded on it since, rather than read again.
+        """
         if self.store is not None:
-            self.thread = self.store.thread(self.thread_id)
+            if as_read is not UNREAD and self.store.unchanged_since(
+                self.thread_id, 0 if as_read is None else as_read.version
+            ):
+                self.thread = as_read
+            else:
+                self.thread = self.store.thread(self.thread_id)
             wanted = (self.config.get("configurable") or {}).get("checkpoint_id")
             current = self.thread
             if wanted and current and not snapshots.is_current_checkpoint(current, str(wanted)):
