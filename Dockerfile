@@ -8,6 +8,7 @@ COPY domain ./domain
 COPY api ./api
 COPY projections ./projections
 COPY persistence ./persistence
+COPY audit ./audit
 # The seed examples: `holdpoint serve` with no --graph serves them.
 COPY examples ./examples
 RUN pip install . && useradd --system --home /app holdpoint

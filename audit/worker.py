@@ -1,0 +1,33 @@
+"""A worker process of `audit.verify_log`: `python -m audit.worker`.
+
+It reads pickled messages from stdin: first `(Source, ScanPlan)`, then one
+`(after, upto)` range at a time, answering each with that range's
+`RangeSummary`, pickled, on stdout; `None` ends it. A worker is started as a
+plain subprocess, not by multiprocessing: it imports only what checking
+needs, and never the parent's `__main__`.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+
+from audit.ranges import check_range
+from audit.scan import open_scanner
+
+
+def main() -> None:
+    read, write = sys.stdin.buffer, sys.stdout.buffer
+    source, plan = pickle.load(read)
+    scanner = open_scanner(source)
+    try:
+        while (job := pickle.load(read)) is not None:
+            after, upto = job
+            pickle.dump(check_range(scanner, after, upto, plan), write, pickle.HIGHEST_PROTOCOL)
+            write.flush()
+    finally:
+        scanner.close()
+
+
+if __name__ == "__main__":
+    main()
