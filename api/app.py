@@ -17,6 +17,7 @@ from api import (
     routes_threads,
     routes_time_travel,
 )
+from api.input_limits import InputLimitsMiddleware
 from api.problems import install_problem_handlers
 from api.request_log import RequestLogMiddleware
 from api.services import Services
@@ -75,6 +76,8 @@ def create_app(services: Services) -> FastAPI:
         routes_health,
     ):
         app.include_router(module.router)
+    # Inside the request log (added last, so outermost): its 413 comes first, then these.
+    app.add_middleware(InputLimitsMiddleware)
     app.add_middleware(
         RequestLogMiddleware,
         metrics=services.metrics,

@@ -4,7 +4,8 @@ A key comes as `Authorization: Bearer <key>` or `x-api-key: <key>` (what the
 LangGraph SDK sends). Each endpoint needs one permission; each permission is
 held by some roles (`PERMISSIONS`). Every refusal (no key, an unknown or
 revoked key, a role without the permission) is recorded with the keyring
-before the 401 or 403 goes out, so auditors can read it.
+before the 401 or 403 goes out, so auditors can read it; so is the first
+429 of a key over its rate limit (`throttle`).
 """
 
 from __future__ import annotations
@@ -135,6 +136,69 @@ def check(
     raise refuse(services, request, principal, 403, "wrong_role", message)
 
 
+def throttle(services: Services, request: Request, principal: Principal, kind: str) -> None:
+    """429 when the principal's key is over its rate limit for `kind` (api/rate_limit.py).
+
+    The first refusal of a run of them is recorded, in this thread: call it from a worker.
+    """
+    over = _over_limit(services, request, principal, kind)
+    if over is None:
+        return
+    problem, record = over
+    if record:
+        _record(services, request, principal, problem)
+    raise problem
+
+
+async def throttle_async(
+    services: Services, request: Request, principal: Principal, kind: str
+) -> None:
+    """`throttle` from the event loop: the bucket is read on the loop, a refusal recorded
+    in a worker thread."""
+    over = _over_limit(services, request, principal, kind)
+    if over is None:
+        return
+    problem, record = over
+    if record:
+        await run_in_threadpool(_record, services, request, principal, problem)
+    raise problem
+
+
+def _over_limit(
+    services: Services, request: Request, principal: Principal, kind: str
+) -> tuple[Problem, bool] | None:
+    verdict = services.rate_limiter.take(kind, principal.key_id)
+    if verdict.allowed:
+        return None
+    limit = services.rate_limiter.limits[kind]
+    message = (
+        f"API key {principal.key_id} of {principal.id!r} is over its limit of {kind} "
+        f"({limit.burst} at once, then {limit.rate:g} a second): retry after "
+        f"{verdict.retry_after} s"
+    )
+    note(request, rate_limited=kind)
+    headers = {"Retry-After": str(verdict.retry_after)}
+    problem = Problem(
+        429,
+        message,
+        code="rate-limited",
+        headers=headers,
+        reason="rate_limited",
+        retry_after=verdict.retry_after,
+    )
+    return problem, verdict.first_refusal
+
+
+def _record(services: Services, request: Request, principal: Principal, problem: Problem) -> None:
+    services.keyring.record_refusal(
+        principal=principal,
+        action=action_of(request),
+        reason="rate_limited",
+        message=problem.detail,
+        target=target_of(request),
+    )
+
+
 def requires(permission: Permission) -> Any:
     """A dependency: the authenticated principal, if it holds `permission`.
 
@@ -150,6 +214,7 @@ def requires(permission: Permission) -> Any:
             await run_in_threadpool(check, request, services, principal, permission)
         return principal
 
+    dependency.permission = permission  # type: ignore[attr-defined]  # for tests and docs
     return Depends(dependency)
 
 

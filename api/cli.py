@@ -15,6 +15,7 @@ import structlog
 from api import history_cli, replay_cli
 from api.bootstrap import configure_logging
 from api.demo import run_demo
+from api.integrity_cli import register as add_integrity_commands
 from api.keys_cli import add_keys_commands
 from api.progress import ProgressBar
 from api.serve import add_serve_command
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     init.set_defaults(handler=_db_init)
 
     add_keys_commands(commands)
+    add_integrity_commands(commands)
 
     projections = commands.add_parser("projections", help="inspect or rebuild the read models")
     projection_commands = projections.add_subparsers(

@@ -70,15 +70,22 @@ class ProblemDetail(BaseModel):
 
 
 _DESCRIPTIONS = {
-    400: "The body is not valid JSON",
+    400: "The body is not valid JSON (or not UTF-8)",
     401: "No API key, or an unknown or revoked one",
     403: "The key's role may not do this (or separation of duties forbids it)",
     404: "No such thread, run, interrupt or graph",
     409: "Conflict with the thread's current state, or another decision came first",
     413: "The request body is larger than the server accepts",
     422: "The request is well-formed but invalid: `detail` names the field",
+    429: "The key is over its rate limit: retry after `Retry-After` seconds",
     503: "The store or the read models are not available in time",
 }
+
+
+_PROBLEM_CONTENT = {MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/ProblemDetail"}}}
+# What any request with a body may get, before a route sees it (api/request_log.py,
+# api/input_limits.py): added to every operation with a request body.
+BODY_STATUSES = (400, 413)
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -88,10 +95,33 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         status: {
             "model": ProblemDetail,
             "description": _DESCRIPTIONS.get(status, HTTPStatus(status).phrase),
-            "content": {MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/ProblemDetail"}}},
+            "content": _PROBLEM_CONTENT,
         }
         for status in wanted
     }
+
+
+def document_body_problems(app: FastAPI) -> None:
+    """Make the OpenAPI document list 400 and 413 for every operation that takes a body."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        document = build()
+        for path_item in document.get("paths", {}).values():
+            for operation in path_item.values():
+                if not isinstance(operation, dict) or "requestBody" not in operation:
+                    continue
+                responses = operation.setdefault("responses", {})
+                for status in BODY_STATUSES:
+                    responses.setdefault(
+                        str(status),
+                        {"description": _DESCRIPTIONS[status], "content": _PROBLEM_CONTENT},
+                    )
+        return document
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 # domain error -> (status, problem code); the first matching class wins
@@ -194,7 +224,8 @@ def respond(problem: Problem, request: Request) -> JSONResponse:
 
 
 def install_problem_handlers(app: FastAPI) -> None:
-    """Answer every error as problem+json."""
+    """Answer every error as problem+json (and document the ones any body may get)."""
+    document_body_problems(app)
 
     async def on_problem(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, Problem)

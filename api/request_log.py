@@ -29,7 +29,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-LOGGED_FIELDS = ("principal", "role", "thread_id", "run_id", "interrupt_id")
+LOGGED_FIELDS = ("principal", "role", "thread_id", "run_id", "interrupt_id", "rate_limited")
 log = structlog.get_logger("holdpoint.http")
 
 

@@ -8,10 +8,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import Canceller, Decider, QueueReader, note
+from api.auth import Canceller, Decider, QueueReader, note, throttle
 from api.decisions import decide
 from api.positions import set_position
 from api.problems import problem_responses
+from api.rate_limit import DECISIONS
 from api.schemas import CancelBody, DecisionBody
 from api.services import ServicesDep
 from api.wire import iso
@@ -19,10 +20,15 @@ from projections.pending_approvals import PendingApprovals
 
 router = APIRouter(tags=["oversight"])
 
+# Log positions are 64-bit (PostgreSQL BIGINT, SQLite INTEGER).
+MAX_POSITION = 2**63 - 1
+# An age in seconds a timestamp can take away from now (about 100 years).
+MAX_AGE_SECONDS = 3_155_760_000.0
 WaitFor = Annotated[
     int | None,
     Query(
         ge=0,
+        le=MAX_POSITION,
         description="A position from a command's X-Holdpoint-Position header: answer once "
         "the read models have applied it (default: everything recorded before the request)",
     ),
@@ -41,7 +47,7 @@ def list_approvals(
     node: str | None = None,
     role: Annotated[str | None, Query(description="only interrupts requiring this role")] = None,
     overdue: Annotated[bool, Query(description="only interrupts past their deadline")] = False,
-    min_age_seconds: Annotated[float | None, Query(ge=0)] = None,
+    min_age_seconds: Annotated[float | None, Query(ge=0, le=MAX_AGE_SECONDS)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
     wait_for: WaitFor = None,
@@ -78,7 +84,7 @@ def list_approvals(
 @router.post(
     "/approvals/{interrupt_id}/decision",
     summary="Decide an interrupt (approve, reject, edit, respond, escalate)",
-    responses=problem_responses(400, 403, 404, 409, 413),
+    responses=problem_responses(400, 403, 404, 409, 413, 429),
 )
 def post_decision(
     interrupt_id: str,
@@ -100,6 +106,7 @@ def post_decision(
     node with `true`, `reject` with `false`. The node then runs again in the background:
     join `run_id` (GET /threads/{thread_id}/runs/{run_id}/join) for the outcome.
     Of concurrent decisions one wins; the others get 409 saying who decided and when."""
+    throttle(services, request, principal, DECISIONS)
     answer, position = decide(services, request, principal, interrupt_id, body, idempotency_key)
     set_position(response, position)
     return answer

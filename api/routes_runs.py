@@ -17,9 +17,10 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import Reader, note, refuse
+from api.auth import Reader, note, refuse, throttle_async
 from api.positions import POSITION_HEADER
 from api.problems import Problem, problem_responses
+from api.rate_limit import RUNS
 from api.routes_threads import thread_or_404
 from api.run_record import DONE, RunRecord
 from api.run_requests import is_resume, prepare_run
@@ -37,7 +38,7 @@ from domain.identity import Principal
 
 router = APIRouter(tags=["runs (LangGraph)"])
 KEEPALIVE_SECONDS = 15.0
-RUN_ERRORS = problem_responses(403, 404, 409, 413)
+RUN_ERRORS = problem_responses(400, 403, 404, 409, 413, 429)
 
 
 async def begin(
@@ -52,6 +53,8 @@ async def begin(
 ) -> RunRecord:
     """Check the request and begin the run, in one run worker that then runs it to its end;
     return once it has begun, or with `until_done` once it has ended."""
+
+    await throttle_async(services, request, principal, RUNS)
 
     def prepare() -> RunRequest:
         run_request = prepare_run(services, request, principal, thread_id, body, streamed=streamed)

@@ -15,6 +15,7 @@ from fastapi import Request
 
 from api.auth import Permission, check
 from api.authority import check_may_decide
+from api.input_limits import thread_id_problem
 from api.problems import Problem
 from api.runs import RunRequest
 from api.schemas import RunCreate
@@ -86,6 +87,10 @@ def prepare_run(
             'or send "if_not_exists": "create"'
         )
         raise Problem(404, msg, code="thread-not-found")
+    if thread is None and reservation is None and not stateless:
+        problem = thread_id_problem(thread_id)
+        if problem is not None:  # the run would record a thread that no URL can name
+            raise Problem(422, f"Invalid path.thread_id: {problem}", code="invalid-request")
     if thread is not None and thread.graph_id != graph.graph_id:
         msg = (
             f"Invalid body.assistant_id: thread {thread_id!r} runs graph "

@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-THREAD_ID = Field(default=None, min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$")
+from api.input_limits import THREAD_ID_MAX, THREAD_ID_PATTERN, THREAD_ID_RULE, check_thread_id
+
+# Checked by `check_thread_id`, whose message states the whole rule; the document shows
+# the part of it that JSON Schema can say.
+ThreadId = Annotated[
+    str,
+    Field(
+        description=f"A thread id: {THREAD_ID_RULE}",
+        json_schema_extra={
+            "minLength": 1,
+            "maxLength": THREAD_ID_MAX,
+            "pattern": THREAD_ID_PATTERN,
+        },
+    ),
+    AfterValidator(check_thread_id),
+]
 
 
 class LangGraphBody(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    # Strict: a number is a number and a flag a flag, as the OpenAPI document says.
+    model_config = ConfigDict(extra="allow", strict=True)
 
 
 class ThreadCreate(LangGraphBody):
-    thread_id: str | None = THREAD_ID
+    thread_id: ThreadId | None = None
     metadata: dict[str, Any] | None = None
     if_exists: Literal["raise", "do_nothing"] | None = None
     supersteps: list[Any] | None = None
@@ -55,7 +71,7 @@ class HistoryQuery(LangGraphBody):
 
 
 class CommandBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     resume: Any = None
     update: dict[str, Any] | None = None
@@ -83,6 +99,7 @@ class DecisionBody(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid",
+        strict=True,
         json_schema_extra={"examples": [{"decision": "approve", "reason": "Receipt checked."}]},
     )
 
@@ -96,6 +113,6 @@ class DecisionBody(BaseModel):
 
 
 class CancelBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     reason: str | None = Field(default=None, max_length=4000)

@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 
 from api.metrics import Metrics
 from api.problems import Problem
+from api.rate_limit import RateLimiter
 from api.read_models import ReadModels
 from api.reservations import Reservations
 from api.runs import RunManager
@@ -37,6 +38,8 @@ class Services:
     # are checked in worker threads.
     key_checker: Keyring | None = None
     reservations: Reservations = field(default_factory=Reservations)
+    # Token buckets per API key on runs and decisions (api/rate_limit.py); none by default.
+    rate_limiter: RateLimiter = field(default_factory=lambda: RateLimiter({}))
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @classmethod
@@ -69,6 +72,7 @@ class Services:
             runs,
             metrics,
             key_checker=_key_checker(store),
+            rate_limiter=RateLimiter.from_settings(settings),
         )
 
     def graph(self, name_or_assistant_id: str) -> CompiledStateGraph:

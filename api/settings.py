@@ -1,11 +1,13 @@
 """The server's settings: one frozen object, built once by `holdpoint serve`.
 
 Precedence, highest first: command-line flags, the `[server]` table of a
-`holdpoint.toml`, the environment (`HOLDPOINT_STORE`), the defaults below.
+`holdpoint.toml`, the environment (`HOLDPOINT_STORE`, and the rate limits of
+`ENV_SETTINGS`), the defaults below.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -14,6 +16,15 @@ from domain.store import store_url_from_env
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_MAX_BODY_BYTES = 1_048_576
+DEFAULT_RUN_RATE_LIMIT, DEFAULT_RUN_BURST = 100.0, 200
+DEFAULT_DECISION_RATE_LIMIT, DEFAULT_DECISION_BURST = 50.0, 100
+# Settings also read from the environment (below a holdpoint.toml, above the defaults).
+ENV_SETTINGS = {
+    "run_rate_limit": "HOLDPOINT_RUN_RATE_LIMIT",
+    "run_burst": "HOLDPOINT_RUN_BURST",
+    "decision_rate_limit": "HOLDPOINT_DECISION_RATE_LIMIT",
+    "decision_burst": "HOLDPOINT_DECISION_BURST",
+}
 
 
 @dataclass(frozen=True)
@@ -40,11 +51,28 @@ class ServerSettings:
     step_timeout: float | None = None
     # Finished runs kept in memory (per process) for runs.get / runs.join.
     runs_kept: int = 10_000
+    # Per API key and process (api/rate_limit.py): a burst of requests at once, then a rate
+    # per second, on the endpoints that start runs and on decisions; a rate of 0 turns it off.
+    run_rate_limit: float = DEFAULT_RUN_RATE_LIMIT
+    run_burst: int = DEFAULT_RUN_BURST
+    decision_rate_limit: float = DEFAULT_DECISION_RATE_LIMIT
+    decision_burst: int = DEFAULT_DECISION_BURST
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ServerSettings:
         settings = cls(store_url=store_url_from_env())
-        return settings.updated(**overrides)
+        from_environment: dict[str, Any] = {}
+        for name, variable in ENV_SETTINGS.items():
+            text = os.environ.get(variable, "").strip()
+            if not text:
+                continue
+            kind = type(getattr(settings, name))
+            try:
+                from_environment[name] = kind(text)
+            except ValueError:
+                msg = f"{variable}={text!r} is not a valid {kind.__name__}"
+                raise ValueError(msg) from None
+        return settings.updated(**from_environment).updated(**overrides)
 
     def updated(self, **overrides: Any) -> ServerSettings:
         """A copy with the given fields changed; None values are ignored."""

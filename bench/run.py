@@ -23,13 +23,14 @@ from bench.backends import LANGGRAPH, load_sides
 from bench.cases import CASES
 from bench.harness import QUICK, Progress, Runner, Settings
 from bench.http import HTTP_CASES
+from bench.integrity import INTEGRITY_CASES
 from bench.load import LOAD_CASES
 from bench.machine import header_lines, load_average, postgres_line
 from bench.postgres import connect
 from bench.projections import PROJECTION_CASES
 from bench.report import CaseResult, write_report
 
-ALL_CASES = {**CASES, **PROJECTION_CASES, **HTTP_CASES, **LOAD_CASES}
+ALL_CASES = {**CASES, **PROJECTION_CASES, **HTTP_CASES, **LOAD_CASES, **INTEGRITY_CASES}
 ROOT = Path(__file__).resolve().parent.parent
 FULL_REPORT = ROOT / "BENCHMARKS.md"
 PARTIAL_REPORT = ROOT / "bench" / ".work" / "BENCHMARKS.md"

@@ -14,6 +14,7 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError
 
 from domain.errors import ConcurrentUpdateError, ThreadCancelledError, ThreadNotFoundError
+from domain.hashing import to_json
 from domain.thread import CANCELLED, WorkflowThread, thread_uuid
 from domain.verify import RecordedEvent
 
@@ -137,5 +138,6 @@ class Workflows(Application[Any]):
             raise ThreadNotFoundError(thread_id)
         if thread.status == CANCELLED:
             raise ThreadCancelledError(thread_id)
+        reason = None if reason is None else to_json(str(reason), "The reason")
         thread.record(WorkflowThread.ThreadCancelled, step=thread.step, actor=actor, reason=reason)
         return self.record(thread)

@@ -16,8 +16,10 @@ from datetime import datetime
 from typing import Any
 
 from domain.errors import NotSerializableError
+from domain.json_limits import MAX_JSON_DEPTH, encoded_value_problem
 
 GENESIS_HASH = "0" * 64
+DEPTH_PROBLEM = f"it nests arrays and objects more than {MAX_JSON_DEPTH} levels deep"
 
 _dumps = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -34,17 +36,26 @@ def canonical_json(value: Any) -> str:
 def to_json(value: Any, what: str) -> Any:
     """Return `value` as plain JSON data (tuples become lists, and so on).
 
-    Raises NotSerializableError, naming `what`, when it is not JSON.
+    Raises NotSerializableError, naming `what`, when it is not JSON or JSON that
+    cannot be recorded (see `domain.json_limits`: too deep, NUL, lone surrogates).
     """
-    if value is None or type(value) in (str, int, bool):
+    if value is None or type(value) in (int, bool):
         return value
     try:
-        return _loads(_dumps_unsorted(value))
+        text = _dumps_unsorted(value)
+    except RecursionError:
+        msg = f"{what} cannot be recorded: {DEPTH_PROBLEM}"
+        raise NotSerializableError(msg) from None
     except (TypeError, ValueError) as error:
         where = _path_to_unserialisable(value)
         at = f" at {where}" if where else ""
         msg = f"{what} is not JSON-serialisable{at}: {error}"
         raise NotSerializableError(msg) from None
+    problem = encoded_value_problem(text)
+    if problem is not None:
+        msg = f"{what} cannot be recorded: {problem}"
+        raise NotSerializableError(msg)
+    return value if type(value) is str else _loads(text)
 
 
 def _path_to_unserialisable(value: Any, path: str = "") -> str | None:

@@ -38,6 +38,7 @@ REFUSAL_REASONS = (
     "unknown_interrupt",
     "conflict",
     "forbidden",
+    "rate_limited",
 )
 KEY_PREFIX = "hp_"
 PRINCIPAL_ID_MAX = 128

@@ -58,6 +58,7 @@ BOOTSTRAP_PRINCIPALS = (("agent", "agent"), ("reviewer", "reviewer"), ("auditor"
 BOOTSTRAP_NOTE = "made at first start"
 PAGE = 500  # notifications read per query when scanning the log
 REFUSALS_MAX = 1000
+MAX_POSITION = 2**63 - 1  # notification ids are 64-bit integers in every store
 _NO_MATCH = key_digest("")  # compared against when a key id is unknown, to take the same time
 _MALFORMED = "The API key is malformed: a key looks like hp_<12 hex digits>_<43 characters>"
 _NOT_VALID = "The API key {} is not valid"
@@ -241,6 +242,8 @@ class Keyring:
         if not 1 <= limit <= REFUSALS_MAX:
             msg = f"limit must be between 1 and {REFUSALS_MAX}, not {limit}"
             raise ValueError(msg)
+        if after is not None and after >= MAX_POSITION:
+            return []  # log positions are 64-bit: nothing is recorded after this one
         notifications = self.store.recorder.select_notifications(
             start=after, limit=limit, topics=REFUSAL_TOPICS, inclusive_of_start=after is None
         )

@@ -239,7 +239,7 @@ class Run:
                 interrupt_id=interrupt_id,
                 resume=to_json(value, "The resume value"),
                 decision=decision,
-                reason=None if reason is None else str(reason),
+                reason=None if reason is None else to_json(str(reason), "The reason"),
                 actor=self.actor,
                 idempotency_key=None if key is None else str(key),
                 run_id=self.run_id,
@@ -255,7 +255,7 @@ class Run:
                 as_node=None,
                 next=None,
                 actor=self.actor,
-                reason=None if reason is None else str(reason),
+                reason=None if reason is None else to_json(str(reason), "The reason"),
             )
 
     def _match_answers(self, thread: WorkflowThread, resume: Any) -> dict[str, Any]:

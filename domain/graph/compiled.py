@@ -192,7 +192,7 @@ class CompiledStateGraph:
             as_node=as_node,
             next=next_nodes,
             actor=actor,
-            reason=None if reason is None else str(reason),
+            reason=None if reason is None else to_json(str(reason), "The reason"),
         )
         store.record(thread)
         return snapshots.checkpoint_config(thread)

@@ -29,8 +29,23 @@ def explode(state: Numbers) -> dict[str, Any]:
     raise ValueError(msg)
 
 
+class Echo(TypedDict):
+    payload: Any
+    nest: int
+    answer: Any
+
+
+def ask(state: Echo) -> dict[str, Any]:
+    """Shows the payload to a human (wrapped in `nest` lists, when given)."""
+    value = state.get("payload")
+    for _ in range(state.get("nest") or 0):
+        value = [value]
+    return {"answer": interrupt(value)}
+
+
 def served_test_graphs(store: Workflows) -> dict[str, CompiledStateGraph]:
     return {
+        "echo": linear_graph(store, Echo, ask, name="echo"),
         "guarded": linear_graph(store, Payment, approve_payment, name="guarded"),
         "boom": linear_graph(store, Numbers, explode, name="boom"),
         "parallel": parallel_interrupts_graph(store, join=True, name="parallel"),
