@@ -160,6 +160,13 @@ class ReadModels:
         """Return once every read model has applied `position`; 503 after the timeout."""
         if not position:
             return
+        head = self.head()
+        if position > head:  # a client's mistake: waiting could never end
+            msg = (
+                f"Invalid query.wait_for: position {position} is beyond the last "
+                f"recorded event ({head})"
+            )
+            raise Problem(422, msg, code="invalid-request")
         self.nudge()
         if self.reader.wait(position, self.wait_timeout):
             return
