@@ -129,10 +129,15 @@ def _moment(name: str, text: str | None) -> datetime | None:
         return None
     try:
         moment = datetime.fromisoformat(text)
-    except ValueError:
-        msg = f"Invalid query.{name}: {text!r} is not an ISO 8601 date or time (e.g. 2025-03-01)"
+        moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        moment.astimezone(UTC) - timedelta(days=31)  # a period must fit before it
+    except (ValueError, OverflowError):
+        msg = (
+            f"Invalid query.{name}: {text!r} is not an ISO 8601 date or time "
+            "(e.g. 2025-03-01) after the first month of year 1"
+        )
         raise Problem(422, msg, code="invalid-request") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment
 
 
 @router.get(

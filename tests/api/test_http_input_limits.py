@@ -385,3 +385,17 @@ def test_no_path_reaches_outside_the_api(server, agent):
         assert_problem(response, 404)
         assert "root:" not in response.text
     assert_alive(server)
+
+
+@pytest.mark.parametrize("since", ["0001-01-01T00:00:00+14:00", "0001-01-15"])
+def test_a_report_period_at_the_start_of_the_calendar_is_a_clear_422(server, since):
+    with server.http("auditor") as auditor:
+        answer = auditor.get("/reports/oversight", params={"since": since})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["detail"].startswith(f"Invalid query.since: {since!r}")
+    assert server_answers(server)
+
+
+def server_answers(server) -> bool:
+    with server.http() as anyone:
+        return anyone.get("/healthz").status_code == 200
