@@ -19,13 +19,12 @@ The size of a body is limited before this, by `api.request_log`.
 from __future__ import annotations
 
 import re
-from email.message import Message as MimeHeader
 from urllib.parse import unquote_to_bytes
 
 from starlette.requests import Request
 
 from api.problems import Problem, respond
-from api.request_log import ASGIApp, Message, Receive, Scope, Send
+from api.request_log import ASGIApp, Receive, Scope, Send, replay_body
 from domain.json_limits import MAX_JSON_DEPTH, json_text_problem
 
 THREAD_ID_MAX = 256
@@ -65,11 +64,9 @@ def is_json(headers: list[tuple[bytes, bytes]]) -> bool:
     value = next((v for k, v in headers if k.lower() == b"content-type"), None)
     if not value:
         return True
-    header = MimeHeader()
-    header["content-type"] = value.decode("latin-1")
-    subtype = header.get_content_subtype()
-    return header.get_content_maintype() == "application" and (
-        subtype == "json" or subtype.endswith("+json")
+    media = value.split(b";", 1)[0].strip().lower()
+    return media == b"application/json" or (
+        media.startswith(b"application/") and media.endswith(b"+json")
     )
 
 
@@ -116,7 +113,7 @@ class InputLimitsMiddleware:
         if problem is None and scope["method"] in _BODY_METHODS and is_json(scope["headers"]):
             body = await _read(receive)
             problem = body_problem(body, self.max_depth) if body.strip() else None
-            receive = _replay(body, receive)
+            receive = replay_body(body, receive)
         if problem is None:
             await self.app(scope, receive, send)
             return
@@ -133,15 +130,3 @@ async def _read(receive: Receive) -> bytes:
         chunks.append(message.get("body", b""))
         if not message.get("more_body"):
             return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = [False]
-
-    async def replay() -> Message:
-        if not sent[0]:
-            sent[0] = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay

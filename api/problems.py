@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from domain import errors
+from domain import errors, time_travel
 from domain.store import StoreUnavailableError
 from persistence.failures import STORE_UNAVAILABLE
 
@@ -129,6 +129,8 @@ _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
     (errors.AuthenticationError, 401, "unauthenticated"),
     (errors.ThreadNotFoundError, 404, "thread-not-found"),
     (errors.CheckpointNotFoundError, 404, "checkpoint-not-found"),
+    (time_travel.VersionNotFoundError, 404, "version-not-found"),
+    (time_travel.NotYetStartedError, 404, "version-not-found"),
     (errors.NotInterruptedError, 409, "not-interrupted"),
     (errors.UnknownInterruptError, 409, "interrupt-not-pending"),
     (errors.ThreadInterruptedError, 409, "thread-interrupted"),

@@ -74,7 +74,7 @@ class RequestLogMiddleware:
                     if body is None:
                         await _send_problem(scope, send_with_id, self._problem())
                     else:
-                        await self.app(scope, _replay(body, receive), send_with_id)
+                        await self.app(scope, replay_body(body, receive), send_with_id)
                 else:
                     await self.app(scope, receive, send_with_id)
             finally:
@@ -129,7 +129,8 @@ class RequestLogMiddleware:
             self.metrics.observe_request(route, method, status, seconds)
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay_body(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives `body` (already read) first, then what `receive` gives."""
     sent = [False]
 
     async def replay() -> Message:

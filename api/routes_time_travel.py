@@ -16,13 +16,10 @@ from fastapi import APIRouter, Query
 
 from api.auth import Reader
 from api.lineage import lineage, lineage_json
-from api.problems import Problem, problem_responses
+from api.problems import problem_responses
 from api.services import ServicesDep
 from api.time_travel_json import diff_json, state_json
-from domain.errors import CheckpointNotFoundError
 from domain.time_travel import (
-    NotYetStartedError,
-    VersionNotFoundError,
     diff_versions,
     head_version,
     state_at_time,
@@ -33,10 +30,6 @@ router = APIRouter(tags=["threads (time travel)"])
 REF = "a version number (1 is the first event) or a checkpoint id"
 
 
-def _not_found(error: LookupError) -> Problem:
-    return Problem(404, str(error), code="version-not-found")
-
-
 @router.get(
     "/threads/{thread_id}/versions/{version}",
     summary="A thread's state right after one version's event, and that event",
@@ -45,11 +38,7 @@ def _not_found(error: LookupError) -> Problem:
 def get_version(thread_id: str, version: int, services: ServicesDep, _: Reader) -> dict[str, Any]:
     """Values, next nodes, status and pending interrupts as they stood at `version`,
     with the event recorded there and the latest checkpoint at or before it."""
-    try:
-        found = state_at_version(services.store, thread_id, version)
-    except VersionNotFoundError as error:
-        raise _not_found(error) from None
-    return state_json(found, with_actor=False)
+    return state_json(state_at_version(services.store, thread_id, version), with_actor=False)
 
 
 @router.get(
@@ -67,11 +56,7 @@ def get_as_of(
     ],
 ) -> dict[str, Any]:
     moment = at if at.tzinfo else at.replace(tzinfo=UTC)
-    try:
-        found = state_at_time(services.store, thread_id, moment)
-    except NotYetStartedError as error:
-        raise _not_found(error) from None
-    return state_json(found, with_actor=False)
+    return state_json(state_at_time(services.store, thread_id, moment), with_actor=False)
 
 
 @router.get(
@@ -86,11 +71,7 @@ def get_diff(
     from_ref: Annotated[str, Query(alias="from", min_length=1, max_length=64, description=REF)],
     to_ref: Annotated[str, Query(alias="to", min_length=1, max_length=64, description=REF)],
 ) -> dict[str, Any]:
-    try:
-        diff = diff_versions(services.store, thread_id, from_ref, to_ref)
-    except (VersionNotFoundError, CheckpointNotFoundError) as error:
-        raise _not_found(error) from None
-    return diff_json(diff)
+    return diff_json(diff_versions(services.store, thread_id, from_ref, to_ref))
 
 
 @router.get(

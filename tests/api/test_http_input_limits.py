@@ -14,6 +14,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from api.input_limits import is_json
 from domain.json_limits import MAX_JSON_DEPTH
 from tests.api.http_harness import Server, server_on
 
@@ -399,3 +400,19 @@ def test_a_report_period_at_the_start_of_the_calendar_is_a_clear_422(server, sin
 def server_answers(server) -> bool:
     with server.http() as anyone:
         return anyone.get("/healthz").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("content_type", "parsed_as_json"),
+    [
+        (None, True),
+        (b"application/json", True),
+        (b"Application/JSON; charset=utf-8", True),
+        (b"application/merge-patch+json", True),
+        (b"text/plain", False),
+        (b"application/x-www-form-urlencoded", False),
+    ],
+)
+def test_the_bodies_checked_are_those_fastapi_reads_as_json(content_type, parsed_as_json):
+    headers = [] if content_type is None else [(b"content-type", content_type)]
+    assert is_json(headers) is parsed_as_json
