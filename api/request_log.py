@@ -3,7 +3,10 @@
 A plain ASGI middleware (it wraps streaming responses without buffering
 them). The request id is the caller's `x-request-id` when it is sane, else a
 new one; it is sent back and bound to every log line of the request. Bodies
-over `max_body_bytes` get 413 before the app reads them. The log line has
+over `max_body_bytes` get 413 before the app reads them; the rest of such a
+body is read and dropped first (up to `DRAIN_LIMIT` bytes), because a server
+that answers and closes while the client still sends makes the client see a
+connection reset instead of the 413. The log line has
 the request id, method, route, status, duration, principal, thread and run;
 never a key, a query string or a body.
 """
@@ -28,6 +31,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+DRAIN_LIMIT = 16 * 1_048_576
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 LOGGED_FIELDS = ("principal", "role", "thread_id", "run_id", "interrupt_id", "rate_limited")
 log = structlog.get_logger("holdpoint.http")
@@ -64,6 +68,8 @@ class RequestLogMiddleware:
             try:
                 too_big = self._too_big(headers)
                 if too_big is not None:
+                    if headers.get("expect", "").lower() != "100-continue":
+                        await _drain(receive, DRAIN_LIMIT)
                     await _send_problem(scope, send_with_id, too_big)
                 elif "content-length" not in headers and scope["method"] in (
                     "POST",
@@ -72,6 +78,7 @@ class RequestLogMiddleware:
                 ):
                     body = await self._read_limited(receive)
                     if body is None:
+                        await _drain(receive, DRAIN_LIMIT)
                         await _send_problem(scope, send_with_id, self._problem())
                     else:
                         await self.app(scope, replay_body(body, receive), send_with_id)
@@ -127,6 +134,16 @@ class RequestLogMiddleware:
         )
         if self.metrics is not None:
             self.metrics.observe_request(route, method, status, seconds)
+
+
+async def _drain(receive: Receive, limit: int) -> None:
+    """Read and drop what is left of a request body, at most `limit` bytes."""
+    dropped = 0
+    while dropped <= limit:
+        message = await receive()
+        if message["type"] != "http.request" or not message.get("more_body"):
+            return
+        dropped += len(message.get("body", b""))
 
 
 def replay_body(body: bytes, receive: Receive) -> Receive:

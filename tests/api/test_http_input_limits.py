@@ -104,6 +104,15 @@ def test_a_body_over_the_limit_is_a_413_however_it_is_sent(server, agent):
     )
 
 
+def test_a_client_still_sending_an_oversized_body_reads_the_413_not_a_reset(server, agent):
+    # Given a body a few times over the limit, sent whole with its Content-Length
+    body = b'{"metadata": {"blob": "' + b"y" * (16 * LIMIT) + b'"}}'
+    # When it is sent again and again on one connection
+    statuses = [agent.post("/threads", content=body, headers=JSON).status_code for _ in range(20)]
+    # Then every attempt reads its 413: the server took the rest of the body before answering
+    assert statuses == [413] * 20
+
+
 def test_huge_strings_below_the_limit_are_stored_and_read_back_intact(server, agent, reviewer):
     # Given an interrupt() value and a resume just under the body limit, not all ASCII
     text = ("Ünïcødé ✓ 😀 " * 20_000)[: LIMIT // 2 - 1000]
