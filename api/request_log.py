@@ -78,7 +78,6 @@ class RequestLogMiddleware:
                 ):
                     body = await self._read_limited(receive)
                     if body is None:
-                        await _drain(receive, DRAIN_LIMIT)
                         await _send_problem(scope, send_with_id, self._problem())
                     else:
                         await self.app(scope, replay_body(body, receive), send_with_id)
@@ -109,6 +108,8 @@ class RequestLogMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
+                if message.get("more_body"):
+                    await _drain(receive, DRAIN_LIMIT)
                 return None
             chunks.append(chunk)
             if not message.get("more_body"):

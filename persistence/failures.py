@@ -19,5 +19,6 @@ STORE_UNAVAILABLE: tuple[type[Exception], ...] = (
     persistence.WaitInterruptedError,
     psycopg.OperationalError,
     psycopg.InterfaceError,
+    psycopg.errors.ReadOnlySqlTransaction,  # a standby, or default_transaction_read_only
     sqlite3.OperationalError,
 )

@@ -20,12 +20,13 @@ What differs from `eventsourcing.sqlite`:
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 import time
 from typing import Any
 
 from eventsourcing import sqlite as library
-from eventsourcing.persistence import ConnectionUnavailableError
+from eventsourcing.persistence import ConnectionUnavailableError, OperationalError
 from eventsourcing.utils import Environment
 
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
@@ -96,7 +97,16 @@ class TunedSQLiteConnectionPool(library.SQLiteConnectionPool):
         return connection
 
     def _create_connection(self) -> library.SQLiteConnection:
-        connection = super()._create_connection()
+        try:
+            connection = super()._create_connection()
+        except sqlite3.Error as error:
+            # Raised before the library's error mapping: a folder or file that cannot be
+            # written (read-only mount, permissions) lands here, as a store that cannot answer.
+            msg = (
+                f"cannot open the SQLite file {self.db_name}: {error} (its folder must be "
+                "writable: SQLite keeps its -wal and -shm files beside it)"
+            )
+            raise OperationalError(msg) from error
         if not self.is_sqlite_memory_mode:
             connection.cursor().execute(f"PRAGMA synchronous={self.synchronous}")
         return connection

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from tests.api.http_harness import running_server
@@ -208,6 +209,56 @@ def test_postgresql_stopped_and_started_again_503_meanwhile_then_a_retry_succeed
         assert names.count("InterruptResumed") == 1
         assert server.event_count("t-outage") > recorded
         # And the projector waited the outage out: it is alive and catches up
+        server.services.read_models.catch_up_to_head()
+        assert server.services.read_models.alive
+        assert server.services.read_models.failure is None
+
+
+def set_read_only(database, on: bool) -> None:
+    """The whole cluster read-only (as after a failover to a standby), or writable again."""
+    with psycopg.connect(database.url, autocommit=True) as connection:
+        connection.execute("SET default_transaction_read_only = off")
+        connection.execute(
+            f"ALTER SYSTEM SET default_transaction_read_only = {'on' if on else 'off'}"
+        )
+        connection.execute("SELECT pg_reload_conf()")
+
+
+def test_a_read_only_postgresql_gets_503_reads_still_answer_and_writes_resume_after():
+    with private_postgres() as database, running_server(database.url) as server:
+        # Given a paused thread
+        interrupt_id = paused_thread(server, "t-read-only")
+        recorded = server.event_count("t-read-only")
+
+        # When the database turns read-only under the running server
+        set_read_only(database, True)
+        try:
+            refused = decide(server, interrupt_id, "read-only-1")
+            with server.http("agent") as agent:
+                started = agent.post(
+                    "/threads/t-other/runs/wait",
+                    json={"assistant_id": "refund", "input": REFUND, "if_not_exists": "create"},
+                )
+                thread = agent.get("/threads/t-read-only")
+                health = agent.get("/healthz")
+        finally:
+            set_read_only(database, False)
+
+        # Then writes get 503 naming the cause, reads and health still answer, nothing written
+        assert_retry_later(refused, "the store is read-only")
+        assert_retry_later(started, "the store is read-only")
+        assert thread.status_code == 200
+        assert thread.json()["status"] == "interrupted"
+        assert health.status_code == 200
+        assert server.event_count("t-read-only") == recorded
+
+        # And once it is writable again, the same decision is recorded exactly once
+        accepted = decide(server, interrupt_id, "read-only-1")
+        assert accepted.status_code == 200, accepted.text
+        assert decide(server, interrupt_id, "read-only-1").json() == accepted.json()
+        names = [type(event).__name__ for event in server.store.thread_events("t-read-only")]
+        assert names.count("InterruptResumed") == 1
+        # And the projector waited it out too
         server.services.read_models.catch_up_to_head()
         assert server.services.read_models.alive
         assert server.services.read_models.failure is None
