@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test lint bench clean
+.PHONY: run demo test lint bench screenshots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ lint: $(STAMP)
 
 bench: $(VENV)/.bench  ## Holdpoint and LangGraph side by side; writes BENCHMARKS.md
 	$(BIN)/python -m bench.run
+
+screenshots: $(STAMP)  ## the browser UI over a scripted history, as PNGs in docs/screenshots/
+	PYTHONPATH=. $(BIN)/python -m tests.api.ui.screenshots
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis

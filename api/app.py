@@ -21,6 +21,7 @@ from api.input_limits import InputLimitsMiddleware
 from api.problems import install_problem_handlers
 from api.request_log import RequestLogMiddleware
 from api.services import Services
+from api.ui.mount import install_ui
 
 DESCRIPTION = """
 Human oversight for workflow graphs. Two families of endpoints:
@@ -76,6 +77,7 @@ def create_app(services: Services) -> FastAPI:
         routes_health,
     ):
         app.include_router(module.router)
+    install_ui(app, services)  # the browser interface under /ui
     # Inside the request log (added last, so outermost): its 413 comes first, then these.
     app.add_middleware(InputLimitsMiddleware)
     app.add_middleware(

@@ -22,6 +22,7 @@ def banner(settings: ServerSettings, graphs: list[str], keys: list[tuple[Any, st
     lines = [
         f"Holdpoint serving {url} on {redacted(settings.store_url)}",
         f"  API docs:  {url}/docs",
+        f"  browser:   {url}/ui  (sign in with a reviewer or auditor key)",
         f"  graphs:    {', '.join(graphs)}",
         f"  projector: {projector}",
         "",

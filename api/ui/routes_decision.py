@@ -1,0 +1,152 @@
+"""One interrupt: what it asks, the thread so far, the deadline, and the decision form.
+
+A decision goes through `api.decisions.decide`, the code behind `POST
+/approvals/{interrupt_id}/decision`: the same roles, separation of duties,
+one winner among concurrent answers, idempotency and refusals on record.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import RedirectResponse
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from api.auth import Permission, throttle
+from api.authority import fate
+from api.decisions import decide
+from api.interrupt_lookup import thread_of_interrupt
+from api.problems import Problem
+from api.rate_limit import DECISIONS
+from api.schemas import DecisionBody
+from api.services import Services, ServicesDep
+from api.ui.access import DecidingViewer, QueueViewer, Viewer
+from api.ui.forms import check_form, read_form
+from api.ui.pages import PageRoute, render
+from api.ui.thread_timeline import completed, thread_timeline
+
+router = APIRouter(route_class=PageRoute)
+DECISIONS_OFFERED = ("approve", "reject", "edit", "escalate")
+RUN_WAIT_SECONDS = 10.0  # how long a decision waits for its node to run, to show the outcome
+
+
+def reason_required(payload: Any) -> bool:
+    """Whether the graph asks for a reason: its payload says `"reason_required": true`."""
+    return isinstance(payload, dict) and payload.get("reason_required") is True
+
+
+def _thread_id(services: Services, interrupt_id: str) -> str:
+    db = services.read_models.db
+    thread_id = thread_of_interrupt(db, interrupt_id)
+    if thread_id is None:
+        services.read_models.catch_up_to_head()
+        thread_id = thread_of_interrupt(db, interrupt_id)
+    if thread_id is None:
+        raise Problem(404, f"No interrupt {interrupt_id} was ever raised (see the inbox)")
+    return thread_id
+
+
+def _page_context(services: Services, viewer: Viewer, interrupt_id: str) -> dict[str, Any]:
+    thread_id = _thread_id(services, interrupt_id)
+    thread = services.store.thread(thread_id)
+    if thread is None:
+        raise Problem(404, f"No thread {thread_id!r}")
+    record = thread.interrupts.get(interrupt_id)
+    outcome, members = (None, {}) if record is not None else fate(services, thread_id, interrupt_id)
+    payload = record["value"] if record is not None else None
+    found = thread_timeline(services.store, thread_id, with_actors=viewer.may(Permission.AUDIT))
+    return {
+        "viewer": viewer,
+        "interrupt_id": interrupt_id,
+        "thread_id": thread_id,
+        "graph_id": thread.graph_id,
+        "status": "completed" if completed(found) else thread.status,
+        "record": record,
+        "payload": payload,
+        "outcome": outcome,
+        "outcome_members": members,
+        "timeline": found,
+        "may_decide": viewer.may(Permission.DECIDE),
+        "reason_required": reason_required(payload),
+        "decisions": DECISIONS_OFFERED,
+        "idempotency_key": f"ui-{secrets.token_hex(16)}",
+        "form": {"reason": "", "resume": json.dumps(payload, indent=2, ensure_ascii=False)},
+        "error": None,
+    }
+
+
+@router.get("/approvals/{interrupt_id}")
+def decision_page(
+    interrupt_id: str, request: Request, services: ServicesDep, viewer: QueueViewer
+) -> Response:
+    context = _page_context(services, viewer, interrupt_id)
+    return render(request, "decision.html", **context)
+
+
+def body_of(form: dict[str, str], payload: Any) -> DecisionBody:
+    """The decision the form asks for, as the API's body; 422 with a clear sentence if not."""
+    decision = form.get("decision", "")
+    if decision not in DECISIONS_OFFERED:
+        raise Problem(422, f"Choose a decision: {', '.join(DECISIONS_OFFERED)}")
+    reason = form.get("reason", "").strip()
+    if reason_required(payload) and not reason:
+        msg = f"Give a reason: this graph asks for one ({decision} was not recorded)"
+        raise Problem(422, msg)
+    fields: dict[str, Any] = {"decision": decision, "reason": reason or None}
+    if decision == "edit":
+        try:
+            fields["resume"] = json.loads(form.get("resume", ""))
+        except json.JSONDecodeError as error:
+            msg = (
+                f"The edited value is not valid JSON: {error.msg} at line {error.lineno}, "
+                f"column {error.colno}. Nothing was recorded; correct it and send again."
+            )
+            raise Problem(422, msg) from None
+    try:
+        return DecisionBody(**fields)
+    except ValidationError as error:
+        details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise Problem(422, f"Invalid decision: {details}") from None
+
+
+def _decide(
+    services: Services,
+    request: Request,
+    viewer: Viewer,
+    interrupt_id: str,
+    form: dict[str, str],
+) -> None:
+    """Throttled and decided as the API does; waits a little for the node to run again."""
+    thread_id = _thread_id(services, interrupt_id)
+    thread = services.store.thread(thread_id)
+    record = thread.interrupts.get(interrupt_id) if thread is not None else None
+    body = body_of(form, record["value"] if record is not None else None)
+    throttle(services, request, viewer.principal, DECISIONS)
+    key = form.get("idempotency_key") or None
+    answer, _position = decide(services, request, viewer.principal, interrupt_id, body, key)
+    run = services.runs.get(answer["run_id"]) if answer.get("run_id") else None
+    if run is not None:
+        run.wait_blocking(RUN_WAIT_SECONDS)
+
+
+@router.post("/approvals/{interrupt_id}/decision")
+async def post_decision(
+    interrupt_id: str, request: Request, services: ServicesDep, viewer: DecidingViewer
+) -> Response:
+    form = await read_form(request)
+    check_form(services, request, form, viewer.session.csrf_token, viewer.principal)
+    try:
+        await run_in_threadpool(_decide, services, request, viewer, interrupt_id, form)
+    except Problem as problem:
+        if problem.status == 404:
+            raise
+        context = await run_in_threadpool(_page_context, services, viewer, interrupt_id)
+        if context["record"] is not None:  # still open: keep what was typed
+            context["form"] = {"reason": form.get("reason", ""), "resume": form.get("resume", "")}
+        context["error"] = problem.detail
+        return render(request, "decision.html", status_code=problem.status, **context)
+    return RedirectResponse(f"/ui/approvals/{interrupt_id}", status_code=303)

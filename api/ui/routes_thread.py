@@ -1,0 +1,96 @@
+"""One thread: its audit timeline, its state at any version with the diff before it,
+its hash chain's check, its forks, and its evidence bundle as a download."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from api.auth import Permission
+from api.lineage import lineage
+from api.problems import Problem
+from api.services import Services, ServicesDep
+from api.ui.access import AuditingViewer, ReadingViewer, Viewer
+from api.ui.forms import check_form, read_form
+from api.ui.pages import PageRoute, render
+from api.ui.thread_timeline import completed, thread_timeline
+from audit.evidence import export_thread
+from audit.reporting import problem_line
+from domain.time_travel import diff_versions, head_version, state_at_version
+
+router = APIRouter(route_class=PageRoute)
+
+
+def _version(text: str | None, head: int) -> int:
+    if not text:
+        return head
+    try:
+        version = int(text)
+    except ValueError:
+        raise Problem(422, f"Invalid version {text!r}: a whole number from 1 to {head}") from None
+    if not 1 <= version <= head:
+        raise Problem(422, f"Invalid version {version}: this thread has versions 1 to {head}")
+    return version
+
+
+def _thread_context(
+    services: Services, viewer: Viewer, thread_id: str, version_text: str | None
+) -> dict[str, Any]:
+    head = head_version(services.store, thread_id)  # ThreadNotFoundError: 404
+    version = _version(version_text, head)
+    state = state_at_version(services.store, thread_id, version)
+    diff = (
+        diff_versions(services.store, thread_id, str(version - 1), str(version))
+        if (version > 1)
+        else None
+    )
+    services.read_models.catch_up_to_head()
+    found = thread_timeline(services.store, thread_id, with_actors=viewer.may(Permission.AUDIT))
+    return {
+        "viewer": viewer,
+        "thread_id": thread_id,
+        "graph_id": state.graph_id,
+        "status": "completed" if completed(found) else state.status,
+        "head": head,
+        "version": version,
+        "state": state,
+        "diff": diff,
+        "timeline": found,
+        "lineage": lineage(services.store, services.read_models.db, thread_id),
+        "may_audit": viewer.may(Permission.AUDIT),
+    }
+
+
+@router.get("/threads/{thread_id}")
+def thread_page(
+    thread_id: str, request: Request, services: ServicesDep, viewer: ReadingViewer
+) -> Response:
+    context = _thread_context(services, viewer, thread_id, request.query_params.get("version"))
+    return render(request, "thread.html", **context)
+
+
+@router.post("/threads/{thread_id}/evidence")
+async def export_evidence(
+    thread_id: str, request: Request, services: ServicesDep, viewer: AuditingViewer
+) -> Response:
+    """The evidence bundle `holdpoint export` writes, as a download; refused on a bad log."""
+    form = await read_form(request)
+    check_form(services, request, form, viewer.session.csrf_token, viewer.principal)
+    bundle, problems = await run_in_threadpool(export_thread, services.store, thread_id)
+    if bundle is None:
+        lines = "; ".join(problem_line(problem) for problem in problems[:5])
+        msg = f"Refused to export: the record failed its check ({lines}). Nothing was exported."
+        raise Problem(409, msg)
+    text = json.dumps(bundle, indent=2, ensure_ascii=False) + "\n"
+    safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in thread_id)[:80]
+    return Response(
+        text,
+        media_type="application/json",
+        headers={
+            "Content-Disposition": f'attachment; filename="evidence-{safe_name}.json"',
+            "Cache-Control": "no-store",
+        },
+    )

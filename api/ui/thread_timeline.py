@@ -1,0 +1,41 @@
+"""A thread's timeline as the viewer may read it.
+
+Auditors read it as `GET /threads/{id}/audit` gives it: actors, summaries that
+name them, and the hash chain's check. Others read what `GET
+/threads/{id}/versions/{n}` gives them: each event and its hashes, without
+who acted (`api.time_travel_json.AUDIT_ONLY`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from api.audit_timeline import timeline
+from domain.application import Workflows
+
+NEUTRAL = {
+    "ThreadStarted": "the thread started",
+    "ThreadForked": "the thread was forked",
+    "InputReceived": "input arrived",
+    "InterruptResumed": "a human decided",
+    "StateEdited": "the state was edited",
+    "ThreadCancelled": "the thread was cancelled",
+}
+
+
+def thread_timeline(store: Workflows, thread_id: str, *, with_actors: bool) -> dict[str, Any]:
+    """`timeline()`, with actors and the chain check left out unless `with_actors`."""
+    found = timeline(store, thread_id)
+    if with_actors:
+        return found
+    for entry in found["entries"]:
+        entry["actor"] = None
+        if entry["event"] in NEUTRAL:
+            entry["summary"] = NEUTRAL[entry["event"]]
+    found["chain"] = None
+    return found
+
+
+def completed(found: dict[str, Any]) -> bool:
+    entries = found["entries"]
+    return bool(entries) and entries[-1]["event"] == "ThreadCompleted"
