@@ -18,7 +18,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from starlette.concurrency import run_in_threadpool
 
 from api.problems import Problem
-from api.services import Services, ServicesDep
+from api.services import Services
 from domain.errors import AuthenticationError
 from domain.identity import Principal
 
@@ -206,9 +206,8 @@ def requires(permission: Permission) -> Any:
     embedded store (see `authenticate_async`).
     """
 
-    async def dependency(
-        request: Request, services: ServicesDep, _key: KeyHeader, _bearer: BearerHeader
-    ) -> Principal:
+    async def dependency(request: Request, _key: KeyHeader, _bearer: BearerHeader) -> Principal:
+        services: Services = request.app.state.services  # as `get_services`, one step less
         principal = await authenticate_async(request, services)
         if principal.role not in PERMISSIONS[permission]:
             await run_in_threadpool(check, request, services, principal, permission)

@@ -47,7 +47,7 @@ class RequestLogMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = _wanted_headers(scope["headers"])
         given = headers.get("x-request-id", "")
         request_id = given if REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
         state = scope.setdefault("state", {})
@@ -135,6 +135,19 @@ class RequestLogMiddleware:
         )
         if self.metrics is not None:
             self.metrics.observe_request(route, method, status, seconds)
+
+
+_WANTED = frozenset((b"x-request-id", b"content-length", b"expect"))
+
+
+def _wanted_headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The headers this middleware reads (names lowercased, as ASGI servers send them),
+    without decoding the others."""
+    found: dict[str, str] = {}
+    for name, value in raw:
+        if name in _WANTED or name.lower() in _WANTED:
+            found[name.lower().decode()] = value.decode("latin-1")
+    return found
 
 
 async def _drain(receive: Receive, limit: int) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated
 
+from eventsourcing.sqlite import SQLiteAggregateRecorder
 from fastapi import Depends, Request
 
 from api.metrics import Metrics
@@ -20,6 +21,7 @@ from domain.application import Workflows
 from domain.graph import CompiledStateGraph
 from domain.keyring import Keyring
 from domain.store import open_store
+from persistence.key_probe import SQLiteKeyProbe
 
 
 @dataclass
@@ -103,22 +105,30 @@ class Services:
     def close(self) -> None:
         self.runs.shutdown()
         self.read_models.stop()
-        if self.key_checker is not None and self.key_checker.store is not self.store:
-            self.key_checker.store.close()
+        if self.key_checker is not None:
+            self.key_checker.probe.close()
+            if self.key_checker.store is not self.store:
+                self.key_checker.store.close()
 
 
 def _key_checker(store: Workflows) -> Keyring | None:
     """A keyring for the event loop, where reading the store never blocks; else None.
 
     On SQLite (WAL) a read takes no lock and waits for no writer; the loop's keyring
-    reads through a store of its own, so that it never waits for a pooled connection
-    either: one primary-key lookup per request, a fraction of a millisecond. A memory
-    store is read in memory. PostgreSQL is a network round trip: not on the loop.
+    asks whether a key changed through a connection of its own (`SQLiteKeyProbe`: one
+    primary-key lookup per request, some microseconds) and re-reads a changed key
+    through a store of its own, so that it never waits for a pooled connection either.
+    A memory store is read in memory. PostgreSQL is a network round trip: not on the loop.
     """
     if store.url.startswith("memory:"):
         return Keyring(store)
     if store.url.startswith("sqlite:"):
-        return Keyring(open_store(store.url))
+        own = open_store(store.url)
+        recorder = own.recorder
+        if not isinstance(recorder, SQLiteAggregateRecorder):  # not a file: ask the recorder
+            return Keyring(own)
+        path = str(own.env.get("SQLITE_DBNAME"))
+        return Keyring(own, SQLiteKeyProbe(path, recorder.events_table_name))
     return None
 
 

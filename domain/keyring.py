@@ -13,7 +13,10 @@ server runs, another server replica) takes effect on the very next request:
 
 That is exactly one indexed point query per request (no decoding, no
 folding); unknown key ids are not cached, so a key created later by another
-process is found at once too.
+process is found at once too. On SQLite the server asks it through a
+`persistence.key_probe.SQLiteKeyProbe`: one prepared statement on a connection
+of its own, without the store's pool and transaction machinery, which cost ten
+times the query.
 
 Keys and refusals are found through the notification log filtered by event
 topic. That is a scan of the log: cheap for the rare `list()`, and for
@@ -27,7 +30,7 @@ import builtins
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError, Notification
@@ -106,6 +109,27 @@ class _CachedKey:
     revoked_at: datetime | None
 
 
+class KeyProbe(Protocol):
+    """Whether a key's aggregate has events after a version: the per-request check."""
+
+    def changed_since(self, key_id: UUID, version: int) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+class RecorderProbe:
+    """The check through the store's recorder: works on every store."""
+
+    def __init__(self, store: Workflows) -> None:
+        self.store = store
+
+    def changed_since(self, key_id: UUID, version: int) -> bool:
+        return bool(self.store.recorder.select_events(key_id, gt=version, limit=1))
+
+    def close(self) -> None:
+        """Nothing of its own to close."""
+
+
 def key_info(key: ApiKey) -> KeyInfo:
     return KeyInfo(
         key_id=key.key_id,
@@ -127,8 +151,9 @@ class Keyring:
     stale entry is only ever replaced by a newer read.
     """
 
-    def __init__(self, store: Workflows) -> None:
+    def __init__(self, store: Workflows, probe: KeyProbe | None = None) -> None:
         self.store = store
+        self.probe: KeyProbe = probe or RecorderProbe(store)
         self._cache: dict[str, _CachedKey] = {}
 
     # -- keys ------------------------------------------------------------
@@ -289,7 +314,7 @@ class Keyring:
         if cached is not None:
             if cached.revoked_at is not None:
                 return cached  # revocation is final
-            if not self.store.recorder.select_events(key_uuid(key_id), gt=cached.version, limit=1):
+            if not self.probe.changed_since(cached.id, cached.version):
                 return cached
         key = self._key(key_id)
         if key is None:

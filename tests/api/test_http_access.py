@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import inspect
 import io
+import json
 import logging
 import os
 import subprocess
@@ -24,7 +25,10 @@ from api.auth import PERMISSIONS, Permission
 from api.bootstrap import configure_logging
 from api.rate_limit import RateLimiter
 from domain import identity, keyring
+from domain.errors import KeyRevokedError
 from domain.identity import key_digest, parse_key
+from domain.store import open_store
+from persistence.key_probe import SQLiteKeyProbe
 from tests.api.http_harness import Server, server_on
 
 ROLES = ("agent", "reviewer", "auditor", "admin")
@@ -122,6 +126,23 @@ def test_a_key_revoked_by_another_process_is_refused_on_the_very_next_request(se
         assert response.status_code == 401
         assert response.json()["reason"] == "revoked_key"
         assert response.headers["www-authenticate"] == "Bearer"
+
+
+def test_on_sqlite_the_event_loop_asks_the_file_whether_a_key_changed(server, tmp_path):
+    # Given the server's keyring for the event loop, and a key it has checked once
+    checker = server.services.key_checker
+    if not server.store.url.startswith("sqlite:"):
+        assert checker is None  # PostgreSQL: keys are checked in worker threads
+        return
+    assert isinstance(checker.probe, SQLiteKeyProbe)
+    info, raw = server.services.keyring.create("probed", "reviewer")
+    assert checker.authenticate(raw).id == "probed"
+    # When another store on the same file (another process) revokes it
+    with open_store(server.store.url) as other:
+        keyring.Keyring(other).revoke(info.key_id, reason="probe test")
+    # Then the loop's keyring refuses it at the next check, as revoked
+    with pytest.raises(KeyRevokedError):
+        checker.authenticate(raw)
 
 
 # -- each role gets what the permission table says --------------------------------
@@ -322,7 +343,8 @@ def test_no_key_or_secret_appears_in_a_log_line_an_answer_or_a_refusal(server, c
     assert {200, 400, 401, 403, 404, 405, 409, 413, 422, 429} <= statuses
     # Then no log line, status line, header or body holds a key, a secret or a digest
     logs = captured_logs()
-    assert '"event": "request"' in logs
+    events = [json.loads(line).get("event") for line in logs.splitlines() if line[:1] == "{"]
+    assert "request" in events
     everything = logs + "\n".join(seen)
     secrets = secrets_of([agent, reviewer, revoked, *server.keys.values()])
     leaked = [s[:12] + "…" for s in secrets if s in everything]
