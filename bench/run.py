@@ -29,8 +29,16 @@ from bench.machine import header_lines, load_average, postgres_line
 from bench.postgres import connect
 from bench.projections import PROJECTION_CASES
 from bench.report import CaseResult, write_report
+from bench.time_travel import TIME_TRAVEL_CASES
 
-ALL_CASES = {**CASES, **PROJECTION_CASES, **HTTP_CASES, **LOAD_CASES, **INTEGRITY_CASES}
+ALL_CASES = {
+    **CASES,
+    **PROJECTION_CASES,
+    **HTTP_CASES,
+    **LOAD_CASES,
+    **INTEGRITY_CASES,
+    **TIME_TRAVEL_CASES,
+}
 ROOT = Path(__file__).resolve().parent.parent
 FULL_REPORT = ROOT / "BENCHMARKS.md"
 PARTIAL_REPORT = ROOT / "bench" / ".work" / "BENCHMARKS.md"

@@ -7,10 +7,12 @@ for a store URL; `InMemorySaver()` is one kept in memory.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.domain import Snapshot
 from eventsourcing.persistence import IntegrityError
 
 from domain.errors import ConcurrentUpdateError, ThreadCancelledError, ThreadNotFoundError
@@ -28,6 +30,15 @@ def fold_events(thread: Any, events: Iterable[Any]) -> Any:
     for event in events:
         thread = event.mutate(thread)
     return thread
+
+
+@dataclass(frozen=True)
+class ThreadAt:
+    """A thread as of one version (see `Workflows.thread_at`)."""
+
+    thread: WorkflowThread
+    event: WorkflowThread.Event  # the event recorded at that version
+    after: Iterator[WorkflowThread.Event]  # the next events read, decoded as iterated
 
 
 class Workflows(Application[Any]):
@@ -66,6 +77,38 @@ class Workflows(Application[Any]):
             )
         except AggregateNotFoundError:
             return None
+
+    def thread_at(self, thread_id: str, version: int, ahead: int = 0) -> ThreadAt | None:
+        """The thread as of `version`, the event recorded there, and the events after it.
+
+        Two queries however long the thread: its latest snapshot at or before
+        `version`, then its events from that snapshot's own event (so the event
+        at `version` comes back even when it is the snapshot's) to `version +
+        ahead`. Only the events after the snapshot are folded, and the `ahead`
+        events are decoded only as they are read. Below the first multiple of
+        the snapshot interval no snapshot is looked for: `record` takes none
+        there, so the thread is folded from its start in one query. None when
+        nothing is recorded at `version` (past the head, or a thread never
+        recorded).
+        """
+        aggregate_id = thread_uuid(thread_id)
+        thread: Any = None
+        after = 0
+        interval = self.snapshotting_intervals.get(WorkflowThread, SNAPSHOT_INTERVAL)
+        if self.snapshots is not None and version >= interval:  # none is taken earlier
+            latest = self.snapshots.get(aggregate_id, desc=True, limit=1, lte=version)
+            for snapshot in cast("Iterator[Snapshot]", latest):
+                thread, after = snapshot.mutate(None), snapshot.originator_version
+        events = cast(
+            "Iterator[WorkflowThread.Event]",
+            self.events.get(aggregate_id, gt=max(after - 1, 0), lte=version + ahead),
+        )
+        for event in events:
+            if event.originator_version > after:
+                thread = event.mutate(thread)
+            if event.originator_version == version:
+                return ThreadAt(thread, event, events)
+        return None
 
     def unchanged_since(self, thread_id: str, version: int) -> bool:
         """Whether nothing was recorded on the thread after `version` (0: never started)."""

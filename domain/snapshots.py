@@ -10,17 +10,19 @@ checkpoint: the interrupts raised meanwhile, and each task's result.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
-from domain.application import Workflows
+from domain.application import ThreadAt, Workflows
 from domain.errors import CheckpointNotFoundError, MissingThreadIdError, ThreadCancelledError
 from domain.thread import CANCELLED, WorkflowThread
 from domain.types import Interrupt, PregelTask, StateSnapshot
 
+_FIRST_PAGE = 8
 _WINDOW_PAGE = 64
+_MAX_VERSION = 2**62  # a checkpoint id's version above this names nothing (and fits no column)
 
 
 @lru_cache(maxsize=65536)
@@ -73,22 +75,27 @@ def get_state(store: Workflows, config: dict[str, Any]) -> StateSnapshot:
     thread = store.thread(thread_id)
     if thread is None:
         return empty_snapshot(config)
-    return _snapshot(thread, _Window(), current=True)
+    return _current_snapshot(thread)
 
 
 def load_checkpoint(store: Workflows, thread_id: str, wanted: str) -> WorkflowThread:
     """The thread as it stood at checkpoint `wanted`, or CheckpointNotFoundError."""
+    return _checkpoint_at(store, thread_id, wanted).thread
+
+
+def _checkpoint_at(store: Workflows, thread_id: str, wanted: str, ahead: int = 0) -> ThreadAt:
+    """The thread at checkpoint `wanted` and the `ahead` events after it (two queries)."""
     version, hash_prefix = parse_checkpoint_id(thread_id, wanted)
-    thread = store.thread(thread_id, version=version) if version > 0 else None
-    checkpoint = thread.checkpoint if thread is not None else None
+    found = store.thread_at(thread_id, version, ahead) if 0 < version <= _MAX_VERSION else None
+    checkpoint = None if found is None else found.thread.checkpoint
     if (
-        thread is None
-        or checkpoint is None
+        checkpoint is None
         or checkpoint["version"] != version
         or not checkpoint["hash"].startswith(hash_prefix)
     ):
         raise CheckpointNotFoundError(thread_id, wanted)
-    return thread
+    assert found is not None
+    return found
 
 
 def is_current_checkpoint(thread: WorkflowThread, wanted: str) -> bool:
@@ -108,21 +115,30 @@ def fork_thread_id(store: Workflows, thread_id: str, version: int) -> str:
 
 
 def _state_at_checkpoint(store: Workflows, thread_id: str, wanted: str) -> StateSnapshot:
-    thread = load_checkpoint(store, thread_id, wanted)
-    version = thread.version
+    """A past checkpoint as LangGraph shows it: folded up to the next checkpoint.
+
+    The first events after the checkpoint come with the read of the thread
+    itself (`_FIRST_PAGE` of them: the next checkpoint is seldom further, one
+    superstep on); a longer gap reads on, `_WINDOW_PAGE` events at a time.
+    """
+    found = _checkpoint_at(store, thread_id, wanted, ahead=_FIRST_PAGE)
+    thread = found.thread
+    events: Iterable[WorkflowThread.Event] = found.after
     window = _Window()
-    after = version
+    after, page = thread.version, _FIRST_PAGE
     while True:
-        events = store.thread_events(thread_id, gt=after, lte=after + _WINDOW_PAGE)
+        read = 0
         for event in events:
+            read += 1
             if thread.makes_checkpoint(event):
                 window.close(event)
-                return _snapshot(thread, window, current=False)
+                return _past_snapshot(thread, window)
             window.see(event)
             event.mutate(thread)
-        if len(events) < _WINDOW_PAGE:
-            return _snapshot(thread, window, current=True)
-        after += _WINDOW_PAGE
+        if read < page:
+            return _current_snapshot(thread)
+        after, page = after + page, _WINDOW_PAGE
+        events = store.thread_events(thread_id, gt=after, lte=after + page)
 
 
 def get_state_history(
@@ -156,7 +172,13 @@ def _version_of(snapshot: StateSnapshot) -> int:
 
 
 def _history(store: Workflows, thread_id: str) -> list[StateSnapshot]:
-    """Every checkpoint of the thread, oldest first, in one pass over its events."""
+    """Every checkpoint of the thread, oldest first, in one pass over its events.
+
+    One query reads the events; each is decoded and folded once, and each
+    checkpoint's snapshot is built from the thread as it stands when the next
+    checkpoint comes (a snapshot copies what it shows, so one window serves
+    them all).
+    """
     entries: list[StateSnapshot] = []
     thread: WorkflowThread | None = None
     window = _Window()
@@ -167,13 +189,13 @@ def _history(store: Workflows, thread_id: str) -> list[StateSnapshot]:
         if thread.makes_checkpoint(event):
             if thread.checkpoint is not None:
                 window.close(event)
-                entries.append(_snapshot(thread, window, current=False))
-            window = _Window()
+                entries.append(_past_snapshot(thread, window))
+            window.clear()
         else:
             window.see(event)
         event.mutate(thread)
     if thread is not None and thread.checkpoint is not None:
-        entries.append(_snapshot(thread, window, current=True))
+        entries.append(_current_snapshot(thread))
     return entries
 
 
@@ -197,56 +219,103 @@ class _Window:
     def close(self, event: WorkflowThread.Event) -> None:
         self.see(event)
 
+    def clear(self) -> None:
+        self.raised.clear()
+        self.results.clear()
 
-def _snapshot(thread: WorkflowThread, window: _Window, *, current: bool) -> StateSnapshot:
+
+def _past_snapshot(thread: WorkflowThread, window: _Window) -> StateSnapshot:
+    """A checkpoint that a later one followed: the step it opened, with each task's
+    result and the interrupts raised before the next checkpoint.
+
+    The history builds one per checkpoint, so this is the hot path of a listing:
+    positional NamedTuple construction, nothing computed that a past checkpoint
+    does not show.
+    """
     checkpoint = thread.checkpoint
     assert checkpoint is not None
-    config = _config(thread.thread_id, checkpoint)
+    thread_id = thread.thread_id
     parent = thread.parent_checkpoint
-    pending = {
-        interrupt_id: Interrupt(value=record["value"], id=interrupt_id)
-        for interrupt_id, record in thread.interrupts.items()
-    }
-    nodes = thread.pending_nodes() if current else list(thread.next)
-    if not current:
-        nodes = list(dict.fromkeys([*thread.next, *window.results]))
+    results, raised = window.results, window.raised
+    failed = _failed_node(thread)
     tasks = []
     shown: list[Interrupt] = []
-    for node in nodes:
-        if current:
-            interrupts = tuple(
-                pending[i] for i, r in thread.interrupts.items() if r["node"] == node
-            )
-        else:
-            interrupts = tuple(window.raised.get(node, ()))
+    for node in dict.fromkeys([*thread.next, *results]) if results else thread.next:
+        interrupts = tuple(raised[node]) if node in raised else ()
+        shown += interrupts
+        error = _task_error(thread) if node == failed else None
+        task = PregelTask(
+            thread.task_id(node), node, ("__pregel_pull", node), error, interrupts, None,
+            results.get(node),
+        )  # fmt: skip
+        tasks.append(task)
+    return StateSnapshot(
+        thread.in_schema_order(thread.values),
+        tuple(thread.next),
+        _config(thread_id, checkpoint),
+        _metadata(thread, checkpoint),
+        checkpoint["created_at"],
+        None if parent is None else _config(thread_id, parent),
+        tuple(tasks),
+        tuple(shown),
+    )
+
+
+def _current_snapshot(thread: WorkflowThread) -> StateSnapshot:
+    """The latest checkpoint: the open step's pending nodes and interrupts."""
+    checkpoint = thread.checkpoint
+    assert checkpoint is not None
+    parent = thread.parent_checkpoint
+    failed = _failed_node(thread)
+    pending = thread.pending_nodes()
+    tasks = []
+    shown: list[Interrupt] = []
+    for node in pending:
+        interrupts = tuple(
+            Interrupt(value=record["value"], id=interrupt_id)
+            for interrupt_id, record in thread.interrupts.items()
+            if record["node"] == node
+        )
         shown.extend(interrupts)
-        error = thread.error if thread.error and thread.error.get("node") == node else None
         tasks.append(
             PregelTask(
                 id=thread.task_id(node),
                 name=node,
                 path=("__pregel_pull", node),
-                error=None
-                if error is None
-                else RuntimeError(f"{error['type']}: {error['message']}"),
+                error=_task_error(thread) if node == failed else None,
                 interrupts=interrupts,
                 state=None,
-                result=window.results.get(node),
+                result=None,
             )
         )
-    metadata = {
-        "source": checkpoint["source"],
-        "step": checkpoint["step"],
-        "parents": {},
-        **thread.metadata,
-    }
     return StateSnapshot(
-        values=thread.current_values() if current else thread.in_schema_order(thread.values),
-        next=tuple(thread.pending_nodes() if current else thread.next),
-        config=config,
-        metadata=metadata,
+        values=thread.current_values(),
+        next=tuple(pending),
+        config=_config(thread.thread_id, checkpoint),
+        metadata=_metadata(thread, checkpoint),
         created_at=checkpoint["created_at"],
         parent_config=None if parent is None else _config(thread.thread_id, parent),
         tasks=tuple(tasks),
         interrupts=tuple(shown),
     )
+
+
+def _metadata(thread: WorkflowThread, checkpoint: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "source": checkpoint["source"],
+        "step": checkpoint["step"],
+        "parents": {},
+        **thread.metadata,
+    }
+
+
+def _failed_node(thread: WorkflowThread) -> str | None:
+    """The node whose failure the thread records, if one did (not the run as a whole)."""
+    error = thread.error
+    return error.get("node") if error else None
+
+
+def _task_error(thread: WorkflowThread) -> Exception:
+    error = thread.error
+    assert error is not None
+    return RuntimeError(f"{error['type']}: {error['message']}")

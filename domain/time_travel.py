@@ -205,15 +205,19 @@ def _checkpoint_made(thread: WorkflowThread, event: WorkflowThread.Event) -> str
 
 
 def state_at_version(store: Workflows, thread_id: str, version: int | None = None) -> VersionState:
-    """The thread right after `version` (default: its latest version)."""
+    """The thread right after `version` (default: its latest version).
+
+    Three queries however long the thread: its head, its latest snapshot at or
+    before `version`, and the events from there to `version` (the last of
+    which is the version's own event).
+    """
     head = head_version(store, thread_id)
     version = head if version is None else version
     if not 1 <= version <= head:
         raise VersionNotFoundError(thread_id, version, head)
-    thread = store.thread(thread_id, version=version)
-    assert thread is not None
-    assert thread.version == version
-    event = event_at(store, thread_id, version)
+    found = store.thread_at(thread_id, version)
+    assert found is not None  # events are never removed: every version up to the head is there
+    thread, event = found.thread, found.event
     checkpoint = thread.checkpoint
     return VersionState(
         thread_id=thread_id,

@@ -1,0 +1,231 @@
+"""Time travel on a thread long enough to have snapshots, on every store kind.
+
+The story: a counter loop START -> inc -> inc -> ... -> END of 130 steps, one
+event per step: 134 events, snapshots at versions 50 and 100. Reading the
+thread at a version must give what folding all its events up to there gives,
+while reading only the events after the nearest snapshot; listing its
+history must agree, checkpoint by checkpoint, with reading each checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import suppress
+from itertools import pairwise
+from typing import Any, TypedDict
+from uuid import UUID
+
+import pytest
+
+from domain.application import SNAPSHOT_INTERVAL, Workflows, fold_events
+from domain.errors import CheckpointNotFoundError
+from domain.graph import END, START, StateGraph
+from domain.snapshots import checkpoint_id, get_state, get_state_history
+from domain.thread import thread_uuid
+from domain.time_travel import state_at_version
+
+STEPS = 130
+# ThreadStarted, InputReceived, NodeCompleted(__start__), one per step, ThreadCompleted
+HEAD = STEPS + 4
+
+
+class Counter(TypedDict):
+    n: int
+
+
+def run_loop(store: Workflows, thread_id: str = "loop") -> None:
+    def inc(state: Counter) -> dict[str, Any]:
+        return {"n": state["n"] + 1}
+
+    def route(state: Counter) -> str:
+        return "inc" if state["n"] < STEPS else END
+
+    builder = StateGraph(Counter)
+    builder.add_node("inc", inc)
+    builder.add_edge(START, "inc")
+    builder.add_conditional_edges("inc", route, ["inc", END])
+    config = {"configurable": {"thread_id": thread_id}, "recursion_limit": STEPS + 10}
+    builder.compile(checkpointer=store).invoke({"n": 0}, config)
+
+
+@pytest.fixture
+def looped(store: Workflows) -> str:
+    run_loop(store)
+    return "loop"
+
+
+def folded_from_start(store: Workflows, thread_id: str, version: int) -> Any:
+    """The thread at `version` the slow way: every event from the first, no snapshot."""
+    return fold_events(None, store.thread_events(thread_id, lte=version))
+
+
+class Reads:
+    """Counts the rows each query returns, events and snapshots apart."""
+
+    def __init__(self) -> None:
+        self.events: list[int] = []
+        self.snapshots: list[int] = []
+
+    def spy(self, select: Callable[..., Any], into: list[int]) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            rows = select(*args, **kwargs)
+            into.append(len(rows))
+            return rows
+
+        return counted
+
+
+@pytest.fixture
+def reads(store: Workflows, monkeypatch: pytest.MonkeyPatch) -> Reads:
+    counter = Reads()
+    recorder = store.recorder
+    spied = counter.spy(recorder.select_events, counter.events)
+    monkeypatch.setattr(recorder, "select_events", spied)
+    assert store.snapshots is not None
+    snapshots = store.snapshots.recorder
+    monkeypatch.setattr(
+        snapshots, "select_events", counter.spy(snapshots.select_events, counter.snapshots)
+    )
+    return counter
+
+
+# -- the state at a version --------------------------------------------------
+
+
+def test_the_thread_has_snapshots_to_start_from(store, looped):
+    # When
+    taken = [s.originator_version for s in store.snapshots.get(thread_uuid(looped))]
+
+    # Then
+    assert taken == [SNAPSHOT_INTERVAL, 2 * SNAPSHOT_INTERVAL]
+
+
+def test_the_thread_at_every_version_is_the_fold_of_all_its_events_until_then(store, looped):
+    for version in range(1, HEAD + 1):
+        # When
+        found = store.thread_at(looped, version)
+
+        # Then
+        assert found is not None
+        assert found.event.originator_version == version
+        assert vars(found.thread) == vars(folded_from_start(store, looped, version))
+
+
+def test_the_state_at_a_version_starts_from_the_nearest_snapshot_and_reads_only_later_events(
+    store, looped, reads
+):
+    # When: version 149 is 49 events past the snapshot at 100
+    state = state_at_version(store, looped, 2 * SNAPSHOT_INTERVAL + 30)
+
+    # Then three queries: the head, the snapshot, the events from the snapshot's own on
+    assert state.values == {"n": 2 * SNAPSHOT_INTERVAL + 27}
+    assert reads.snapshots == [1]
+    assert reads.events == [1, 31]
+
+
+def test_a_version_before_the_first_snapshot_is_read_in_one_query_after_the_head(
+    store, looped, reads
+):
+    # When
+    state = state_at_version(store, looped, 20)
+
+    # Then
+    assert state.values == {"n": 17}
+    assert reads.snapshots == []
+    assert reads.events == [1, 20]
+
+
+def test_a_version_that_is_a_snapshot_comes_with_its_own_event(store, looped):
+    # When
+    state = state_at_version(store, looped, SNAPSHOT_INTERVAL)
+
+    # Then
+    assert state.version == SNAPSHOT_INTERVAL
+    assert state.event.version == SNAPSHOT_INTERVAL
+    assert state.event.type == "NodeCompleted"
+    assert state.event.checkpoint_id == state.checkpoint_id
+    assert state.values == {"n": SNAPSHOT_INTERVAL - 3}
+
+
+def test_a_version_past_the_head_is_not_found(store, looped):
+    # When / Then
+    assert store.thread_at(looped, HEAD + 1) is None
+    assert store.thread_at("never-started", 1) is None
+
+
+# -- checkpoints and history ---------------------------------------------------
+
+
+def test_the_history_agrees_with_reading_each_checkpoint(store, looped):
+    # When
+    history = list(get_state_history(store, {"configurable": {"thread_id": looped}}))
+
+    # Then: one checkpoint per step, the input's and __start__'s, newest first
+    assert len(history) == STEPS + 2
+    assert [s.metadata["step"] for s in history] == list(range(STEPS, -2, -1))
+    assert [s.values.get("n") for s in history[:-1]] == list(range(STEPS, -1, -1))
+    for snapshot in history:
+        assert get_state(store, snapshot.config) == snapshot
+    for newer, older in pairwise(history):
+        assert newer.parent_config == older.config
+
+
+def test_a_checkpoint_reads_the_same_through_a_new_store_object(store_url_for):
+    # Given
+    if store_url_for.startswith("memory"):
+        pytest.skip("a memory store lives and dies with its process")
+    from domain.store import open_store  # noqa: PLC0415
+
+    with open_store(store_url_for) as first:
+        run_loop(first)
+        history = list(get_state_history(first, {"configurable": {"thread_id": "loop"}}))
+
+    # When
+    with open_store(store_url_for) as second:
+        read_back = [get_state(second, snapshot.config) for snapshot in history]
+
+    # Then
+    assert read_back == history
+
+
+@pytest.mark.parametrize("version", [0, STEPS + 5, 2**62 + 1, 2**64 - 1])
+def test_a_checkpoint_id_naming_no_recorded_version_is_not_found(store, looped, version):
+    # Given
+    wanted = str(UUID(int=(version << 64) | 0x1234))
+    assert checkpoint_id(version, "0" * 12 + "1234") == wanted
+
+    # When / Then
+    with pytest.raises(CheckpointNotFoundError):
+        get_state(store, {"configurable": {"thread_id": looped, "checkpoint_id": wanted}})
+
+
+def test_a_checkpoint_followed_by_a_long_gap_reads_up_to_the_next_checkpoint(store):
+    # Given a node that fails 70 times before it completes: 70 NodeFailed events
+    # between two checkpoints, more than one page of the read that follows one
+    tries: list[int] = []
+
+    def flaky(state: Counter) -> dict[str, Any]:
+        tries.append(1)
+        if len(tries) <= 70:
+            raise ValueError(f"try {len(tries)}")
+        return {"n": state["n"] + 1}
+
+    builder = StateGraph(Counter)
+    builder.add_node("flaky", flaky)
+    builder.add_edge(START, "flaky")
+    builder.add_edge("flaky", END)
+    graph = builder.compile(checkpointer=store)
+    config = {"configurable": {"thread_id": "gap"}}
+    for attempt in range(71):
+        with suppress(ValueError):
+            graph.invoke({"n": 0} if attempt == 0 else None, config)
+
+    # When
+    history = list(get_state_history(store, config))
+
+    # Then each checkpoint reads as the history shows it (a task's error is
+    # compared by its text: exceptions compare by identity)
+    assert [s.values for s in history] == [{"n": 1}, {"n": 0}, {}]
+    for snapshot in history:
+        assert repr(get_state(store, snapshot.config)) == repr(snapshot)
+    assert history[1].tasks[0].result == {"n": 1}
