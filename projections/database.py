@@ -52,6 +52,10 @@ class Database:
     def table(self, name: str) -> str:
         return name
 
+    def clear_table(self, cursor: Cursor, table: str) -> None:
+        """Delete every row of `table` (SQLite empties a table without a WHERE at once)."""
+        cursor.execute(f"DELETE FROM {table}")
+
     def insert_many(
         self, cursor: Cursor, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
     ) -> None:
@@ -157,7 +161,7 @@ class PostgresDatabase(Database):
         """This thread's connection; one idle for a while is pinged first, and replaced
         if the server dropped it (a restart), so that a reader does not fail once on it."""
         local = self._local
-        connection = getattr(local, "connection", None)
+        connection: psycopg.Connection[Any] | None = getattr(local, "connection", None)
         if connection is not None and not connection.closed:
             if time.monotonic() - local.used < IDLE_PING_SECONDS:
                 return connection
@@ -166,7 +170,12 @@ class PostgresDatabase(Database):
             except psycopg.Error:
                 connection.close()
         if connection is None or connection.closed:
-            connection = psycopg.connect(**self._params, row_factory=tuple_row)
+            # As on SQLite (synchronous NORMAL): a batch's rows commit with its position,
+            # so a crash may lose the last batches, to be applied again, and never split
+            # one; a commit need not wait for the WAL to reach the disk.
+            connection = psycopg.connect(
+                **self._params, row_factory=tuple_row, options="-c synchronous_commit=off"
+            )
             local.connection = connection
         return connection
 
@@ -189,6 +198,14 @@ class PostgresDatabase(Database):
 
     def table(self, name: str) -> str:
         return f'"{self._schema}".{name}'
+
+    def clear_table(self, cursor: Cursor, table: str) -> None:
+        """TRUNCATE: a DELETE would leave every row dead in the table and its indexes,
+        for the rebuild's inserts to wade through until a vacuum. An empty table is
+        left alone (a TRUNCATE gives a table and each index new files, at some cost)."""
+        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {table})")
+        if cursor.fetchone()[0]:
+            cursor.execute(f"TRUNCATE {table}")
 
     def insert_many(
         self, cursor: Cursor, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]

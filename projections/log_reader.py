@@ -1,9 +1,9 @@
-"""The notification log as a projector reads it: positions and decoded events.
+"""The notification log as a projector reads it: positions, decoded events, their threads.
 
-A projector reads every event once, so reading and decoding is half of a
-rebuild's cost. On SQLite and PostgreSQL the log is read here with one SQL
-query per batch, through the read models' own connection, filtered to the
-topics the read models follow, and decoded with `orjson`: the library's
+A projector reads every event once, so reading and decoding is a large part
+of a rebuild's cost. On SQLite and PostgreSQL the log is read here with one
+SQL query per batch, through the read models' own connection, filtered to
+the topics the read models follow, and decoded with `orjson`: the library's
 `select_notifications` and mapper would build a `Notification` and run the
 JSON decoder's object hook on every dict of every event, for the same
 result. Events are built exactly as the library's mapper builds them
@@ -11,6 +11,12 @@ result. Events are built exactly as the library's mapper builds them
 any event whose JSON holds a typed value other than the top-level timestamp,
 or a store with a cipher or compressor, is decoded by the library's mapper.
 The memory store has no SQL: it is read through the library.
+
+Each event is read once per batch for every read model, so what they all
+need is worked out here, once: its class, the originator's key (its UUID's
+hex), the event's time as read-model text (cut from the JSON's first bytes)
+and its thread (see `ThreadDirectory`). The event itself is decoded only when
+a read model first asks for it: many are needed for their class and time alone.
 """
 
 from __future__ import annotations
@@ -26,9 +32,56 @@ from eventsourcing.utils import resolve_topic
 
 from domain.application import Workflows
 from projections.database import Database
+from projections.threads import Thread, ThreadDirectory
+from projections.timestamps import utc_text
 
-Entry = tuple[int, str, Any]  # (position, topic, event)
 TYPED_VALUE = b'"_type_"'
+# How the library's JSON begins for every event: its timestamp, as typed ISO text.
+STAMP_PREFIX = b'{"timestamp":{"_type_":"datetime_iso","_data_":"'
+STAMP_END = len(STAMP_PREFIX) + 32  # "2026-01-31T12:00:00.123456+00:00"
+
+
+class Entry:
+    """One event as the read models get it: position, topic, class, originator key, time,
+    thread, and the event itself, decoded when first asked for.
+
+    Many events matter to a read model by their class and time alone (the
+    thread index's input and node events, most of a real log), so their JSON
+    is never parsed; the others are decoded once, for every model.
+    """
+
+    __slots__ = ("_event", "_raw", "at", "cls", "key", "position", "thread", "topic")
+
+    def __init__(
+        self,
+        position: int,
+        topic: str,
+        cls: type,
+        key: str,
+        at: str,
+        event: Any = None,
+        raw: tuple[LogReader, UUID, int, bytes] | None = None,
+    ) -> None:
+        self.position = position
+        self.topic = topic
+        self.cls = cls  # the event's class
+        self.key = key  # the originator id's hex, as the read models key threads
+        self.at = at  # the event's timestamp as read-model text (`utc_text`)
+        self._event = event
+        self._raw = raw  # what to decode the event from, until it is
+        self.thread: Thread | None = None  # set by the reader: None if it has no thread
+
+    @property
+    def event(self) -> Any:
+        event = self._event
+        if event is None:
+            reader, uuid, version, state = self._raw  # type: ignore[misc]
+            self._event = event = reader.decode(self.topic, uuid, version, state)
+            self._raw = None
+        return event
+
+    def __repr__(self) -> str:
+        return f"Entry({self.position}, {self.topic!r}, {self.key!r})"
 
 
 class LogReader:
@@ -40,51 +93,90 @@ class LogReader:
         self._sql = _select_statement(store, db)
         mapper = store.mapper
         self._plain = mapper.cipher is None and mapper.compressor is None
+        self.threads = ThreadDirectory(store, db)
+        self._classes: dict[str, tuple[type, int]] = {}
+        self._originators: dict[Any, tuple[UUID, str]] = {}  # one batch's
 
     def read(self, after: int, upto: int, topics: Collection[str]) -> list[Entry]:
         if upto <= after or not topics:
             return []
         if self._sql is None:
-            return self._read_through_library(after, upto, topics)
-        wanted = sorted(topics)
-        with self.db.transaction(write=False) as cursor:
-            if self.db.dialect == "postgres":
-                cursor.execute(self._sql, (after, upto, wanted))
-            else:
-                marks = ", ".join(["%s"] * len(wanted))
-                cursor.execute(self._sql.format(topics=marks), (after, upto, *wanted))
-            rows = cursor.fetchall()
-        return [(position, topic, self._decode(topic, *rest)) for position, topic, *rest in rows]
+            entries = self._read_through_library(after, upto, topics)
+        else:
+            wanted = sorted(topics)
+            with self.db.transaction(write=False) as cursor:
+                if self.db.dialect == "postgres":  # binary: the states as sent, not hex text
+                    cursor.execute(self._sql, (after, upto, wanted), binary=True)  # type: ignore[call-arg]
+                else:
+                    marks = ", ".join(["%s"] * len(wanted))
+                    cursor.execute(self._sql.format(topics=marks), (after, upto, *wanted))
+                rows = cursor.fetchall()
+            entry = self._entry
+            try:
+                entries = [entry(*row) for row in rows]
+            finally:
+                self._originators.clear()
+        self.threads.resolve(entries)
+        return entries
 
     def _read_through_library(self, after: int, upto: int, topics: Collection[str]) -> list[Entry]:
         notifications = self.store.recorder.select_notifications(
             start=after + 1, limit=upto - after, stop=upto, topics=list(topics)
         )
         decode = self.store.mapper.to_domain_event
-        return [(n.id, n.topic, decode(n)) for n in notifications]
+        return [_decoded(n.id, n.topic, decode(n)) for n in notifications]
 
-    def _decode(self, topic: str, originator_id: Any, version: int, state: bytes) -> Any:
-        """The domain event of one stored record, as the library's mapper would build it."""
-        data = orjson.loads(state) if self._plain else None
+    def _entry(
+        self, position: int, topic: str, originator_id: Any, version: int, state: bytes
+    ) -> Entry:
+        """The entry of one stored record: its time cut from the JSON's first bytes, the
+        rest left to decode (the hot path of a rebuild: a dict lookup per topic and per
+        originator, no JSON parsed)."""
+        uuid, key = self._originators.get(originator_id) or self._originator(originator_id)
+        cls = (self._classes.get(topic) or self._class(topic))[0]
+        if self._plain and state[STAMP_END : STAMP_END + 1] == b'"':
+            iso = bytes(state[len(STAMP_PREFIX) : STAMP_END]).decode()
+            if state.startswith(STAMP_PREFIX) and iso[19] == "." and iso.endswith("+00:00"):
+                return Entry(
+                    position, topic, cls, key, iso[:26] + "Z", raw=(self, uuid, version, state)
+                )
+        return _decoded(position, topic, self.decode(topic, uuid, version, state))
+
+    def decode(self, topic: str, uuid: UUID, version: int, state: bytes) -> Any:
+        """One stored event, built as the library's mapper would build it."""
+        data: dict[str, Any] | None = None
+        if self._plain and state.count(TYPED_VALUE) == 1:
+            data = orjson.loads(state)
         stamp = data.get("timestamp") if data is not None else None
-        typed = state.count(TYPED_VALUE) if data is not None else -1
-        if not (isinstance(stamp, dict) and stamp.get("_type_") == "datetime_iso" and typed == 1):
-            stored = StoredEvent(originator_id, version, topic, bytes(state))
+        if data is None or type(stamp) is not dict or stamp.get("_type_") != "datetime_iso":
+            stored = StoredEvent(uuid, version, topic, bytes(state))
             return self.store.mapper.to_domain_event(stored)
         data["timestamp"] = datetime.fromisoformat(stamp["_data_"])
-        data["originator_id"] = (
-            originator_id if isinstance(originator_id, UUID) else UUID(originator_id)
-        )
+        data["originator_id"] = uuid
         data["originator_version"] = version
-        cls = resolve_topic(topic)
-        class_version = getattr(cls, "class_version", 1)
+        cls, class_version = self._classes.get(topic) or self._class(topic)
         from_version = data.pop("class_version", 1)
         while from_version < class_version:
             getattr(cls, f"upcast_v{from_version}_v{from_version + 1}")(data)
             from_version += 1
-        event = object.__new__(cls)
+        event: Any = object.__new__(cls)
         object.__setattr__(event, "__dict__", data)
         return event
+
+    def _originator(self, originator_id: Any) -> tuple[UUID, str]:
+        uuid = originator_id if isinstance(originator_id, UUID) else UUID(originator_id)
+        self._originators[originator_id] = found = (uuid, uuid.hex)
+        return found
+
+    def _class(self, topic: str) -> tuple[type, int]:
+        cls = resolve_topic(topic)
+        self._classes[topic] = found = (cls, getattr(cls, "class_version", 1))
+        return found
+
+
+def _decoded(position: int, topic: str, event: Any) -> Entry:
+    key, at = event.originator_id.hex, utc_text(event.timestamp)
+    return Entry(position, topic, type(event), key, at, event=event)
 
 
 def _select_statement(store: Workflows, db: Database) -> str | None:

@@ -14,21 +14,14 @@ from typing import Any
 
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
-from projections.rows import (
-    INTERRUPT_EVENTS,
-    THREAD_COLUMNS,
-    Row,
-    Rows,
-    TableShape,
-    create_thread_table,
-    threads_of,
-)
+from projections.log_reader import Entry
+from projections.rows import INTERRUPT_EVENTS, Row, Rows, TableShape, continued_threads
 from projections.runner import Projection
-from projections.timestamps import parse_utc_text, utc_text, utc_text_or_none
+from projections.threads import STARTS, Thread
+from projections.timestamps import parse_utc_text, utc_text_or_none
 
 INTERRUPTS = "holdpoint_interrupt_log"
 CANCELLATIONS = "holdpoint_cancellations"
-THREADS = "holdpoint_oversight_threads"
 
 
 class OversightProjection(Projection):
@@ -36,7 +29,6 @@ class OversightProjection(Projection):
     event_classes = INTERRUPT_EVENTS
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:
-        create_thread_table(cursor, db, THREADS)
         cursor.execute(
             f"CREATE TABLE IF NOT EXISTS {db.table(INTERRUPTS)} ("
             "interrupt_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, graph_id TEXT NOT NULL, "
@@ -79,26 +71,24 @@ class OversightProjection(Projection):
         )
 
     def clear(self, cursor: Cursor, db: Database) -> None:
-        for table in (THREADS, INTERRUPTS, CANCELLATIONS):
-            cursor.execute(f"DELETE FROM {db.table(table)}")
+        for table in (INTERRUPTS, CANCELLATIONS):
+            db.clear_table(cursor, db.table(table))
 
-    def apply_batch(self, events: Sequence[tuple[int, Any]], cursor: Cursor, db: Database) -> None:
-        threads, log = Rows(THREAD_SHAPE), Rows(LOG_SHAPE, group_by="thread_id")
-        cancellations = Rows(CANCELLATION_SHAPE)
-        continued = threads_of(threads, events, cursor, db)
-        log.load(cursor, db, "thread_id", {r["thread_id"] for r in continued}, "outcome = 'open'")
-        log.load(cursor, db, "interrupt_id", _answered(events))
-        for _, event in events:
-            thread = threads.get(event.originator_id.hex)
-            if thread is None:
+    def apply_batch(self, entries: Sequence[Entry], cursor: Cursor, db: Database) -> None:
+        log, cancellations = Rows(LOG_SHAPE, group_by="thread_id"), Rows(CANCELLATION_SHAPE)
+        log.load(cursor, db, "thread_id", continued_threads(entries), "outcome = 'open'")
+        log.load(cursor, db, "interrupt_id", _answered(entries))
+        for entry in entries:
+            thread, cls, at = entry.thread, entry.cls, entry.at
+            if thread is None or issubclass(cls, STARTS):
                 continue
-            at = utc_text(event.timestamp)
-            if isinstance(event, WorkflowThread.InterruptRaised):
-                for earlier in _open(log, thread["thread_id"]):
+            event = entry.event
+            if issubclass(cls, WorkflowThread.InterruptRaised):
+                for earlier in _open(log, thread.thread_id):
                     if earlier["node"] == event.node and earlier["idx"] == event.index:
                         earlier["outcome"], earlier["closed_at"] = "superseded", at
                 log.put(_raised(event, thread, at))
-            elif isinstance(event, WorkflowThread.InterruptExpired):
+            elif issubclass(cls, WorkflowThread.InterruptExpired):
                 row = log.get(event.interrupt_id)
                 if row is None:
                     continue
@@ -108,24 +98,24 @@ class OversightProjection(Projection):
                     row["due_by"] = utc_text_or_none(event.new_due_by)
                 else:
                     _close_as_decided(row, event, at, "expired", {}, None)
-            elif isinstance(event, WorkflowThread.InterruptResumed):
+            elif issubclass(cls, WorkflowThread.InterruptResumed):
                 row = log.get(event.interrupt_id)
                 if row is not None:
                     _close_as_decided(row, event, at, event.decision, event.actor, event.reason)
-            elif isinstance(event, WorkflowThread.ThreadCancelled):
-                for waiting in _open(log, thread["thread_id"]):
+            elif issubclass(cls, WorkflowThread.ThreadCancelled):
+                for waiting in _open(log, thread.thread_id):
                     waiting["outcome"], waiting["closed_at"] = "cancelled", at
                 cancellations.put(
                     {
-                        "thread_id": thread["thread_id"],
-                        "graph_id": thread["graph_id"],
+                        "thread_id": thread.thread_id,
+                        "graph_id": thread.graph_id,
                         "cancelled_at": at,
                         "actor_id": event.actor.get("id"),
                         "actor_role": event.actor.get("role"),
                         "reason": event.reason,
                     }
                 )
-        for rows in (threads, log, cancellations):
+        for rows in (log, cancellations):
             rows.write(cursor, db)
 
 
@@ -156,24 +146,23 @@ CANCELLATION_SHAPE = TableShape(
     "thread_id",
     ("thread_id", "graph_id", "cancelled_at", "actor_id", "actor_role", "reason"),
 )
-THREAD_SHAPE = TableShape(THREADS, "originator_id", THREAD_COLUMNS)
 
 
-def _answered(events: Sequence[tuple[int, Any]]) -> set[str]:
+def _answered(entries: Sequence[Entry]) -> set[str]:
     """The interrupts a batch answers or expires, whose rows must be loaded."""
     answers = (WorkflowThread.InterruptResumed, WorkflowThread.InterruptExpired)
-    return {event.interrupt_id for _, event in events if isinstance(event, answers)}
+    return {e.event.interrupt_id for e in entries if issubclass(e.cls, answers)}
 
 
 def _open(log: Rows, thread_id: str) -> list[Row]:
     return [row for row in log.in_group(thread_id) if row["outcome"] == "open"]
 
 
-def _raised(event: Any, thread: Row, at: str) -> Row:
+def _raised(event: Any, thread: Thread, at: str) -> Row:
     return {
         "interrupt_id": event.interrupt_id,
-        "thread_id": thread["thread_id"],
-        "graph_id": thread["graph_id"],
+        "thread_id": thread.thread_id,
+        "graph_id": thread.graph_id,
         "node": event.node,
         "idx": event.index,
         "raised_at": at,

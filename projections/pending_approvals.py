@@ -19,21 +19,14 @@ from typing import Any
 
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
+from projections.log_reader import Entry
 from projections.paging import keyset_page
-from projections.rows import (
-    INTERRUPT_EVENTS,
-    THREAD_COLUMNS,
-    Rows,
-    TableShape,
-    create_thread_table,
-    json_text,
-    threads_of,
-)
+from projections.rows import INTERRUPT_EVENTS, Rows, TableShape, continued_threads, json_text
 from projections.runner import Projection
+from projections.threads import STARTS
 from projections.timestamps import parse_utc_text, utc_text, utc_text_or_none
 
 QUEUE = "holdpoint_pending_approvals"
-GRAPHS = "holdpoint_pending_threads"
 COUNTS = "holdpoint_pending_counts"
 NO_ROLE = ""  # the counts' key for "any role may decide" (a key column cannot be NULL)
 
@@ -65,7 +58,6 @@ class PendingApprovalsProjection(Projection):
             f"CREATE INDEX IF NOT EXISTS {QUEUE}_due "
             f"ON {db.table(QUEUE)} (due_by) WHERE due_by IS NOT NULL"
         )
-        create_thread_table(cursor, db, GRAPHS)
         cursor.execute(
             f"CREATE TABLE IF NOT EXISTS {db.table(COUNTS)} (graph_id TEXT NOT NULL, "
             "node TEXT NOT NULL, required_role TEXT NOT NULL, open_count BIGINT NOT NULL, "
@@ -73,49 +65,48 @@ class PendingApprovalsProjection(Projection):
         )
 
     def clear(self, cursor: Cursor, db: Database) -> None:
-        for table in (QUEUE, GRAPHS, COUNTS):
-            cursor.execute(f"DELETE FROM {db.table(table)}")
+        for table in (QUEUE, COUNTS):
+            db.clear_table(cursor, db.table(table))
 
-    def apply_batch(self, events: Sequence[tuple[int, Any]], cursor: Cursor, db: Database) -> None:
-        threads, queue = Rows(THREAD_SHAPE), Rows(QUEUE_SHAPE, group_by="thread_id")
-        continued = threads_of(threads, events, cursor, db)
-        queue.load(cursor, db, "thread_id", {row["thread_id"] for row in continued})
-        for position, event in events:
-            thread = threads.get(event.originator_id.hex)
-            if thread is None:
+    def apply_batch(self, entries: Sequence[Entry], cursor: Cursor, db: Database) -> None:
+        queue = Rows(QUEUE_SHAPE, group_by="thread_id")
+        queue.load(cursor, db, "thread_id", continued_threads(entries))
+        for entry in entries:
+            thread, cls = entry.thread, entry.cls
+            if thread is None or issubclass(cls, STARTS):
                 continue
-            if isinstance(event, WorkflowThread.InterruptRaised):
-                for earlier in queue.in_group(thread["thread_id"]):
+            event = entry.event
+            if issubclass(cls, WorkflowThread.InterruptRaised):
+                for earlier in queue.in_group(thread.thread_id):
                     if earlier["node"] == event.node and earlier["idx"] == event.index:
                         queue.delete(earlier["interrupt_id"])  # superseded: its node asked anew
                 queue.put(
                     {
                         "interrupt_id": event.interrupt_id,
-                        "thread_id": thread["thread_id"],
-                        "graph_id": thread["graph_id"],
+                        "thread_id": thread.thread_id,
+                        "graph_id": thread.graph_id,
                         "node": event.node,
                         "idx": event.index,
                         "payload": json_text(event.value),
-                        "raised_at": utc_text(event.timestamp),
+                        "raised_at": entry.at,
                         "required_role": event.required_role,
                         "due_by": utc_text_or_none(event.due_by),
                         "assigned_to": None,
-                        "position": position,
+                        "position": entry.position,
                     }
                 )
-            elif isinstance(event, WorkflowThread.InterruptExpired):
+            elif issubclass(cls, WorkflowThread.InterruptExpired):
                 row = queue.get(event.interrupt_id)
                 if event.rule["action"] != "escalate":
                     queue.delete(event.interrupt_id)
                 elif row is not None:
                     row["required_role"] = event.rule["role"]
                     row["due_by"] = utc_text_or_none(event.new_due_by)
-            elif isinstance(event, WorkflowThread.InterruptResumed):
+            elif issubclass(cls, WorkflowThread.InterruptResumed):
                 queue.delete(event.interrupt_id)
-            elif isinstance(event, WorkflowThread.ThreadCancelled):
-                for waiting in queue.in_group(thread["thread_id"]):
+            elif issubclass(cls, WorkflowThread.ThreadCancelled):
+                for waiting in queue.in_group(thread.thread_id):
                     queue.delete(waiting["interrupt_id"])
-        threads.write(cursor, db)
         _count(queue, cursor, db)
         queue.write(cursor, db)
 
@@ -156,7 +147,6 @@ QUEUE_SHAPE = TableShape(
         "position",
     ),
 )
-THREAD_SHAPE = TableShape(GRAPHS, "originator_id", THREAD_COLUMNS)
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import orjson
 
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
+from projections.log_reader import Entry
+from projections.threads import STARTS
 
 Row = dict[str, Any]
 IN_LIST_CHUNK = 500  # SQLite allows 32,766 parameters; PostgreSQL takes an array
@@ -88,19 +91,17 @@ class Rows:
         if gone:
             cursor.executemany(f"DELETE FROM {table} WHERE {shape.key} = %s", gone)
         others = [column for column in shape.columns if column != shape.key]
+        loaded, updated = self.loaded, itemgetter(*others, shape.key)
         changed = [
-            [row[column] for column in others] + [key]
+            updated(row)
             for key, row in self.current.items()
-            if key in self.loaded and row != self.loaded[key]
+            if key in loaded and row != loaded[key]
         ]
         if changed:
             assignments = ", ".join(f"{column} = %s" for column in others)
             cursor.executemany(f"UPDATE {table} SET {assignments} WHERE {shape.key} = %s", changed)
-        new = [
-            [row[column] for column in shape.columns]
-            for key, row in self.current.items()
-            if key not in self.loaded
-        ]
+        values = itemgetter(*shape.columns)  # a row's values in column order, in C
+        new = [values(row) for key, row in self.current.items() if key not in loaded]
         if new:
             db.insert_many(cursor, table, shape.columns, new)
 
@@ -137,7 +138,6 @@ def json_text(value: Any, *, sort_keys: bool = False) -> str:
         return json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False)
 
 
-THREAD_COLUMNS = ("originator_id", "thread_id", "graph_id")
 # What a read model of interrupts follows: threads starting, interrupts and their ends.
 INTERRUPT_EVENTS = (
     WorkflowThread.ThreadStarted,
@@ -149,31 +149,15 @@ INTERRUPT_EVENTS = (
 )
 
 
-def create_thread_table(cursor: Cursor, db: Database, name: str) -> None:
-    """A read model's own map of originator id -> thread id, graph id (see `threads_of`)."""
-    cursor.execute(
-        f"CREATE TABLE IF NOT EXISTS {db.table(name)} "
-        "(originator_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, graph_id TEXT NOT NULL)"
-    )
+def continued_threads(entries: Sequence[Entry]) -> set[str]:
+    """The thread ids of a batch's threads that it continues rather than starts.
 
-
-def threads_of(
-    threads: Rows, events: Sequence[tuple[int, Any]], cursor: Cursor, db: Database
-) -> list[Row]:
-    """Put the thread rows (originator id -> thread id, graph id) of a batch's
-    events in `threads`, and return those of the threads it continues.
-
-    Threads the batch starts (ThreadStarted, ThreadForked) are added; the
-    others are loaded. Only continued threads can have rows in the model's
-    other tables already, so only theirs need loading.
+    Only those can have rows already, so only theirs need loading; a rebuild's
+    batches mostly start the threads they hold, and load next to nothing.
     """
-    continued = set()
-    for _, event in events:
-        key = event.originator_id.hex
-        if isinstance(event, WorkflowThread.ThreadStarted | WorkflowThread.ThreadForked):
-            threads.put(
-                {"originator_id": key, "thread_id": event.thread_id, "graph_id": event.graph_id}
-            )
-        elif threads.get(key) is None:
-            continued.add(key)
-    return threads.load(cursor, db, "originator_id", continued)
+    started = {entry.key for entry in entries if issubclass(entry.cls, STARTS)}
+    return {
+        entry.thread.thread_id
+        for entry in entries
+        if entry.thread is not None and entry.key not in started
+    }

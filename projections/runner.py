@@ -19,7 +19,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 from eventsourcing.utils import get_topic
@@ -27,9 +26,11 @@ from eventsourcing.utils import get_topic
 from domain.application import Workflows
 from persistence.failures import STORE_UNAVAILABLE
 from projections.database import Cursor, Database, database_for
-from projections.log_reader import LogReader
+from projections.log_reader import Entry, LogReader
 
 POSITIONS = "holdpoint_projection_positions"
+# A rebuild's positions per transaction: the write lock is held for a fraction of a second.
+REBUILD_BATCH_SIZE = 10_000
 log = structlog.get_logger()
 Progress = Callable[[str, int, int], None]
 
@@ -49,8 +50,8 @@ class Projection(ABC):
         """Delete every row, before a rebuild."""
 
     @abstractmethod
-    def apply_batch(self, events: Sequence[tuple[int, Any]], cursor: Cursor, db: Database) -> None:
-        """Change the rows for a batch of (position, event), in log order.
+    def apply_batch(self, entries: Sequence[Entry], cursor: Cursor, db: Database) -> None:
+        """Change the rows for a batch of entries (position, event, its thread...), in log order.
 
         Only events of `event_classes` are given. The batch's transaction is
         committed with the new position after this returns.
@@ -95,11 +96,13 @@ class ProjectionRunner:
         projections: Sequence[Projection],
         database: Database | None = None,
         batch_size: int = 1000,
+        rebuild_batch_size: int = REBUILD_BATCH_SIZE,
     ) -> None:
         self.store = store
         self.projections = {projection.name: projection for projection in projections}
         self.db = database or database_for(store)
         self.batch_size = batch_size
+        self.rebuild_batch_size = max(rebuild_batch_size, batch_size)
         self._topics = {
             name: {get_topic(cls) for cls in projection.event_classes}
             for name, projection in self.projections.items()
@@ -134,16 +137,17 @@ class ProjectionRunner:
             ProjectionStatus(name, int(positions.get(name, 0)), head) for name in self.projections
         ]
 
-    def catch_up(self, progress: Progress | None = None) -> int:
+    def catch_up(self, progress: Progress | None = None, batch_size: int | None = None) -> int:
         """Apply everything recorded so far; return how many log positions this call applied.
 
         One pass over the log feeds every read model: each event is read and
-        decoded once, and applied to each model that has not applied it yet.
+        decoded once, and applied to each model that has not applied it yet,
+        `batch_size` positions per transaction (default: the runner's).
         """
         applied, head = 0, self.head()
         while True:
             with cyclic_gc_paused():
-                count, reached = self._apply_batch(head)
+                count, reached = self._apply_batch(head, batch_size or self.batch_size)
             applied += count
             if progress is not None:
                 for name in self.projections:
@@ -152,19 +156,25 @@ class ProjectionRunner:
                 return applied
 
     def rebuild(self, names: Iterable[str] | None = None, progress: Progress | None = None) -> int:
-        """Forget the rows of `names` (default: all) and apply the whole log again."""
+        """Forget the rows of `names` (default: all) and apply the whole log again.
+
+        In batches of `rebuild_batch_size`: a rebuild's batches mostly start the
+        threads they hold, so they load almost nothing, and fewer, larger
+        transactions write the same rows with fewer statements and commits.
+        """
         chosen = list(names or self.projections)
         unknown = [name for name in chosen if name not in self.projections]
         if unknown:
             msg = f"Unknown projection {unknown[0]!r}: use one of {', '.join(self.projections)}"
             raise ValueError(msg)
         with self.db.transaction() as cursor:
+            self._locked_positions(cursor)  # a batch another runner is applying ends first
             for name in chosen:
                 self.projections[name].clear(cursor, self.db)
                 cursor.execute(
                     f"UPDATE {self.db.table(POSITIONS)} SET position = 0 WHERE name = %s", (name,)
                 )
-        return self.catch_up(progress)
+        return self.catch_up(progress, self.rebuild_batch_size)
 
     def wait(self, position: int, timeout: float, poll: float = 0.01) -> bool:
         """Wait until every projection has applied `position`; False on timeout."""
@@ -211,7 +221,7 @@ class ProjectionRunner:
     def close(self) -> None:
         self.db.close()
 
-    def _apply_batch(self, head: int) -> tuple[int, int]:
+    def _apply_batch(self, head: int, batch_size: int) -> tuple[int, int]:
         """One transaction: the next batch of positions up to `head`, into every
         model behind it; return how many positions it applied and the last.
 
@@ -224,21 +234,16 @@ class ProjectionRunner:
         with self.db.transaction(write=False) as cursor:
             cursor.execute(f"SELECT name, position FROM {table}")
             start = min(self._positions(cursor).values())
-        last = min(start + self.batch_size, head)
+        last = min(start + batch_size, head)
         if last <= start:
             return 0, start
         events = self._log.read(start, last, self._wanted)
-        lock = " FOR UPDATE" if self.db.dialect == "postgres" else ""
         with self.db.transaction() as cursor:
-            cursor.execute(f"SELECT name, position FROM {table} ORDER BY name{lock}")
-            positions = self._positions(cursor)  # another runner may have moved them
+            positions = self._locked_positions(cursor)  # another runner may have moved them
             behind = min(positions.values())
             for name, position in positions.items():
-                batch = [
-                    (event_id, event)
-                    for event_id, topic, event in events
-                    if event_id > position and topic in self._topics[name]
-                ]
+                topics = self._topics[name]
+                batch = [e for e in events if e.position > position and e.topic in topics]
                 if batch:
                     self.projections[name].apply_batch(batch, cursor, self.db)
                 if position < last:
@@ -246,6 +251,13 @@ class ProjectionRunner:
                         f"UPDATE {table} SET position = %s WHERE name = %s", (last, name)
                     )
         return max(last - behind, 0), last
+
+    def _locked_positions(self, cursor: Cursor) -> dict[str, int]:
+        """The positions, locked until the transaction ends (SQLite's write transaction
+        already excludes every other writer)."""
+        lock = " FOR UPDATE" if self.db.dialect == "postgres" else ""
+        cursor.execute(f"SELECT name, position FROM {self.db.table(POSITIONS)} ORDER BY name{lock}")
+        return self._positions(cursor)
 
     def _positions(self, cursor: Cursor) -> dict[str, int]:
         return {

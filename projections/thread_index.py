@@ -15,9 +15,11 @@ from typing import Any
 
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
+from projections.log_reader import Entry
 from projections.paging import keyset_page
 from projections.rows import Rows, TableShape, json_text
 from projections.runner import Projection
+from projections.threads import STARTS
 from projections.timestamps import utc_text
 
 THREADS = "holdpoint_threads"
@@ -62,18 +64,19 @@ class ThreadIndexProjection(Projection):
         )
 
     def clear(self, cursor: Cursor, db: Database) -> None:
-        cursor.execute(f"DELETE FROM {db.table(THREADS)}")
+        db.clear_table(cursor, db.table(THREADS))
 
-    def apply_batch(self, events: Sequence[tuple[int, Any]], cursor: Cursor, db: Database) -> None:
+    def apply_batch(self, entries: Sequence[Entry], cursor: Cursor, db: Database) -> None:
         rows = Rows(SHAPE)
-        rows.load(cursor, db, "originator_id", _continued(events))
-        for position, event in events:
-            key, at = event.originator_id.hex, utc_text(event.timestamp)
-            if isinstance(event, WorkflowThread.ThreadStarted | WorkflowThread.ThreadForked):
+        rows.load(cursor, db, "originator_id", _continued(entries))
+        for entry in entries:
+            at = entry.at
+            if issubclass(entry.cls, STARTS):
+                event = entry.event
                 forked = getattr(event, "source_thread_id", None)
                 rows.put(
                     {
-                        "originator_id": key,
+                        "originator_id": entry.key,
                         "thread_id": event.thread_id,
                         "graph_id": event.graph_id,
                         "status": "running" if forked else "idle",
@@ -83,15 +86,15 @@ class ThreadIndexProjection(Projection):
                         "forked_from": forked,
                         "started_by": event.actor.get("id"),
                         "pending": 0,
-                        "position": position,
+                        "position": entry.position,
                     }
                 )
                 continue
-            row = rows.get(key)
-            if row is None or not _changes_status(event):
+            row = rows.get(entry.key)
+            if row is None or not _changes_status(entry):
                 continue
-            row["status"], row["pending"] = _next_status(event, row["status"], row["pending"])
-            row["updated_at"], row["position"] = at, position
+            row["status"], row["pending"] = _next_status(entry.cls, row["status"], row["pending"])
+            row["updated_at"], row["position"] = at, entry.position
         rows.write(cursor, db)
 
 
@@ -114,38 +117,35 @@ SHAPE = TableShape(
 )
 
 
-def _continued(events: Sequence[tuple[int, Any]]) -> set[str]:
+def _continued(entries: Sequence[Entry]) -> set[str]:
     """The threads a batch continues (rather than starts), whose rows must be loaded."""
-    return {
-        event.originator_id.hex
-        for _, event in events
-        if not isinstance(event, WorkflowThread.ThreadStarted | WorkflowThread.ThreadForked)
-    }
+    started = {entry.key for entry in entries if issubclass(entry.cls, STARTS)}
+    return {entry.key for entry in entries if entry.key not in started}
 
 
-def _changes_status(event: Any) -> bool:
-    if isinstance(event, WorkflowThread.InterruptExpired):
-        return bool(event.rule["action"] == "decide")  # an escalation leaves it pending
+def _changes_status(entry: Entry) -> bool:
+    """Whether the event changes the status (only an expiry's JSON is read to tell)."""
+    if issubclass(entry.cls, WorkflowThread.InterruptExpired):
+        return bool(entry.event.rule["action"] == "decide")  # an escalation leaves it pending
     return True
 
 
-def _next_status(event: Any, status: str, pending: int) -> tuple[str, int]:
-    """The thread's status and count of pending interrupts after `event`."""
-    match event:
-        case WorkflowThread.InputReceived():
-            return "running", pending
-        case WorkflowThread.NodeCompleted():
-            return ("running" if status == "failed" else status), pending
-        case WorkflowThread.NodeFailed() | WorkflowThread.ThreadFailed():
-            return "failed", pending
-        case WorkflowThread.InterruptRaised():
-            return "interrupted", pending + 1
-        case WorkflowThread.InterruptResumed() | WorkflowThread.InterruptExpired():
-            return ("interrupted" if pending > 1 else "running"), pending - 1
-        case WorkflowThread.ThreadCompleted():
-            return "idle", pending
-        case WorkflowThread.ThreadCancelled():
-            return "cancelled", pending
+def _next_status(cls: type, status: str, pending: int) -> tuple[str, int]:
+    """The thread's status and count of pending interrupts after an event of `cls`."""
+    if issubclass(cls, WorkflowThread.InputReceived):
+        return "running", pending
+    if issubclass(cls, WorkflowThread.NodeCompleted):
+        return ("running" if status == "failed" else status), pending
+    if issubclass(cls, WorkflowThread.NodeFailed | WorkflowThread.ThreadFailed):
+        return "failed", pending
+    if issubclass(cls, WorkflowThread.InterruptRaised):
+        return "interrupted", pending + 1
+    if issubclass(cls, WorkflowThread.InterruptResumed | WorkflowThread.InterruptExpired):
+        return ("interrupted" if pending > 1 else "running"), pending - 1
+    if issubclass(cls, WorkflowThread.ThreadCompleted):
+        return "idle", pending
+    if issubclass(cls, WorkflowThread.ThreadCancelled):
+        return "cancelled", pending
     return status, pending  # StateEdited: a human changed values, not the status
 
 

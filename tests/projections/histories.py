@@ -19,7 +19,8 @@ from domain.application import Workflows
 from domain.graph import END, START, CompiledStateGraph, StateGraph
 from domain.types import Command, Interrupt, interrupt
 from projections.database import Database
-from projections.pending_approvals import COUNTS, GRAPHS, QUEUE
+from projections.oversight import CANCELLATIONS, INTERRUPTS
+from projections.pending_approvals import COUNTS, QUEUE
 from projections.runner import POSITIONS
 from projections.thread_index import THREADS
 
@@ -181,7 +182,11 @@ def rows(db: Database, table: str) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in cursor.fetchall()]
 
 
-READ_MODEL_TABLES = {"pending_approvals": (QUEUE, GRAPHS, COUNTS), "thread_index": (THREADS,)}
+READ_MODEL_TABLES = {
+    "pending_approvals": (QUEUE, COUNTS),
+    "thread_index": (THREADS,),
+    "oversight": (INTERRUPTS, CANCELLATIONS),
+}
 
 
 def read_models(

@@ -3,16 +3,23 @@
 Given a recorded history, reading a range of positions gives exactly the
 events the library's `select_notifications` and mapper give for it, of the
 topics asked for: same positions, same classes, same attributes. Values that
-look like the library's typed JSON are decoded by the library itself.
+look like the library's typed JSON are decoded by the library itself. Each
+entry also carries what every read model needs: its originator's key, its
+time as read-model text, and its thread, found in the log even when the
+reader starts after the thread's start.
 """
 
 from __future__ import annotations
+
+from uuid import uuid4
 
 from eventsourcing.utils import get_topic
 
 from domain.thread import WorkflowThread
 from projections.database import database_for
-from projections.log_reader import LogReader
+from projections.log_reader import Entry, LogReader
+from projections.threads import Thread
+from projections.timestamps import utc_text
 from tests.projections.histories import answer, approval_graph, ask_for, record_history
 
 
@@ -28,7 +35,8 @@ def library_view(store, after, upto, topics=None):
 
 
 def reader_view(reader, after, upto, topics):
-    return [(p, t, type(e), vars(e)) for p, t, e in reader.read(after, upto, topics)]
+    entries = reader.read(after, upto, topics)
+    return [(e.position, e.topic, type(e.event), vars(e.event)) for e in entries]
 
 
 def all_topics(store):
@@ -49,7 +57,7 @@ def test_a_range_gives_the_events_after_its_start_up_to_its_end(store):
 
     read = reader.read(3, 7, all_topics(store))
 
-    assert [position for position, _, _ in read] == [4, 5, 6, 7]
+    assert [entry.position for entry in read] == [4, 5, 6, 7]
 
 
 def test_only_the_topics_asked_for_are_read(store):
@@ -61,7 +69,7 @@ def test_only_the_topics_asked_for_are_read(store):
     read = reader.read(0, head, {raised})
 
     assert read
-    assert {topic for _, topic, _ in read} == {raised}
+    assert {entry.topic for entry in read} == {raised}
     assert reader_view(reader, 0, head, {raised}) == library_view(store, 0, head, [raised])
 
 
@@ -84,3 +92,64 @@ def test_an_empty_range_reads_nothing(store):
 
     assert reader.read(5, 5, all_topics(store)) == []
     assert reader.read(0, 9, set()) == []
+
+
+# -- what every read model gets with each event ------------------------------
+
+
+def test_each_entry_carries_its_originators_key_and_its_time_as_read_model_text(store):
+    record_history(store)
+    head = store.recorder.max_notification_id()
+    reader = LogReader(store, database_for(store))
+
+    entries = reader.read(0, head, all_topics(store))
+
+    assert entries
+    assert [(e.key, e.at) for e in entries] == [
+        (e.event.originator_id.hex, utc_text(e.event.timestamp)) for e in entries
+    ]
+
+
+def test_each_entry_carries_the_thread_and_graph_its_thread_started_with(store):
+    # Given two threads of two graphs, each started, asked and answered
+    ask_for(approval_graph(store), "t1")
+    answer(approval_graph(store), "t1")
+    ask_for(approval_graph(store, name="payout"), "t2")
+    head = store.recorder.max_notification_id()
+
+    # When
+    entries = LogReader(store, database_for(store)).read(0, head, all_topics(store))
+
+    # Then
+    by_originator = {e.key: e.thread for e in entries}
+    assert sorted(by_originator.values()) == [Thread("t1", "refund"), Thread("t2", "payout")]
+    assert all(e.thread == by_originator[e.key] for e in entries)
+
+
+def test_a_reader_that_starts_after_a_threads_start_finds_the_thread_in_the_log(store):
+    # Given a thread started, then answered after a reader's starting position
+    graph = approval_graph(store, name="payout")
+    ask_for(graph, "t1")
+    asked = store.recorder.max_notification_id()
+    answer(graph, "t1")
+    head = store.recorder.max_notification_id()
+
+    # When a new reader reads only what came after the question
+    entries = LogReader(store, database_for(store)).read(asked, head, all_topics(store))
+
+    # Then every entry still knows its thread, though its start was not read
+    assert entries
+    assert {e.thread for e in entries} == {Thread("t1", "payout")}
+
+
+def test_an_originator_the_log_has_no_thread_start_for_has_no_thread(store):
+    # Given an entry of an originator the store has no events of
+    ask_for(approval_graph(store), "t1")
+    raised = WorkflowThread.InterruptRaised
+    stray = Entry(1, get_topic(raised), raised, uuid4().hex, "", event=object())
+
+    # When
+    LogReader(store, database_for(store)).threads.resolve([stray])
+
+    # Then
+    assert stray.thread is None

@@ -18,6 +18,7 @@ import pytest
 
 from domain.store import open_store
 from domain.thread import WorkflowThread
+from projections.catalog import all_projections
 from projections.database import database_for
 from projections.pending_approvals import PendingApprovals, PendingApprovalsProjection
 from projections.runner import ProjectionRunner
@@ -51,12 +52,12 @@ class BreaksOnAnAnswer(ThreadIndexProjection):
 
     broken = True
 
-    def apply_batch(self, events, cursor, db):
-        for position, event in events:
-            if self.broken and isinstance(event, WorkflowThread.InterruptResumed):
-                msg = f"cannot apply the event at position {position}"
+    def apply_batch(self, entries, cursor, db):
+        for entry in entries:
+            if self.broken and isinstance(entry.event, WorkflowThread.InterruptResumed):
+                msg = f"cannot apply the event at position {entry.position}"
                 raise RuntimeError(msg)
-        super().apply_batch(events, cursor, db)
+        super().apply_batch(entries, cursor, db)
 
 
 # -- catching up -----------------------------------------------------------
@@ -205,6 +206,30 @@ def test_a_rebuild_from_zero_gives_identical_rows(store, runner):
     # Then
     assert read_models(runner.db) == before
     assert all(s.lag == 0 for s in runner.status())
+
+
+@pytest.mark.parametrize("rebuild_batch_size", [7, 10_000])
+def test_a_rebuild_gives_every_read_model_the_rows_of_catching_up_event_by_event(
+    store, rebuild_batch_size
+):
+    # Given every read model kept up to date one event per batch while two histories were recorded
+    runner = ProjectionRunner(
+        store, all_projections(), batch_size=1, rebuild_batch_size=rebuild_batch_size
+    )
+    record_history(store, prefix="a-")
+    runner.catch_up()
+    record_history(store, prefix="b-")
+    runner.catch_up()
+    every_model = tuple(runner.projections)
+    before = read_models(runner.db, every_model)
+
+    # When they are rebuilt in batches that split threads (7), or hold the whole log
+    runner.rebuild()
+
+    # Then
+    assert read_models(runner.db, every_model) == before
+    assert all(before.values())
+    runner.close()
 
 
 @pytest.mark.parametrize("name", NAMES)
