@@ -9,29 +9,26 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import structlog
 
-from api import history_cli, replay_cli
 from api.bootstrap import configure_logging
-from api.demo import run_demo
-from api.integrity_cli import register as add_integrity_commands
-from api.keys_cli import add_keys_commands
-from api.progress import ProgressBar
-from api.serve import add_serve_command
 from domain.errors import HoldpointError
 from domain.store import DEFAULT_STORE_URL, open_store, redacted, store_url_from_env
-from projections.catalog import runner_for
-from projections.deadlines import expire_overdue
-from projections.oversight_report import oversight_report
-from projections.report_formats import FORMATS
-from projections.thread_index import STATUSES, ThreadIndex
+
+# The modules behind the other subcommands (the API, the read models, time travel)
+# are imported when their parser is built or their handler runs, not at start:
+# `holdpoint verify` then starts without them (see `build_parser`).
 
 Handler = Callable[[argparse.Namespace], int]
 log = structlog.get_logger()
+INTEGRITY_COMMANDS = frozenset({"verify", "seal", "export"})
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `holdpoint` parser: every subcommand, or, when `command` is an integrity
+    command, only those (a faster start; their help and errors are the same)."""
     parser = argparse.ArgumentParser(
         prog="holdpoint",
         description=(
@@ -40,6 +37,22 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    if command in INTEGRITY_COMMANDS:
+        from api.integrity_cli import register  # noqa: PLC0415
+
+        register(commands)
+        return parser
+    _add_all_commands(commands)
+    return parser
+
+
+def _add_all_commands(commands: Any) -> None:
+    from api import history_cli, replay_cli  # noqa: PLC0415
+    from api.integrity_cli import register as add_integrity_commands  # noqa: PLC0415
+    from api.keys_cli import add_keys_commands  # noqa: PLC0415
+    from api.serve import add_serve_command  # noqa: PLC0415
+    from projections.report_formats import FORMATS  # noqa: PLC0415
+    from projections.thread_index import STATUSES  # noqa: PLC0415
 
     demo = commands.add_parser(
         "demo",
@@ -148,10 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(handler=_report)
     history_cli.register(commands)
     replay_cli.register(commands)
-    return parser
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from api.demo import run_demo  # noqa: PLC0415
+
     return run_demo(amount=args.amount, decision=args.decision)
 
 
@@ -163,6 +177,8 @@ def _db_init(_: argparse.Namespace) -> int:
 
 
 def _projections_status(_: argparse.Namespace) -> int:
+    from projections.catalog import runner_for  # noqa: PLC0415
+
     with open_store() as store:
         runner = runner_for(store)
         print(f"{'projection':<20} {'position':>10} {'head':>10} {'lag':>8}")
@@ -173,6 +189,9 @@ def _projections_status(_: argparse.Namespace) -> int:
 
 
 def _projections_rebuild(args: argparse.Namespace) -> int:
+    from api.progress import ProgressBar  # noqa: PLC0415
+    from projections.catalog import runner_for  # noqa: PLC0415
+
     with open_store() as store:
         runner = runner_for(store)
         bar = ProgressBar()
@@ -189,6 +208,9 @@ def _projections_rebuild(args: argparse.Namespace) -> int:
 
 
 def _projector(args: argparse.Namespace) -> int:
+    from projections.catalog import runner_for  # noqa: PLC0415
+    from projections.deadlines import expire_overdue  # noqa: PLC0415
+
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
@@ -204,6 +226,9 @@ def _projector(args: argparse.Namespace) -> int:
 
 
 def _threads_list(args: argparse.Namespace) -> int:
+    from projections.catalog import runner_for  # noqa: PLC0415
+    from projections.thread_index import ThreadIndex  # noqa: PLC0415
+
     with open_store() as store:
         runner = runner_for(store)
         runner.catch_up()
@@ -219,6 +244,10 @@ def _threads_list(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from projections.catalog import runner_for  # noqa: PLC0415
+    from projections.oversight_report import oversight_report  # noqa: PLC0415
+    from projections.report_formats import FORMATS  # noqa: PLC0415
+
     now = datetime.now(UTC)
     moments: dict[str, datetime] = {}
     for name in ("since", "until"):
@@ -267,7 +296,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     configure_logging()
     handler: Handler = args.handler
     try:

@@ -8,15 +8,17 @@ bad seal or bundle file), which changes nothing. See docs/integrity.md.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from api.progress import ProgressBar
-from audit.evidence import export_thread, verify_bundle_file, write_bundle
 from audit.reporting import (
     bundle_data,
     bundle_lines,
@@ -26,20 +28,16 @@ from audit.reporting import (
     verdict_data,
     verdict_lines,
 )
-from audit.seals import latest_seal, load_seal_file, make_seal, verify_with_seal
-from audit.signing import (
-    KEY_VARIABLE,
-    generate_key,
-    key_id,
-    load_private_key,
-    parse_public_key,
-    public_hex,
-)
 from audit.verify_log import scan_log, verify_thread_events
 from domain.errors import HoldpointError, ThreadNotFoundError
-from domain.integrity import Problem
-from domain.seal import Seal
 from domain.store import open_store
+
+if TYPE_CHECKING:
+    from domain.integrity import Problem
+
+# Seals, bundles and signing (and `cryptography`) are imported by the handlers that
+# use them: a plain `holdpoint verify` starts without them.
+KEY_VARIABLE = "HOLDPOINT_SEAL_KEY"  # audit.signing.KEY_VARIABLE (tests/audit/test_cli_start.py)
 
 
 class UsageError(HoldpointError, ValueError):
@@ -141,6 +139,19 @@ def register(commands: Any) -> None:
     export.set_defaults(handler=_export)
 
 
+@contextmanager
+def _whole_log() -> Iterator[None]:
+    """Reading the whole log makes rows and summaries that hold no reference cycles: the
+    cyclic collector, left on, would only spend time (a few %) walking them."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _writable(path: str) -> Path:
     """The output path, refused before any work if it cannot be written."""
     target = Path(path)
@@ -152,6 +163,8 @@ def _writable(path: str) -> Path:
 
 
 def _trusted_key(given: str | None) -> tuple[str | None, str]:
+    from audit.signing import load_private_key, parse_public_key, public_hex  # noqa: PLC0415
+
     if given is not None:
         return parse_public_key(given), "--public-key"
     if os.environ.get(KEY_VARIABLE):
@@ -180,6 +193,8 @@ def _emit(data: dict[str, Any], lines: list[str], problems: list[Problem], *, as
 
 def _verify(args: argparse.Namespace) -> int:
     if args.bundle is not None:
+        from audit.evidence import verify_bundle_file  # noqa: PLC0415
+
         if args.thread is not None or args.seal is not None:
             msg = "--bundle checks a bundle file alone: give no THREAD and no --seal with it"
             raise UsageError(msg)
@@ -200,24 +215,42 @@ def _verify(args: argparse.Namespace) -> int:
     if args.clock_skew < 0:
         msg = "--clock-skew must be >= 0"
         raise UsageError(msg)
-    seal = None
-    if args.seal is not None and args.seal != "latest":
-        seal = load_seal_file(args.seal)
-    trusted, trusted_by = _trusted_key(args.public_key) if args.seal else (None, "")
+    if args.seal is not None:
+        return _verify_with_seal(args)
     with open_store() as store:
         if args.thread is not None:
             return _verify_thread(store, args.thread, as_json=args.json)
+        bar = ProgressBar()
+        try:
+            with _whole_log():
+                scan = scan_log(store, jobs=args.jobs, progress=bar)
+        finally:
+            bar.finish()
+    problems = list(scan.verdict.problems)
+    return _emit(
+        verdict_data(scan.verdict), verdict_lines(scan.verdict), problems, as_json=args.json
+    )
+
+
+def _verify_with_seal(args: argparse.Namespace) -> int:
+    from audit.seals import latest_seal, load_seal_file, verify_with_seal  # noqa: PLC0415
+    from domain.seal import Seal  # noqa: PLC0415
+
+    seal: Seal | None = None
+    if args.seal != "latest":
+        seal = load_seal_file(args.seal)
+    trusted, trusted_by = _trusted_key(args.public_key)
+    with open_store() as store:
         if args.seal == "latest":
             document = latest_seal(store)
             if document is None:
                 msg = "no seal is recorded in the store yet: run `holdpoint seal` first"
                 raise UsageError(msg)
             seal = Seal.from_document(document)
+        assert seal is not None
         bar = ProgressBar()
         try:
-            if seal is None:
-                scan, check = scan_log(store, jobs=args.jobs, progress=bar), None
-            else:
+            with _whole_log():
                 scan, check = verify_with_seal(
                     store,
                     seal,
@@ -230,12 +263,9 @@ def _verify(args: argparse.Namespace) -> int:
         finally:
             bar.finish()
     data = verdict_data(scan.verdict)
-    lines = verdict_lines(scan.verdict)
-    problems = list(scan.verdict.problems)
-    if check is not None:
-        data = {**data, "ok": data["ok"] and check.ok, "seal": seal_data(check)}
-        lines += seal_lines(check)
-        problems += check.problems
+    data = {**data, "ok": data["ok"] and check.ok, "seal": seal_data(check)}
+    lines = verdict_lines(scan.verdict) + seal_lines(check)
+    problems = list(scan.verdict.problems) + check.problems
     return _emit(data, lines, problems, as_json=args.json)
 
 
@@ -254,6 +284,9 @@ def _verify_thread(store: Any, thread_id: str, *, as_json: bool) -> int:
 
 
 def _seal(args: argparse.Namespace) -> int:
+    from audit.seals import make_seal  # noqa: PLC0415
+    from audit.signing import generate_key, key_id, load_private_key  # noqa: PLC0415
+
     if args.init_key is not None:
         if args.out is not None:
             msg = "--init-key makes a key and seals nothing: give no --out with it"
@@ -269,7 +302,8 @@ def _seal(args: argparse.Namespace) -> int:
     with open_store() as store:
         bar = ProgressBar()
         try:
-            document, _, problems = make_seal(store, key, jobs=args.jobs, progress=bar)
+            with _whole_log():
+                document, _, problems = make_seal(store, key, jobs=args.jobs, progress=bar)
         finally:
             bar.finish()
     if document is None:
@@ -289,11 +323,14 @@ def _seal(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from audit.evidence import export_thread, write_bundle  # noqa: PLC0415
+
     out = _writable(args.out)
     with open_store() as store:
         bar = ProgressBar()
         try:
-            bundle, problems = export_thread(store, args.thread, jobs=args.jobs, progress=bar)
+            with _whole_log():
+                bundle, problems = export_thread(store, args.thread, jobs=args.jobs, progress=bar)
         finally:
             bar.finish()
     if bundle is None:

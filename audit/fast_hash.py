@@ -23,12 +23,14 @@ from __future__ import annotations
 import hashlib
 import re
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from domain.diagnosis import ReferenceHasher
 from domain.integrity import Decoded, event_name
+
+if TYPE_CHECKING:
+    from domain.diagnosis import ReferenceHasher
 
 _SORTED = orjson.OPT_SORT_KEYS
 # A number with an exponent (canonical output has no spaces: a number ends at , ] } or the end).
@@ -67,22 +69,24 @@ class FastHasher:
     """A `domain.integrity.Hasher` that equals `ReferenceHasher`, several times faster."""
 
     def __init__(self) -> None:
-        self.reference = ReferenceHasher()
+        self._reference: ReferenceHasher | None = None
         self._names: dict[str, bytes] = {}
-        self._hours: dict[str, bool] = {}
+        self._hours: set[str] = set()  # real hours seen, as 'YYYY-MM-DDTHH'
         self.slow = 0  # events sent to the reference, for profiling
 
     def canonical_moment(self, moment: str) -> bool:
         """Whether `datetime.fromisoformat(moment).isoformat() == moment`, for UTC times."""
-        if _MOMENT.fullmatch(moment) is None:
+        return _MOMENT.fullmatch(moment) is not None and (
+            moment[:13] in self._hours or self._real_hour(moment[:13])
+        )
+
+    def _real_hour(self, hour: str) -> bool:
+        if not _valid_hour(hour):
             return False
-        hour = moment[:13]
-        valid = self._hours.get(hour)
-        if valid is None:
-            if len(self._hours) > _HOURS_KEPT:
-                self._hours.clear()
-            valid = self._hours[hour] = _valid_hour(hour)
-        return valid
+        if len(self._hours) > _HOURS_KEPT:
+            self._hours.clear()
+        self._hours.add(hour)
+        return True
 
     def __call__(self, topic: str, state: bytes, thread_id: str | None, version: int) -> Decoded:
         try:
@@ -102,7 +106,8 @@ class FastHasher:
             or stamp.get("_type_") != "datetime_iso"
             or type(prev) is not str
             or type(tid) is not str
-            or not self.canonical_moment(moment)
+            or _MOMENT.fullmatch(moment) is None  # canonical_moment, inlined: once per event
+            or (moment[:13] not in self._hours and not self._real_hour(moment[:13]))
         ):
             return self._slow(topic, state, thread_id, version)
         data.pop("originator_topic", None)
@@ -128,4 +133,8 @@ class FastHasher:
 
     def _slow(self, topic: str, state: bytes, thread_id: str | None, version: int) -> Decoded:
         self.slow += 1
-        return self.reference(topic, state, thread_id, version)
+        if self._reference is None:  # made when first needed: a worker starts without it
+            from domain.diagnosis import ReferenceHasher  # noqa: PLC0415
+
+            self._reference = ReferenceHasher()
+        return self._reference(topic, state, thread_id, version)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from audit.seals import SealCheck
-from domain.evidence import BundleVerdict
-from domain.integrity import LogVerdict, Problem
+if TYPE_CHECKING:  # not imported at run time: `holdpoint verify` starts without them
+    from audit.seals import SealCheck
+    from domain.evidence import BundleVerdict
+    from domain.integrity import LogVerdict, Problem
 
 
 def problem_line(problem: Problem) -> str:

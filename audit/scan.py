@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -157,18 +158,29 @@ class PostgresScanner:
         return int(row[0] or 0) if row else 0
 
     def batches(self, after: int, upto: int, size: int = BATCH) -> Iterator[list[Row]]:
+        """Each batch is asked for while the one before is being checked (by a thread that
+        waits for the server without holding the GIL): the server reads as we hash."""
         query = (
             f"SELECT {self._COLUMNS} FROM {self.table} "
             "WHERE notification_id > %s AND notification_id <= %s "
             "ORDER BY notification_id LIMIT %s"
         )
-        with self.connection.cursor(binary=True) as cursor:
-            while after < upto:
-                rows = cursor.execute(query, (after, upto, size), prepare=True).fetchall()
+
+        def fetch(start: int) -> list[Row]:
+            with self.connection.cursor(binary=True) as cursor:
+                return cursor.execute(query, (start, upto, size), prepare=True).fetchall()
+
+        if after >= upto:
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-read") as reader:
+            pending: Future[list[Row]] | None = reader.submit(fetch, after)
+            while pending is not None:
+                rows = pending.result()
                 if not rows:
                     return
+                last = rows[-1][0]
+                pending = reader.submit(fetch, last) if last < upto else None
                 yield rows
-                after = rows[-1][0]
 
     def first_events(self, aggregate_ids: Sequence[str]) -> dict[str, bytes]:
         if not aggregate_ids:

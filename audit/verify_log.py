@@ -34,7 +34,7 @@ from domain.thread import thread_uuid
 
 Progress = Callable[[str, int, int], None]
 PARALLEL_FROM = 100_000  # positions: below this, one process is faster than spawning workers
-RANGES_PER_JOB = 8  # ranges per process: small enough to balance the work at the end
+RANGES_PER_JOB = 16  # ranges per process: small enough to balance the work at the end
 INCONSISTENT = "inconsistent"
 log = structlog.get_logger()
 

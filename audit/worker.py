@@ -9,6 +9,7 @@ needs, and never the parent's `__main__`.
 
 from __future__ import annotations
 
+import gc
 import pickle
 import sys
 
@@ -17,6 +18,9 @@ from audit.scan import open_scanner
 
 
 def main() -> None:
+    # The rows and summaries a worker makes hold no reference cycles, and it ends when
+    # the log is checked: the cyclic collector would only spend time (about 4 %).
+    gc.disable()
     read, write = sys.stdin.buffer, sys.stdout.buffer
     source, plan = pickle.load(read)
     scanner = open_scanner(source)
