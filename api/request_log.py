@@ -141,13 +141,9 @@ _WANTED = frozenset((b"x-request-id", b"content-length", b"expect"))
 
 
 def _wanted_headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
-    """The headers this middleware reads (names lowercased, as ASGI servers send them),
-    without decoding the others."""
-    found: dict[str, str] = {}
-    for name, value in raw:
-        if name in _WANTED or name.lower() in _WANTED:
-            found[name.lower().decode()] = value.decode("latin-1")
-    return found
+    """The headers this middleware reads, without decoding the others (ASGI servers
+    send header names lowercased: the ASGI specification requires it)."""
+    return {name.decode(): value.decode("latin-1") for name, value in raw if name in _WANTED}
 
 
 async def _drain(receive: Receive, limit: int) -> None:
