@@ -57,6 +57,18 @@ def resume_value(body: DecisionBody) -> Any:
     return {"approve": True, "reject": False}.get(body.decision)
 
 
+def check_reason(
+    interrupt: dict[str, Any], interrupt_id: str, reason: Any, field: str = "body.reason"
+) -> None:
+    """422 when the graph asked for a reason (`interrupt(..., reason_required=True)`) and none."""
+    if interrupt.get("reason_required") and not (isinstance(reason, str) and reason.strip()):
+        msg = (
+            f"Invalid {field}: interrupt {interrupt_id} asks for a reason with every "
+            "answer; nothing was recorded"
+        )
+        raise Problem(422, msg, code="invalid-request")
+
+
 def check_idempotency_key(key: str | None) -> None:
     if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
         msg = "Invalid header.Idempotency-Key: 1 to 255 visible ASCII characters"
@@ -150,6 +162,7 @@ def decide(
             reason = "stale_interrupt" if attempt == 0 else "conflict"
             raise not_open(services, request, principal, thread_id, interrupt_id, reason)
         check_may_decide(services, request, principal, thread, [interrupt_id])
+        check_reason(thread.interrupts[interrupt_id], interrupt_id, body.reason)
         graph = services.graph_of_thread(thread.graph_id, thread_id)
         configurable = {
             "thread_id": thread_id,

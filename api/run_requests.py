@@ -15,6 +15,7 @@ from fastapi import Request
 
 from api.auth import Permission, check
 from api.authority import check_may_decide
+from api.decisions import check_reason
 from api.input_limits import thread_id_problem
 from api.problems import Problem
 from api.runs import RunRequest
@@ -97,18 +98,24 @@ def prepare_run(
             f"{thread.graph_id!r}, not {graph.graph_id!r}"
         )
         raise Problem(422, msg, code="invalid-request")
-    if is_resume(body):
-        check(request, services, principal, Permission.DECIDE)
-        if thread is not None:
-            check_may_decide(services, request, principal, thread, _answered(body, thread))
-    else:
-        check(request, services, principal, Permission.RUN)
     user_config = dict(body.config or {})
     configurable = {
         key: value
         for key, value in (user_config.get("configurable") or {}).items()
         if key not in RESERVED_CONFIGURABLE
     }
+    if is_resume(body):
+        check(request, services, principal, Permission.DECIDE)
+        if thread is not None:
+            answered = _answered(body, thread)
+            check_may_decide(services, request, principal, thread, answered)
+            for interrupt_id in answered:
+                if interrupt_id in thread.interrupts:
+                    reason = configurable.get("reason")
+                    field = "body.config.configurable.reason"
+                    check_reason(thread.interrupts[interrupt_id], interrupt_id, reason, field)
+    else:
+        check(request, services, principal, Permission.RUN)
     configurable.update(thread_id=thread_id, actor=principal.as_actor(), run_id=str(uuid4()))
     checkpoint_id = body.checkpoint_id or (
         body.checkpoint.checkpoint_id if body.checkpoint else None

@@ -88,8 +88,11 @@ def fork_at_version(
 
 
 def _policy(record: dict[str, Any]) -> dict[str, Any]:
-    """The interrupt's policy as `interrupt()` gave it: who may answer, and the deadline."""
-    policy: dict[str, Any] = {"required_role": record.get("required_role")}
+    """The interrupt's policy as `interrupt()` gave it: who may answer, how, and by when."""
+    policy: dict[str, Any] = {
+        "required_role": record.get("required_role"),
+        "reason_required": record.get("reason_required", False),
+    }
     on_expiry = record.get("on_expiry")
     if on_expiry:
         policy["deadline_seconds"] = on_expiry["seconds"]

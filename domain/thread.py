@@ -329,6 +329,7 @@ class WorkflowThread(Aggregate):
             index=index,
             value=value,
             required_role=policy.get("required_role"),
+            reason_required=bool(policy.get("reason_required")),
             due_by=due_by,
             on_expiry=None if seconds is None else {**policy["on_expiry"], "seconds": seconds},
         )
@@ -431,6 +432,7 @@ class WorkflowThread(Aggregate):
         required_role: str | None = None
         due_by: str | None = None
         on_expiry: dict[str, Any] | None = None
+        reason_required: bool = False
 
         def fold(self, thread: WorkflowThread) -> None:
             for other, record in list(thread.interrupts.items()):
@@ -443,6 +445,7 @@ class WorkflowThread(Aggregate):
                 "step": self.step,
                 "raised_at": self.timestamp.isoformat(),
                 "required_role": self.required_role,
+                "reason_required": self.reason_required,
                 "due_by": self.due_by,
                 "on_expiry": self.on_expiry,
             }

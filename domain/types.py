@@ -79,6 +79,7 @@ def interrupt(
     required_role: str | None = None,
     deadline: float | timedelta | None = None,
     on_expiry: str = "reject",
+    reason_required: bool = False,
 ) -> Any:
     """Pause the running node for a human, or return the human's answer.
 
@@ -90,7 +91,8 @@ def interrupt(
     after which the deadline worker records InterruptExpired and applies
     `on_expiry`: "reject" (the default: the node gets False), "approve"
     (True), or "escalate:ROLE" (the interrupt stays open, now for ROLE, with
-    a fresh deadline of the same length).
+    a fresh deadline of the same length); `reason_required`, whether every
+    answer must give a reason (the API answers 422 to one without).
     """
     task = current_task()
     if not task.durable:
@@ -99,11 +101,16 @@ def interrupt(
             "checkpointer=InMemorySaver() or a store from domain.store.open_store()"
         )
         raise NoCheckpointerError(msg)
-    return task.next_resume_value(value, interrupt_policy(required_role, deadline, on_expiry))
+    policy = interrupt_policy(required_role, deadline, on_expiry, reason_required=reason_required)
+    return task.next_resume_value(value, policy)
 
 
 def interrupt_policy(
-    required_role: str | None, deadline: float | timedelta | None, on_expiry: str
+    required_role: str | None,
+    deadline: float | timedelta | None,
+    on_expiry: str,
+    *,
+    reason_required: bool = False,
 ) -> dict[str, Any]:
     """Who may answer, by when, and what happens after: plain JSON for the event."""
     seconds = deadline.total_seconds() if isinstance(deadline, timedelta) else deadline
@@ -114,6 +121,7 @@ def interrupt_policy(
         "required_role": required_role,
         "deadline_seconds": seconds,
         "on_expiry": None if seconds is None else expiry_rule(on_expiry),
+        "reason_required": reason_required,
     }
 
 

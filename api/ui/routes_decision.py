@@ -34,9 +34,9 @@ DECISIONS_OFFERED = ("approve", "reject", "edit", "escalate")
 RUN_WAIT_SECONDS = 10.0  # how long a decision waits for its node to run, to show the outcome
 
 
-def reason_required(payload: Any) -> bool:
-    """Whether the graph asks for a reason: its payload says `"reason_required": true`."""
-    return isinstance(payload, dict) and payload.get("reason_required") is True
+def reason_required(record: dict[str, Any] | None) -> bool:
+    """Whether the graph asks for a reason: `interrupt(..., reason_required=True)`."""
+    return record is not None and bool(record.get("reason_required"))
 
 
 def _thread_id(services: Services, interrupt_id: str) -> str:
@@ -71,7 +71,7 @@ def _page_context(services: Services, viewer: Viewer, interrupt_id: str) -> dict
         "outcome_members": members,
         "timeline": found,
         "may_decide": viewer.may(Permission.DECIDE),
-        "reason_required": reason_required(payload),
+        "reason_required": reason_required(record),
         "decisions": DECISIONS_OFFERED,
         "idempotency_key": f"ui-{secrets.token_hex(16)}",
         "form": {"reason": "", "resume": json.dumps(payload, indent=2, ensure_ascii=False)},
@@ -87,13 +87,13 @@ def decision_page(
     return render(request, "decision.html", **context)
 
 
-def body_of(form: dict[str, str], payload: Any) -> DecisionBody:
+def body_of(form: dict[str, str], needs_reason: bool) -> DecisionBody:
     """The decision the form asks for, as the API's body; 422 with a clear sentence if not."""
     decision = form.get("decision", "")
     if decision not in DECISIONS_OFFERED:
         raise Problem(422, f"Choose a decision: {', '.join(DECISIONS_OFFERED)}")
     reason = form.get("reason", "").strip()
-    if reason_required(payload) and not reason:
+    if needs_reason and not reason:
         msg = f"Give a reason: this graph asks for one ({decision} was not recorded)"
         raise Problem(422, msg)
     fields: dict[str, Any] = {"decision": decision, "reason": reason or None}
@@ -124,7 +124,7 @@ def _decide(
     thread_id = _thread_id(services, interrupt_id)
     thread = services.store.thread(thread_id)
     record = thread.interrupts.get(interrupt_id) if thread is not None else None
-    body = body_of(form, record["value"] if record is not None else None)
+    body = body_of(form, reason_required(record))
     throttle(services, request, viewer.principal, DECISIONS)
     key = form.get("idempotency_key") or None
     answer, _position = decide(services, request, viewer.principal, interrupt_id, body, key)

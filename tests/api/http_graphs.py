@@ -20,6 +20,16 @@ def approve_payment(state: Payment) -> dict[str, Any]:
     return {"paid": interrupt({"question": f"Pay {state['amount']}?"}, required_role="admin")}
 
 
+class Publication(TypedDict):
+    draft: str
+    published: Any
+
+
+def review_draft(state: Publication) -> dict[str, Any]:
+    """Every answer must say why: the interrupt requires a reason."""
+    return {"published": interrupt({"draft": state["draft"]}, reason_required=True)}
+
+
 class Numbers(TypedDict):
     x: int
 
@@ -47,6 +57,7 @@ def served_test_graphs(store: Workflows) -> dict[str, CompiledStateGraph]:
     return {
         "echo": linear_graph(store, Echo, ask, name="echo"),
         "guarded": linear_graph(store, Payment, approve_payment, name="guarded"),
+        "explained": linear_graph(store, Publication, review_draft, name="explained"),
         "boom": linear_graph(store, Numbers, explode, name="boom"),
         "parallel": parallel_interrupts_graph(store, join=True, name="parallel"),
     }

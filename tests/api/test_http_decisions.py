@@ -134,6 +134,48 @@ def test_an_interrupt_that_requires_a_role_refuses_the_others(server):
     assert output == {"amount": 9.5, "paid": True}
 
 
+def test_an_interrupt_that_requires_a_reason_refuses_an_answer_without_one(server):
+    # Given an interrupt raised with reason_required=True
+    thread_id, interrupt_id = paused_refund(server, graph="explained", values={"draft": "Q3"})
+    url = f"/approvals/{interrupt_id}/decision"
+
+    # When a reviewer approves without a reason, with a blank one, then with one
+    with server.http("reviewer") as reviewer:
+        without = reviewer.post(url, json={"decision": "approve"})
+        blank = reviewer.post(url, json={"decision": "approve", "reason": "  "})
+        given = reviewer.post(url, json={"decision": "approve", "reason": "Figures checked"})
+
+    # Then the first two are 422 naming the field, and only the third is recorded
+    for refused in (without, blank):
+        assert refused.status_code == 422
+        assert refused.json()["detail"].startswith("Invalid body.reason: interrupt ")
+        assert "asks for a reason" in refused.json()["detail"]
+    assert given.status_code == 200
+    assert [e.reason for e in decisions_recorded(server, thread_id)] == ["Figures checked"]
+    output = server.sdk("agent").runs.join(thread_id, given.json()["run_id"])
+    assert output == {"draft": "Q3", "published": True}
+
+
+def test_a_resume_run_on_an_interrupt_that_requires_a_reason_needs_one_in_its_config(server):
+    # Given an interrupt raised with reason_required=True
+    thread_id, _interrupt = paused_refund(server, graph="explained", values={"draft": "Q4"})
+    url = f"/threads/{thread_id}/runs/wait"
+    resume = {"assistant_id": "explained", "command": {"resume": False}}
+
+    # When the reviewer resumes it through a run without a reason, then with one
+    with server.http("reviewer") as reviewer:
+        without = reviewer.post(url, json=resume)
+        configurable = {"reason": "Numbers wrong", "decision": "reject"}
+        given = reviewer.post(url, json={**resume, "config": {"configurable": configurable}})
+
+    # Then the first is 422 naming where the reason goes, the second recorded
+    assert without.status_code == 422
+    assert "Invalid body.config.configurable.reason" in without.json()["detail"]
+    assert given.status_code == 200
+    assert given.json()["published"] is False
+    assert [e.reason for e in decisions_recorded(server, thread_id)] == ["Numbers wrong"]
+
+
 def test_reject_and_edit_resume_the_node_with_their_values(server):
     thread_id, interrupt_id = paused_refund(server)
     with server.http("reviewer") as reviewer:

@@ -43,12 +43,17 @@ class Approval(TypedDict):
     log: Annotated[list, operator.add]
 
 
-def approval_graph(store: Workflows, role: str | None = None) -> CompiledStateGraph:
+def approval_graph(
+    store: Workflows, role: str | None = None, reason_required: bool = False
+) -> CompiledStateGraph:
     """START -> ask -> pay -> END; `ask` pauses (for `role`, within an hour)."""
 
     def ask(state: Approval) -> dict[str, Any]:
         question = {"question": f"Pay {state['amount']}?"}
-        return {"approved": interrupt(question, required_role=role, deadline=3600), "log": ["ask"]}
+        approved = interrupt(
+            question, required_role=role, deadline=3600, reason_required=reason_required
+        )
+        return {"approved": approved, "log": ["ask"]}
 
     def pay(state: Approval) -> dict[str, Any]:
         return {"log": [f"pay approved={state['approved']}"]}
@@ -207,9 +212,9 @@ def test_answering_the_reraised_interrupt_finishes_the_fork_with_that_answer(sto
     assert state_at_version(store, "t1").values["approved"] is True
 
 
-def test_the_reraised_interrupt_keeps_its_role_and_deadline_length(store):
-    # Given a thread paused for role finance with an hour's deadline
-    graph = approval_graph(store, role="finance")
+def test_the_reraised_interrupt_keeps_its_role_reason_rule_and_deadline_length(store):
+    # Given a thread paused for role finance, a reason required, with an hour's deadline
+    graph = approval_graph(store, role="finance", reason_required=True)
     graph.invoke({"amount": 9.0, "approved": None}, config())
     [source] = [
         e for e in store.thread_events("t1") if isinstance(e, WorkflowThread.InterruptRaised)
@@ -222,6 +227,7 @@ def test_the_reraised_interrupt_keeps_its_role_and_deadline_length(store):
     raised = store.thread_events("t1-b")[1]
     assert isinstance(raised, WorkflowThread.InterruptRaised)
     assert raised.required_role == "finance"
+    assert raised.reason_required is True
     assert raised.on_expiry == source.on_expiry
     assert datetime.fromisoformat(raised.due_by) > datetime.fromisoformat(source.due_by)
 

@@ -329,6 +329,23 @@ def test_raising_an_interrupt_records_it_and_pauses_the_thread():
     assert thread.pending_nodes() == ["ask"]
 
 
+def test_an_interrupt_that_asks_for_a_reason_records_it_and_others_do_not():
+    # Given
+    thread = running_at(["ask", "tell"])
+
+    # When
+    asks = thread.raise_interrupt(
+        step=1, node="ask", index=0, value="why?", policy={"reason_required": True}
+    )
+    tells = thread.raise_interrupt(step=1, node="tell", index=0, value="ok?")
+
+    # Then
+    first, second = thread.collect_events()
+    assert (first.reason_required, second.reason_required) == (True, False)
+    assert thread.interrupts[asks]["reason_required"] is True
+    assert thread.interrupts[tells]["reason_required"] is False
+
+
 def test_interrupts_of_parallel_nodes_get_distinct_ids_and_are_all_pending():
     # Given
     thread = running_at(["left", "right"])

@@ -215,9 +215,8 @@ def test_an_edit_that_is_not_json_is_refused_with_a_clear_message(server, ui):
 
 
 def test_a_reason_is_required_when_the_graph_asks_for_one(server, ui):
-    # Given an interrupt whose payload asks for a reason
-    payload = {"question": "Publish?", "reason_required": True}
-    thread_id, interrupt_id = paused(server, graph="echo", values={"payload": payload})
+    # Given an interrupt raised with reason_required=True
+    thread_id, interrupt_id = paused(server, graph="explained", values={"draft": "Q3 results"})
     ui.sign_in(server.keys["reviewer"])
     form = decision_form(ui, interrupt_id, decision="approve")
 
