@@ -5,7 +5,9 @@ LangGraph SDK sends). Each endpoint needs one permission; each permission is
 held by some roles (`PERMISSIONS`). Every refusal (no key, an unknown or
 revoked key, a role without the permission) is recorded with the keyring
 before the 401 or 403 goes out, so auditors can read it; so is the first
-429 of a key over its rate limit (`throttle`).
+429 of a key over its rate limit (`throttle`), and the first 429 of a client
+address that sent too many requests without a valid key (the 401s it would
+otherwise get are then not recorded, so a flood cannot grow the store).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from starlette.concurrency import run_in_threadpool
 
 from api.problems import Problem
+from api.rate_limit import AUTH_FAILURES
 from api.services import Services
 from domain.errors import AuthenticationError
 from domain.identity import Principal
@@ -83,6 +86,15 @@ def refuse(
     **extensions: Any,
 ) -> Problem:
     """Record a refused attempt and return the problem to raise."""
+    record_refusal(services, request, principal, reason, message)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    code = {401: "unauthenticated", 403: "forbidden"}.get(status, reason.replace("_", "-"))
+    return Problem(status, message, code=code, headers=headers, reason=reason, **extensions)
+
+
+def record_refusal(
+    services: Services, request: Request, principal: Principal | None, reason: str, message: str
+) -> None:
     services.keyring.record_refusal(
         principal=principal,
         action=action_of(request),
@@ -90,18 +102,46 @@ def refuse(
         message=message,
         target=target_of(request),
     )
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    code = {401: "unauthenticated", 403: "forbidden"}.get(status, reason.replace("_", "-"))
-    return Problem(status, message, code=code, headers=headers, reason=reason, **extensions)
+
+
+def too_many_requests(message: str, retry_after: int) -> Problem:
+    """429 problem+json with `Retry-After` (whole seconds)."""
+    headers = {"Retry-After": str(retry_after)}
+    return Problem(
+        429,
+        message,
+        code="rate-limited",
+        headers=headers,
+        reason="rate_limited",
+        retry_after=retry_after,
+    )
 
 
 def authenticate(request: Request, services: Services) -> Principal:
     try:
         principal = services.keyring.authenticate(api_key_of(request))
     except AuthenticationError as error:
-        raise refuse(services, request, None, 401, error.reason, str(error)) from None
+        raise unauthenticated(services, request, error) from None
     note(request, principal=principal.id, role=principal.role)
     return principal
+
+
+def unauthenticated(services: Services, request: Request, error: AuthenticationError) -> Problem:
+    """401, recorded; or 429 when the client's address is over its limit of failures,
+    recorded only when it is the first of a run of them."""
+    address = request.client.host if request.client else "unknown"
+    verdict = services.rate_limiter.take(AUTH_FAILURES, address)
+    if verdict.allowed:
+        return refuse(services, request, None, 401, error.reason, str(error))
+    limit = services.rate_limiter.limits[AUTH_FAILURES]
+    message = (
+        f"{error} - and {address} sent more than {limit.burst} requests without a valid key "
+        f"({limit.rate:g} a second after that): retry after {verdict.retry_after} s"
+    )
+    note(request, rate_limited=AUTH_FAILURES)
+    if verdict.first_refusal:
+        record_refusal(services, request, None, "rate_limited", message)
+    return too_many_requests(message, verdict.retry_after)
 
 
 async def authenticate_async(request: Request, services: Services) -> Principal:
@@ -114,9 +154,7 @@ async def authenticate_async(request: Request, services: Services) -> Principal:
     try:
         principal = checker.authenticate(api_key_of(request))
     except AuthenticationError as error:
-        problem = await run_in_threadpool(
-            refuse, services, request, None, 401, error.reason, str(error)
-        )
+        problem = await run_in_threadpool(unauthenticated, services, request, error)
         raise problem from None
     note(request, principal=principal.id, role=principal.role)
     return principal
@@ -146,7 +184,7 @@ def throttle(services: Services, request: Request, principal: Principal, kind: s
         return
     problem, record = over
     if record:
-        _record(services, request, principal, problem)
+        record_refusal(services, request, principal, "rate_limited", problem.detail)
     raise problem
 
 
@@ -160,7 +198,9 @@ async def throttle_async(
         return
     problem, record = over
     if record:
-        await run_in_threadpool(_record, services, request, principal, problem)
+        await run_in_threadpool(
+            record_refusal, services, request, principal, "rate_limited", problem.detail
+        )
     raise problem
 
 
@@ -177,26 +217,7 @@ def _over_limit(
         f"{verdict.retry_after} s"
     )
     note(request, rate_limited=kind)
-    headers = {"Retry-After": str(verdict.retry_after)}
-    problem = Problem(
-        429,
-        message,
-        code="rate-limited",
-        headers=headers,
-        reason="rate_limited",
-        retry_after=verdict.retry_after,
-    )
-    return problem, verdict.first_refusal
-
-
-def _record(services: Services, request: Request, principal: Principal, problem: Problem) -> None:
-    services.keyring.record_refusal(
-        principal=principal,
-        action=action_of(request),
-        reason="rate_limited",
-        message=problem.detail,
-        target=target_of(request),
-    )
+    return too_many_requests(message, verdict.retry_after), verdict.first_refusal
 
 
 def requires(permission: Permission) -> Any:

@@ -77,7 +77,10 @@ _DESCRIPTIONS = {
     409: "Conflict with the thread's current state, or another decision came first",
     413: "The request body is larger than the server accepts",
     422: "The request is well-formed but invalid: `detail` names the field",
-    429: "The key is over its rate limit: retry after `Retry-After` seconds",
+    429: (
+        "The key is over its rate limit, or this address sent too many requests without "
+        "a valid key: retry after `Retry-After` seconds"
+    ),
     503: "The store or the read models are not available in time",
 }
 
@@ -89,8 +92,8 @@ BODY_STATUSES = (400, 413)
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses` for the given error statuses (401 and 422 always)."""
-    wanted = sorted({401, 422, *statuses})
+    """OpenAPI `responses` for the given error statuses (401, 422 and 429 always)."""
+    wanted = sorted({401, 422, 429, *statuses})
     return {
         status: {
             "model": ProblemDetail,

@@ -1,8 +1,13 @@
-"""Rate limits per API key on the endpoints that run graph code or decide: 429 past them.
+"""Rate limits per API key on the endpoints that run graph code or decide, and per
+client address on failed authentications: 429 past them.
 
 Each key has one token bucket per kind of request (`RUNS`: every endpoint
 that starts a run, a resume included; `DECISIONS`: `POST
-/approvals/{id}/decision`). A bucket holds up to `burst` tokens and gains
+/approvals/{id}/decision`); each client address has one for the requests it
+sends without a valid key (`AUTH_FAILURES`), so that a flood of keyless or
+guessed keys records its first refusals, then one `rate_limited`, and
+nothing more until the address slows down. A valid key is never held back
+by its address's failures. A bucket holds up to `burst` tokens and gains
 `rate` tokens a second; a request takes one, or is refused with 429, a
 `Retry-After` header (whole seconds until a token is back) and
 problem+json. A limit is per process: with N API processes a key may do N
@@ -29,6 +34,8 @@ from api.settings import ServerSettings
 
 RUNS = "runs"
 DECISIONS = "decisions"
+AUTH_FAILURES = "requests without a valid key"
+MAX_BUCKETS = 100_000  # past this many keys and addresses, the refilled buckets are dropped
 
 
 @dataclass(frozen=True)
@@ -83,10 +90,16 @@ class RateLimiter:
     ) -> RateLimiter:
         runs = Limit(settings.run_rate_limit, settings.run_burst)
         decisions = Limit(settings.decision_rate_limit, settings.decision_burst)
-        return cls({RUNS: runs, DECISIONS: decisions}, clock)
+        failures = Limit(settings.auth_failure_rate_limit, settings.auth_failure_burst)
+        return cls({RUNS: runs, DECISIONS: decisions, AUTH_FAILURES: failures}, clock)
+
+    def __len__(self) -> int:
+        """How many buckets the limiter holds (at most about `MAX_BUCKETS`)."""
+        return len(self._buckets)
 
     def take(self, kind: str, key_id: str) -> Verdict:
-        """Take a token from the key's bucket for `kind`, if it has one."""
+        """Take a token from the bucket of `kind` for `key_id` (a key id, or a client
+        address for `AUTH_FAILURES`), if it has one."""
         limit = self.limits.get(kind)
         if limit is None or limit.unlimited:
             return Verdict(allowed=True)
@@ -94,6 +107,8 @@ class RateLimiter:
             now = self.clock()
             bucket = self._buckets.get((kind, key_id))
             if bucket is None:
+                if len(self._buckets) >= MAX_BUCKETS:
+                    self._forget_full_buckets(now)
                 bucket = self._buckets[kind, key_id] = _Bucket(limit.capacity, now)
             elapsed = max(now - bucket.updated, 0.0)
             bucket.tokens = min(limit.capacity, bucket.tokens + elapsed * limit.rate)
@@ -106,3 +121,10 @@ class RateLimiter:
             bucket.refusing = True
             wait = (1.0 - bucket.tokens) / limit.rate
             return Verdict(allowed=False, retry_after=max(1, math.ceil(wait)), first_refusal=first)
+
+    def _forget_full_buckets(self, now: float) -> None:
+        """Drop the buckets that have refilled: a new one would be the same."""
+        for (kind, key_id), bucket in list(self._buckets.items()):
+            limit = self.limits[kind]
+            if bucket.tokens + (now - bucket.updated) * limit.rate >= limit.capacity:
+                del self._buckets[kind, key_id]

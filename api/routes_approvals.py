@@ -84,7 +84,7 @@ def list_approvals(
 @router.post(
     "/approvals/{interrupt_id}/decision",
     summary="Decide an interrupt (approve, reject, edit, respond, escalate)",
-    responses=problem_responses(400, 403, 404, 409, 413, 429),
+    responses=problem_responses(400, 403, 404, 409, 413),
 )
 def post_decision(
     interrupt_id: str,

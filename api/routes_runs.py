@@ -38,7 +38,7 @@ from domain.identity import Principal
 
 router = APIRouter(tags=["runs (LangGraph)"])
 KEEPALIVE_SECONDS = 15.0
-RUN_ERRORS = problem_responses(400, 403, 404, 409, 413, 429)
+RUN_ERRORS = problem_responses(400, 403, 404, 409, 413)
 
 
 async def begin(

@@ -18,12 +18,15 @@ DEFAULT_PORT = 8000
 DEFAULT_MAX_BODY_BYTES = 1_048_576
 DEFAULT_RUN_RATE_LIMIT, DEFAULT_RUN_BURST = 100.0, 200
 DEFAULT_DECISION_RATE_LIMIT, DEFAULT_DECISION_BURST = 50.0, 100
+DEFAULT_AUTH_FAILURE_RATE_LIMIT, DEFAULT_AUTH_FAILURE_BURST = 1.0, 100
 # Settings also read from the environment (below a holdpoint.toml, above the defaults).
 ENV_SETTINGS = {
     "run_rate_limit": "HOLDPOINT_RUN_RATE_LIMIT",
     "run_burst": "HOLDPOINT_RUN_BURST",
     "decision_rate_limit": "HOLDPOINT_DECISION_RATE_LIMIT",
     "decision_burst": "HOLDPOINT_DECISION_BURST",
+    "auth_failure_rate_limit": "HOLDPOINT_AUTH_FAILURE_RATE_LIMIT",
+    "auth_failure_burst": "HOLDPOINT_AUTH_FAILURE_BURST",
 }
 
 
@@ -57,6 +60,10 @@ class ServerSettings:
     run_burst: int = DEFAULT_RUN_BURST
     decision_rate_limit: float = DEFAULT_DECISION_RATE_LIMIT
     decision_burst: int = DEFAULT_DECISION_BURST
+    # Per client address and process: requests refused 401 (no key, an unknown or revoked
+    # one) before the address gets 429 instead, so that a flood records one refusal.
+    auth_failure_rate_limit: float = DEFAULT_AUTH_FAILURE_RATE_LIMIT
+    auth_failure_burst: int = DEFAULT_AUTH_FAILURE_BURST
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ServerSettings:

@@ -89,8 +89,11 @@ def paused_refund(server: Server) -> tuple[str, str, str]:
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def world(request, tmp_path_factory) -> Iterator[World]:
     # A short read-model wait: a fuzzed `wait_for` far ahead is answered 503 in a second.
+    # No cap on requests without a valid key: each must get its own 401 here (the cap
+    # has its own test in test_rate_limit.py).
     folder = tmp_path_factory.mktemp("store")
-    with server_on(request.param, folder, read_wait_timeout=1.0) as server:
+    settings = {"read_wait_timeout": 1.0, "auth_failure_rate_limit": 0}
+    with server_on(request.param, folder, **settings) as server:
         schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json")
         paused = [paused_refund(server) for _ in range(3)]
         with server.http("agent") as agent:

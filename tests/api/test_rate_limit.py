@@ -1,4 +1,5 @@
-"""Rate limits per API key on runs and decisions: a token bucket, 429 past it.
+"""Rate limits per API key on runs and decisions, and per client address on
+requests without a valid key: a token bucket, 429 past it.
 
 The limiter's clock is injected, so the tests move time forward by hand and
 never sleep: the buckets are driven past their limit, refused, and let through
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from api.rate_limit import DECISIONS, RUNS, Limit, RateLimiter
+from api.rate_limit import AUTH_FAILURES, DECISIONS, RUNS, Limit, RateLimiter
 from api.settings import ServerSettings
 from tests.api.http_harness import Server, server_on
 
@@ -74,6 +75,22 @@ def test_a_rate_of_zero_turns_the_limit_off():
     assert RateLimiter({}, Clock()).take(DECISIONS, "k").allowed
 
 
+def test_past_its_bucket_cap_the_limiter_forgets_only_refilled_buckets(monkeypatch):
+    # Given a limiter that keeps at most 2 buckets: .1 spent at 0 s, .2 spent at 0.9 s
+    monkeypatch.setattr("api.rate_limit.MAX_BUCKETS", 2)
+    clock = Clock()
+    limiter = RateLimiter({AUTH_FAILURES: Limit(rate=1.0, burst=1)}, clock)
+    limiter.take(AUTH_FAILURES, "10.0.0.1")
+    clock.advance(0.9)
+    limiter.take(AUTH_FAILURES, "10.0.0.2")
+    # When a third address comes at 1 s, when .1 has refilled and .2 has not
+    clock.advance(0.1)
+    assert limiter.take(AUTH_FAILURES, "10.0.0.3").allowed
+    # Then .1's bucket is gone, and .2's is kept: it is still refused
+    assert len(limiter) == 2
+    assert not limiter.take(AUTH_FAILURES, "10.0.0.2").allowed
+
+
 def test_a_slow_refill_names_the_whole_seconds_to_wait():
     clock = Clock()
     limiter = RateLimiter({DECISIONS: Limit(rate=0.1, burst=1)}, clock)
@@ -88,21 +105,29 @@ def test_a_slow_refill_names_the_whole_seconds_to_wait():
 
 def test_limits_come_from_the_defaults_the_environment_and_holdpoint_toml(monkeypatch):
     # Given no setting anywhere: the defaults
-    for name in ("RUN_RATE_LIMIT", "RUN_BURST", "DECISION_RATE_LIMIT", "DECISION_BURST"):
-        monkeypatch.delenv(f"HOLDPOINT_{name}", raising=False)
+    for kind in ("RUN", "DECISION", "AUTH_FAILURE"):
+        monkeypatch.delenv(f"HOLDPOINT_{kind}_RATE_LIMIT", raising=False)
+        monkeypatch.delenv(f"HOLDPOINT_{kind}_BURST", raising=False)
     defaults = ServerSettings.from_env()
     assert (defaults.run_rate_limit, defaults.run_burst) == (100.0, 200)
     assert (defaults.decision_rate_limit, defaults.decision_burst) == (50.0, 100)
+    assert (defaults.auth_failure_rate_limit, defaults.auth_failure_burst) == (1.0, 100)
     # Given the environment sets some
     monkeypatch.setenv("HOLDPOINT_RUN_BURST", "7")
     monkeypatch.setenv("HOLDPOINT_DECISION_RATE_LIMIT", "0.5")
+    monkeypatch.setenv("HOLDPOINT_AUTH_FAILURE_BURST", "20")
     settings = ServerSettings.from_env()
     assert (settings.run_burst, settings.decision_rate_limit) == (7, 0.5)
+    assert settings.auth_failure_burst == 20
     # Given a holdpoint.toml's [server] table sets one too: it wins over the environment
     assert ServerSettings.from_env(run_burst=3).run_burst == 3
     # And the limiter is built from them
     limiter = RateLimiter.from_settings(settings)
-    assert limiter.limits == {RUNS: Limit(100.0, 7), DECISIONS: Limit(0.5, 100)}
+    assert limiter.limits == {
+        RUNS: Limit(100.0, 7),
+        DECISIONS: Limit(0.5, 100),
+        AUTH_FAILURES: Limit(1.0, 20),
+    }
 
 
 def test_a_malformed_limit_in_the_environment_is_named(monkeypatch):
@@ -126,20 +151,29 @@ def server(request, tmp_path_factory):
 @pytest.fixture
 def clock(server):
     """Tight limits on a clock of the test's own: 3 runs at once then 1 a second,
-    2 decisions at once then one every 2 seconds."""
+    2 decisions at once then one every 2 seconds, 3 requests without a valid key
+    at once then 1 a second."""
     clock = Clock()
     settings = server.services.settings.updated(
-        run_rate_limit=1.0, run_burst=3, decision_rate_limit=0.5, decision_burst=2
+        run_rate_limit=1.0,
+        run_burst=3,
+        decision_rate_limit=0.5,
+        decision_burst=2,
+        auth_failure_rate_limit=1.0,
+        auth_failure_burst=3,
     )
     server.services.rate_limiter = RateLimiter.from_settings(settings, clock)
     yield clock
     server.services.rate_limiter = RateLimiter.from_settings(server.services.settings)
 
 
-def rate_refusals(server: Server) -> list[dict]:
+def refusals(server: Server) -> list[dict]:
     with server.http("auditor") as auditor:
-        refusals = auditor.get("/audit/refusals", params={"limit": 1000}).json()["data"]
-    return [r for r in refusals if r["reason"] == "rate_limited"]
+        return auditor.get("/audit/refusals", params={"limit": 1000}).json()["data"]
+
+
+def rate_refusals(server: Server) -> list[dict]:
+    return [r for r in refusals(server) if r["reason"] == "rate_limited"]
 
 
 def assert_too_many(response, kind: str, retry_after: int) -> None:
@@ -222,3 +256,29 @@ def test_reads_are_never_rate_limited(server, clock):
         # Then it still reads threads and assistants
         assert agent.post("/threads/search", json={}).status_code == 200
         assert agent.post("/assistants/search", json={}).status_code == 200
+
+
+def test_an_address_flooding_without_a_valid_key_gets_429_and_records_one_refusal(server, clock):
+    before = len(refusals(server))
+    with server.http(headers={"x-api-key": "hp_guess"}) as guesser, server.http("agent") as agent:
+        # Given an address whose 3 requests without a valid key were refused 401
+        answers = [guesser.post("/threads/search", json={}) for _ in range(3)]
+        assert [a.status_code for a in answers] == [401] * 3
+        # When it sends 3 more
+        flood = [guesser.post("/threads/search", json={}) for _ in range(3)]
+        # Then each gets 429 with Retry-After, naming the cause
+        for response in flood:
+            assert response.status_code == 429, response.text[:300]
+            assert response.headers["retry-after"] == "1"
+            assert "requests without a valid key" in response.json()["detail"]
+        # And only the 3 refusals and the first 429 are on record
+        recorded = refusals(server)[before:]
+        assert [r["reason"] for r in recorded] == ["unknown_key"] * 3 + ["rate_limited"]
+        assert recorded[-1]["principal_id"] is None
+        # And a valid key from the same address is not held back
+        assert agent.post("/threads/search", json={}).status_code == 200
+        # When the clock moves on by the Retry-After
+        clock.advance(1.0)
+        # Then the next guess is a recorded 401 again
+        assert guesser.post("/threads/search", json={}).status_code == 401
+    assert [r["reason"] for r in refusals(server)[before:]][-1] == "unknown_key"
