@@ -55,8 +55,7 @@ def _jobs(text: str) -> int:
 def register(commands: Any) -> None:
     """Add `verify`, `seal` and `export` to the `holdpoint` parser's subcommands."""
     jobs_help = (
-        "processes that check a large log, this one included (default: a worker per CPU, at "
-        "most 4, and this one)"
+        "processes that check a large log, this one included (default: one per CPU, at most 4)"
     )
     verify = commands.add_parser(
         "verify",

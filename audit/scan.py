@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from domain.application import Workflows
 
 BATCH = 20_000
+FIRST_BATCH = 2_000  # PostgreSQL: the first batch of a range, waited for with nothing to check
 
 
 @dataclass(frozen=True)
@@ -159,27 +160,29 @@ class PostgresScanner:
 
     def batches(self, after: int, upto: int, size: int = BATCH) -> Iterator[list[Row]]:
         """Each batch is asked for while the one before is being checked (by a thread that
-        waits for the server without holding the GIL): the server reads as we hash."""
+        waits for the server without holding the GIL): the server reads as we hash. The
+        first batch of a range, which nothing overlaps, is small (`FIRST_BATCH`), so that
+        checking starts at once."""
         query = (
             f"SELECT {self._COLUMNS} FROM {self.table} "
             "WHERE notification_id > %s AND notification_id <= %s "
             "ORDER BY notification_id LIMIT %s"
         )
 
-        def fetch(start: int) -> list[Row]:
+        def fetch(start: int, limit: int) -> list[Row]:
             with self.connection.cursor(binary=True) as cursor:
-                return cursor.execute(query, (start, upto, size), prepare=True).fetchall()
+                return cursor.execute(query, (start, upto, limit), prepare=True).fetchall()
 
         if after >= upto:
             return
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-read") as reader:
-            pending: Future[list[Row]] | None = reader.submit(fetch, after)
+            pending: Future[list[Row]] | None = reader.submit(fetch, after, min(FIRST_BATCH, size))
             while pending is not None:
                 rows = pending.result()
                 if not rows:
                     return
                 last = rows[-1][0]
-                pending = reader.submit(fetch, last) if last < upto else None
+                pending = reader.submit(fetch, last, size) if last < upto else None
                 yield rows
 
     def first_events(self, aggregate_ids: Sequence[str]) -> dict[str, bytes]:

@@ -100,7 +100,7 @@ def refund_cycle(index: int) -> list[Any]:
             duration_ms=1.25 + (index % 13) / 8,
         )
     thread.record(WorkflowThread.ThreadCompleted, step=2)
-    return thread.collect_events()
+    return list(thread.collect_events())
 
 
 def stored_batches(mapper: Any, events: int, per_commit: int = 8_000) -> Iterator[list[Any]]:
@@ -154,8 +154,8 @@ def verify_case(runner: Runner) -> CaseResult:
         "each), generated with the domain objects and inserted 8,000 per commit, on a fresh "
         "store each. Timed: `holdpoint verify` run as a user runs it (a subprocess with "
         "HOLDPOINT_STORE set: interpreter start, every hash chain recomputed, the global "
-        f"sequence checked; {default_jobs()} processes: a worker per CPU and the command "
-        "itself), the same check in process "
+        f"sequence checked; {default_jobs()} processes, one per CPU, the command itself "
+        "included), the same check in process "
         "(`audit.verify_log.scan_log`) with the default workers and with one process, and "
         "`holdpoint seal` (the check plus the Merkle tree and an Ed25519 signature) and "
         "`holdpoint verify --seal` (the check plus the log compared with the seal). "

@@ -3,6 +3,7 @@ PostgreSQL's reads the next batch while the last one is being checked."""
 
 from __future__ import annotations
 
+from audit import scan
 from audit.scan import scanner_for
 from domain.store import open_store
 
@@ -43,3 +44,25 @@ def test_a_scanner_left_in_the_middle_of_its_batches_still_answers(recorded):
 
     # Then
     assert list(found) == [first[0][1]]
+
+
+def test_on_postgresql_a_range_starts_with_a_small_batch_then_full_ones(recorded, monkeypatch):
+    # Given the whole log, read in one batch
+    url, _ = recorded
+    with open_store(url) as store:
+        scanner = scanner_for(store)
+        try:
+            head = scanner.head()
+            [whole] = list(scanner.batches(0, head, size=head + 1))
+
+            # When read with a first batch of 2 rows (nothing overlaps its read), then 5
+            monkeypatch.setattr(scan, "FIRST_BATCH", 2)
+            batches = list(scanner.batches(0, head, size=5))
+        finally:
+            scanner.close()
+
+    # Then the same rows, in order; only PostgreSQL's scanner (which reads ahead) starts small
+    sizes = [len(rows) for rows in batches]
+    first = 2 if url.startswith("postgresql") else 5
+    assert sizes[:2] == [first, 5]
+    assert [row for rows in batches for row in rows] == whole
