@@ -315,8 +315,11 @@ def state_at_case(runner: Runner) -> CaseResult:
         "/threads/{id}/versions/{version}` and `holdpoint state --version` call). Medians "
         "of the calls, in ms; one thread per side and backend. A new store object is a new "
         "SQLite connection, a new PostgreSQL pool (Holdpoint: `open_store`, then a wait until "
-        "the pool's connections are made) or connection (LangGraph: `PostgresSaver."
-        "from_conn_string`), the connecting not timed; in memory it is the same object each "
+        "the pool's connections are made, which includes the one read the pool runs on each "
+        "new connection to load its server process's catalog caches: see "
+        "docs/time-travel.md) or connection (LangGraph: `PostgresSaver.from_conn_string`, "
+        "its connection's first query paying that cost), the connecting not timed; in "
+        "memory it is the same object each "
         "time (context). The target is judged on Holdpoint's slower read on a new store "
         "object at the middle version; *middle+* is the worst spot of the middle snapshot "
         "interval, in the target's detail; LangGraph's figures are context.",

@@ -6,14 +6,15 @@ for a store URL; `InMemorySaver()` is one kept in memory.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Protocol, cast
+from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Snapshot
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.persistence import AggregateRecorder, IntegrityError, StoredEvent
 
 from domain.errors import ConcurrentUpdateError, ThreadCancelledError, ThreadNotFoundError
 from domain.hashing import to_json
@@ -22,6 +23,7 @@ from domain.verify import RecordedEvent
 
 SNAPSHOT_INTERVAL = 50
 SHORT_THREAD = 16  # read in one query; a longer thread goes through its snapshot
+MAX_VERSION = 2**62  # above this a version names nothing (and `version + ahead` fits a bigint)
 
 
 def fold_events(thread: Any, events: Iterable[Any]) -> Any:
@@ -41,6 +43,37 @@ class ThreadAt:
     after: Iterator[WorkflowThread.Event]  # the next events read, decoded as iterated
 
 
+class ReadsAtVersion(Protocol):
+    """A recorder that reads a thread as of a version in one query (the SQL stores)."""
+
+    def select_at_version(
+        self, snapshots: AggregateRecorder | None, originator_id: UUID, version: int, upto: int
+    ) -> tuple[StoredEvent | None, Sequence[StoredEvent], int]:
+        """What `Workflows.thread_at` folds, in one query.
+
+        Args:
+            snapshots: the recorder of the aggregate's snapshots (on the same
+                database), or None not to look for one.
+            originator_id: the aggregate.
+            version: the version wanted.
+            upto: the last version to read (`version` and the events read ahead).
+
+        Returns:
+            The latest snapshot at or before `version` (or None), the events
+            from that snapshot's own version (from the first without one) to
+            `upto` in order, and the aggregate's latest version (0: none).
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class VersionRead:
+    """A thread as of one version, if recorded, and its latest version (see `Workflows.read_at`)."""
+
+    found: ThreadAt | None
+    head: int | None  # None when not asked for; 0 when nothing is recorded
+
+
 class Workflows(Application[Any]):
     """Threads of workflow graphs, kept as events in one store."""
 
@@ -50,6 +83,8 @@ class Workflows(Application[Any]):
     def __init__(self, env: dict[str, str] | None = None, url: str = "memory://") -> None:
         super().__init__(env=env)
         self.url = url
+        reader = self.recorder if hasattr(self.recorder, "select_at_version") else None
+        self._reads_at_version = cast("ReadsAtVersion | None", reader)
 
     def __enter__(self) -> Workflows:
         return self
@@ -81,34 +116,64 @@ class Workflows(Application[Any]):
     def thread_at(self, thread_id: str, version: int, ahead: int = 0) -> ThreadAt | None:
         """The thread as of `version`, the event recorded there, and the events after it.
 
-        Two queries however long the thread: its latest snapshot at or before
-        `version`, then its events from that snapshot's own event (so the event
-        at `version` comes back even when it is the snapshot's) to `version +
-        ahead`. Only the events after the snapshot are folded, and the `ahead`
-        events are decoded only as they are read. Below the first multiple of
-        the snapshot interval no snapshot is looked for: `record` takes none
-        there, so the thread is folded from its start in one query. None when
-        nothing is recorded at `version` (past the head, or a thread never
-        recorded).
+        None when nothing is recorded at `version` (past the head, or a thread
+        never recorded). See `read_at`.
+        """
+        return self.read_at(thread_id, version, ahead).found
+
+    def read_at(
+        self, thread_id: str, version: int, ahead: int = 0, *, head: bool = False
+    ) -> VersionRead:
+        """The thread as of `version` and the `ahead` events after it; with `head`, its
+        latest version too.
+
+        One query on the SQL stores however long the thread (`ReadsAtVersion`):
+        its latest snapshot at or before `version`, its events from that
+        snapshot's own event (so the event at `version` comes back even when it
+        is the snapshot's) to `version + ahead`, and its head. In memory, a
+        query for each. Only the events after the snapshot are folded, and the
+        `ahead` events are decoded only as they are read. Below the first
+        multiple of the snapshot interval no snapshot is looked for: `record`
+        takes none there.
         """
         aggregate_id = thread_uuid(thread_id)
+        if not 0 < version <= MAX_VERSION:
+            return VersionRead(None, self._head(aggregate_id) if head else None)
+        interval = self.snapshotting_intervals.get(WorkflowThread, SNAPSHOT_INTERVAL)
+        snapshots = self.snapshots if version >= interval else None  # none is taken earlier
+        upto = version + max(ahead, 0)
         thread: Any = None
         after = 0
-        interval = self.snapshotting_intervals.get(WorkflowThread, SNAPSHOT_INTERVAL)
-        if self.snapshots is not None and version >= interval:  # none is taken earlier
-            latest = self.snapshots.get(aggregate_id, desc=True, limit=1, lte=version)
-            for snapshot in cast("Iterator[Snapshot]", latest):
-                thread, after = snapshot.mutate(None), snapshot.originator_version
-        events = cast(
-            "Iterator[WorkflowThread.Event]",
-            self.events.get(aggregate_id, gt=max(after - 1, 0), lte=version + ahead),
-        )
+        last: int | None = None
+        events: Iterator[WorkflowThread.Event]
+        reader = self._reads_at_version
+        if reader is not None:
+            recorder = None if snapshots is None else snapshots.recorder
+            snapshot, stored, last = reader.select_at_version(recorder, aggregate_id, version, upto)
+            decode = cast("Callable[[StoredEvent], Any]", self.mapper.to_domain_event)
+            if snapshot is not None:
+                thread, after = decode(snapshot).mutate(None), snapshot.originator_version
+            events = map(decode, stored)
+        else:
+            if snapshots is not None:
+                latest = snapshots.get(aggregate_id, desc=True, limit=1, lte=version)
+                for found in cast("Iterator[Snapshot]", latest):
+                    thread, after = found.mutate(None), found.originator_version
+            events = cast(
+                "Iterator[WorkflowThread.Event]",
+                self.events.get(aggregate_id, gt=max(after - 1, 0), lte=upto),
+            )
+            last = self._head(aggregate_id) if head else None
         for event in events:
             if event.originator_version > after:
                 thread = event.mutate(thread)
             if event.originator_version == version:
-                return ThreadAt(thread, event, events)
-        return None
+                return VersionRead(ThreadAt(thread, event, events), last if head else None)
+        return VersionRead(None, last if head else None)
+
+    def _head(self, aggregate_id: UUID) -> int:
+        last = self.recorder.select_events(aggregate_id, desc=True, limit=1)
+        return int(last[0].originator_version) if last else 0
 
     def unchanged_since(self, thread_id: str, version: int) -> bool:
         """Whether nothing was recorded on the thread after `version` (0: never started)."""

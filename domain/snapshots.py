@@ -84,7 +84,8 @@ def load_checkpoint(store: Workflows, thread_id: str, wanted: str) -> WorkflowTh
 
 
 def _checkpoint_at(store: Workflows, thread_id: str, wanted: str, ahead: int = 0) -> ThreadAt:
-    """The thread at checkpoint `wanted` and the `ahead` events after it (two queries)."""
+    """The thread at checkpoint `wanted` and the `ahead` events after it (one query on the
+    SQL stores: see `Workflows.read_at`)."""
     version, hash_prefix = parse_checkpoint_id(thread_id, wanted)
     found = store.thread_at(thread_id, version, ahead) if 0 < version <= _MAX_VERSION else None
     checkpoint = None if found is None else found.thread.checkpoint

@@ -207,17 +207,20 @@ def _checkpoint_made(thread: WorkflowThread, event: WorkflowThread.Event) -> str
 def state_at_version(store: Workflows, thread_id: str, version: int | None = None) -> VersionState:
     """The thread right after `version` (default: its latest version).
 
-    Three queries however long the thread: its head, its latest snapshot at or
-    before `version`, and the events from there to `version` (the last of
-    which is the version's own event).
+    One query on the SQL stores however long the thread (`Workflows.read_at`):
+    its latest snapshot at or before `version`, the events from there to
+    `version` (the last of which is the version's own event), and its head.
+    Without `version`, the head is read first.
     """
-    head = head_version(store, thread_id)
-    version = head if version is None else version
-    if not 1 <= version <= head:
+    if version is None:
+        version = head_version(store, thread_id)
+    read = store.read_at(thread_id, version, head=True)
+    head = read.head or 0
+    if read.found is None:
+        if not head:
+            raise ThreadNotFoundError(thread_id)
         raise VersionNotFoundError(thread_id, version, head)
-    found = store.thread_at(thread_id, version)
-    assert found is not None  # events are never removed: every version up to the head is there
-    thread, event = found.thread, found.event
+    thread, event = read.found.thread, read.found.event
     checkpoint = thread.checkpoint
     return VersionState(
         thread_id=thread_id,

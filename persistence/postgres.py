@@ -23,15 +23,19 @@ What differs from `eventsourcing.postgres`:
 - A statement is tried twice, not ten times, so that a database outage is
   answered in seconds (see ATTEMPTS).
 - The pool tries to reconnect at most a second apart (see QuickReconnectPool),
-  so the server works again within a second of the database coming back.
+  so the server works again within a second of the database coming back; it
+  pings a connection it hands out only when the server has written to it.
+- A thread as of a version is read in one statement (`select_at_version`).
 """
 
 from __future__ import annotations
 
+import select
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
+from uuid import UUID
 
 import psycopg
 from eventsourcing import postgres as library
@@ -46,15 +50,32 @@ from eventsourcing.utils import Environment, retry
 from psycopg.sql import SQL, Composed, Identifier
 from psycopg_pool.base import AttemptWithBackoff
 
+from persistence.version_reads import select_at_sql, split_rows
+
 INSERT_FUNCTION = "holdpoint_insert_events"
 REFUSE_FUNCTION = "holdpoint_refuse_change"
+_MARKS = {"id": "%(id)s", "version": "%(version)s::bigint", "upto": "%(upto)s::bigint"}
+_NOBODY = {"id": UUID(int=0), "version": 0, "upto": 0}  # parameters of the warm-up read
+
+
+def select_at_statement(schema: str, events: str, snapshots: str | None) -> bytes:
+    """`persistence.version_reads.select_at_sql` on the schema's tables, as PostgreSQL reads it."""
+
+    def qualified(name: str) -> str:
+        return SQL("{}.{}").format(Identifier(schema), Identifier(name)).as_string(None)
+
+    sql = select_at_sql(
+        qualified(events), None if snapshots is None else qualified(snapshots), _MARKS
+    )
+    return sql.encode()
 
 
 # The library retries a failed statement ten times, each try waiting up to the
 # connect timeout for a connection: with the database down, a request would hang
 # for a minute. Two tries: one more for a connection that died while idle (the
-# pool also pings connections as it hands them out), then the error, which
-# clients get as 503 with Retry-After.
+# pool also pings a connection it hands out when the server has written to it:
+# see QuickReconnectPool), then the error, which clients get as 503 with
+# Retry-After.
 ATTEMPTS = 2
 RECONNECT_DELAY_CAP = 1.0  # seconds between a lost connection's reconnection attempts
 
@@ -76,9 +97,29 @@ class QuickReconnectPool(library.ConnectionPool[Any]):
     handed out fails its check (pre-ping), every idle one is checked at once: after
     a restart they are all dead, and psycopg_pool would otherwise try them one by
     one, waiting 1 s, then 2 s, between them, and time the request out.
+
+    The check costs a round trip only when the connection may be dead
+    (`may_be_dead`): a server that stops, restarts or ends an idle session
+    first writes to its socket, which then reads as ready. A connection that
+    dies silently (a network cut) is found by the statement itself, which is
+    tried again on another connection (ATTEMPTS).
     """
 
+    warm_up: bytes | None = None  # a read run once on each new connection (see _connect)
+
+    def _connect(self, timeout: float | None = None) -> Any:
+        """A new connection, warmed up: its first read of the tables costs its server
+        process 5 to 10 ms more than later ones (loading the catalog entries that
+        planning needs); the pool's worker pays it here, before a request could."""
+        connection = super()._connect(timeout=timeout)
+        if self.warm_up is not None:
+            with suppress(psycopg.Error):  # tables not created yet: the first read pays
+                connection.execute(self.warm_up, _NOBODY).fetchall()
+        return connection
+
     def _check_connection(self, conn: Any) -> None:
+        if not may_be_dead(conn):
+            return
         try:
             super()._check_connection(conn)
         except Exception:
@@ -89,6 +130,22 @@ class QuickReconnectPool(library.ConnectionPool[Any]):
         if attempt is None:
             attempt = CappedBackoff(timeout=self.reconnect_timeout)
         super()._add_connection(attempt, growing=growing)
+
+
+def may_be_dead(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an idle connection needs a ping: it is closed, or the server has
+    written to it (an idle connection is sent nothing else than its end: the
+    message that it is being terminated, then the close; anything else, such as
+    a notice, only costs the ping)."""
+    if conn.closed or conn.broken:
+        return True
+    try:
+        descriptor = conn.pgconn.socket
+    except psycopg.OperationalError:
+        return True
+    poller = select.poll()
+    poller.register(descriptor, select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(0))
 
 
 def _tried(method: Any) -> Any:
@@ -109,6 +166,7 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
         schema = Identifier(self.datastore.schema)
         table = Identifier(self.events_table_name)
         self._insert_statements: dict[int, bytes] = {}
+        self._select_at_statements: dict[str | None, bytes] = {}
         signature = SQL("{schema}.{function}(uuid[], bigint[], text[], bytea[])").format(
             schema=schema, function=Identifier(INSERT_FUNCTION)
         )
@@ -177,6 +235,32 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
             self._insert_statements[size] = statement
         return statement
 
+    @retry((InterfaceError, OperationalError), max_attempts=ATTEMPTS, wait=0.2)
+    def select_at_version(
+        self, snapshots: AggregateRecorder | None, originator_id: UUID, version: int, upto: int
+    ) -> tuple[StoredEvent | None, list[StoredEvent], int]:
+        """A thread as of `version`, in one round trip (`domain.application.ReadsAtVersion`,
+        `persistence.version_reads`).
+
+        Not prepared: on a connection freshly made, preparing would cost one
+        round trip more (psycopg prepares it by itself from its fifth use on a
+        connection).
+        """
+        with self.datastore.get_connection() as connection:
+            statement = self._select_at_statement(snapshots)
+            params = {"id": originator_id, "version": version, "upto": upto}
+            rows = connection.execute(statement, params).fetchall()
+        return split_rows(originator_id, rows)
+
+    def _select_at_statement(self, snapshots: AggregateRecorder | None) -> bytes:
+        """The statement of `select_at_version`, rendered once per snapshots table."""
+        table = getattr(snapshots, "events_table_name", None)
+        statement = self._select_at_statements.get(table)
+        if statement is None:
+            statement = select_at_statement(self.datastore.schema, self.events_table_name, table)
+            self._select_at_statements[table] = statement
+        return statement
+
     def _append_only_statements(self, schema: Identifier, table: Identifier) -> list[Composed]:
         refuse = Identifier(REFUSE_FUNCTION)
         return [
@@ -206,7 +290,13 @@ class Factory(library.PostgresFactory):  # the module's only factory, as the lib
 
     def __init__(self, env: Environment | dict[str, str] | None) -> None:
         super().__init__(env)
-        self.datastore.pool.__class__ = QuickReconnectPool  # the same pool, its state kept
+        pool = self.datastore.pool
+        pool.__class__ = QuickReconnectPool  # the same pool (not opened yet), its state kept
+        assert isinstance(pool, QuickReconnectPool)
+        prefix = self.env.name.lower() or "stored"
+        pool.warm_up = select_at_statement(
+            self.datastore.schema, f"{prefix}_events", f"{prefix}_snapshots"
+        )
         probe_connection(self._connect_params(), float(self.datastore.pool.timeout))
         self.datastore.enable_db_functions = True
         if self.env_create_table() and self.datastore.schema != "public":

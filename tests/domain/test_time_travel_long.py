@@ -18,11 +18,11 @@ from uuid import UUID
 import pytest
 
 from domain.application import SNAPSHOT_INTERVAL, Workflows, fold_events
-from domain.errors import CheckpointNotFoundError
+from domain.errors import CheckpointNotFoundError, ThreadNotFoundError
 from domain.graph import END, START, StateGraph
 from domain.snapshots import checkpoint_id, get_state, get_state_history
 from domain.thread import thread_uuid
-from domain.time_travel import state_at_version
+from domain.time_travel import VersionNotFoundError, state_at_version
 
 STEPS = 130
 # ThreadStarted, InputReceived, NodeCompleted(__start__), one per step, ThreadCompleted
@@ -60,17 +60,31 @@ def folded_from_start(store: Workflows, thread_id: str, version: int) -> Any:
 
 
 class Reads:
-    """Counts the rows each query returns, events and snapshots apart."""
+    """Counts the queries a read makes and the rows they return, snapshots and events apart
+    (a thread's head, when a query answers it alongside, is not an event row)."""
 
     def __init__(self) -> None:
+        self.queries = 0
         self.events: list[int] = []
         self.snapshots: list[int] = []
 
     def spy(self, select: Callable[..., Any], into: list[int]) -> Callable[..., Any]:
         def counted(*args: Any, **kwargs: Any) -> Any:
             rows = select(*args, **kwargs)
+            self.queries += 1
             into.append(len(rows))
             return rows
+
+        return counted
+
+    def spy_at_version(self, select: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            snapshot, events, head = select(*args, **kwargs)
+            self.queries += 1
+            if args[0] is not None:  # the snapshots recorder: a snapshot was looked for
+                self.snapshots.append(int(snapshot is not None))
+            self.events.append(len(events))
+            return snapshot, events, head
 
         return counted
 
@@ -81,6 +95,10 @@ def reads(store: Workflows, monkeypatch: pytest.MonkeyPatch) -> Reads:
     recorder = store.recorder
     spied = counter.spy(recorder.select_events, counter.events)
     monkeypatch.setattr(recorder, "select_events", spied)
+    if hasattr(recorder, "select_at_version"):
+        at_version = counter.spy_at_version(recorder.select_at_version)
+        monkeypatch.setattr(recorder, "select_at_version", at_version)
+        monkeypatch.setattr(store, "_reads_at_version", recorder)
     assert store.snapshots is not None
     snapshots = store.snapshots.recorder
     monkeypatch.setattr(
@@ -112,27 +130,69 @@ def test_the_thread_at_every_version_is_the_fold_of_all_its_events_until_then(st
 
 
 def test_the_state_at_a_version_starts_from_the_nearest_snapshot_and_reads_only_later_events(
-    store, looped, reads
+    store, store_kind, looped, reads
 ):
-    # When: version 149 is 49 events past the snapshot at 100
+    # When: version 130 is 30 events past the snapshot at 100
     state = state_at_version(store, looped, 2 * SNAPSHOT_INTERVAL + 30)
 
-    # Then three queries: the head, the snapshot, the events from the snapshot's own on
+    # Then the snapshot, the events from the snapshot's own on, and the head: one query
+    # on the SQL stores; in memory a query each (the head's row is its last event)
     assert state.values == {"n": 2 * SNAPSHOT_INTERVAL + 27}
+    assert state.head == HEAD
     assert reads.snapshots == [1]
-    assert reads.events == [1, 31]
+    if store_kind == "memory":
+        assert reads.events == [31, 1]
+    else:
+        assert (reads.queries, reads.events) == (1, [31])
 
 
-def test_a_version_before_the_first_snapshot_is_read_in_one_query_after_the_head(
-    store, looped, reads
+def test_a_version_before_the_first_snapshot_is_read_without_looking_for_a_snapshot(
+    store, store_kind, looped, reads
 ):
     # When
     state = state_at_version(store, looped, 20)
 
     # Then
     assert state.values == {"n": 17}
+    assert state.head == HEAD
     assert reads.snapshots == []
-    assert reads.events == [1, 20]
+    if store_kind == "memory":
+        assert reads.events == [20, 1]
+    else:
+        assert (reads.queries, reads.events) == (1, [20])
+
+
+def test_a_checkpoint_is_read_in_one_query_on_the_sql_stores(store, store_kind, looped, reads):
+    # Given the checkpoint of step 107, at version 110: 10 events past the snapshot at 100
+    config = {"configurable": {"thread_id": looped}}
+    step = 2 * SNAPSHOT_INTERVAL + 7
+    wanted = next(s.config for s in get_state_history(store, config) if s.metadata["step"] == step)
+    reads.queries = 0
+    reads.events.clear()
+    reads.snapshots.clear()
+
+    # When
+    snapshot = get_state(store, wanted)
+
+    # Then the snapshot and the events from it to 8 past the checkpoint, no head
+    assert snapshot.values == {"n": step}
+    assert reads.snapshots == [1]
+    assert reads.events == [11 + 8]
+    assert reads.queries == (2 if store_kind == "memory" else 1)
+
+
+@pytest.mark.parametrize("version", [0, -1, HEAD + 1, 2**62 + 1, 2**70])
+def test_a_version_outside_the_thread_is_not_found_with_its_range(store, looped, version):
+    # When / Then
+    with pytest.raises(VersionNotFoundError) as raised:
+        state_at_version(store, looped, version)
+    assert raised.value.head == HEAD
+
+
+def test_a_thread_never_recorded_is_not_found(store):
+    # When / Then
+    with pytest.raises(ThreadNotFoundError):
+        state_at_version(store, "never-started", 1)
 
 
 def test_a_version_that_is_a_snapshot_comes_with_its_own_event(store, looped):

@@ -3,15 +3,24 @@
 psycopg_pool retries a lost connection with a backoff that doubles without
 bound, and tries a dead idle connection after another with 1 s, then 2 s,
 between them; the store caps the one and sweeps the idle connections at the
-first dead one (persistence/postgres.py, QuickReconnectPool).
+first dead one (persistence/postgres.py, QuickReconnectPool). A connection
+is pinged before it is handed out only when the server has written to it.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
+
+import psycopg
 
 from domain.store import open_store
-from persistence.postgres import RECONNECT_DELAY_CAP, CappedBackoff, QuickReconnectPool
+from persistence.postgres import (
+    RECONNECT_DELAY_CAP,
+    CappedBackoff,
+    QuickReconnectPool,
+    may_be_dead,
+)
 from tests.api.private_postgres import private_postgres
 
 
@@ -46,3 +55,74 @@ def test_the_first_request_after_a_database_restart_is_answered(tmp_path):
             assert time.monotonic() - started < 2
         finally:
             store.close()
+
+
+class CountedPings:
+    """Wraps a pool's connection check (its pre-ping), counting the pings."""
+
+    def __init__(self, pool: QuickReconnectPool) -> None:
+        self.count = 0
+        self.check = pool._check
+        pool._check = self
+
+    def __call__(self, connection: Any) -> None:
+        self.count += 1
+        assert self.check is not None
+        self.check(connection)
+
+
+def backend_pids(pool: QuickReconnectPool, count: int) -> set[int]:
+    """The server processes of `count` connections of the pool, handed back afterwards."""
+    held = [pool.getconn() for _ in range(count)]
+    try:
+        return {int(connection.info.backend_pid) for connection in held}
+    finally:
+        for connection in held:
+            pool.putconn(connection)
+
+
+def test_a_connection_handed_out_again_costs_no_ping(postgres_url):
+    with open_store(postgres_url) as store:
+        # Given a store that has read once, its connections alive
+        pool = store.recorder.datastore.pool
+        store.recorder.max_notification_id()
+        pings = CountedPings(pool)
+        # When it reads again
+        for _ in range(3):
+            store.recorder.max_notification_id()
+        # Then no connection was pinged: the server had written nothing to them
+        assert pings.count == 0
+
+
+def test_connections_the_server_ended_are_pinged_and_replaced(postgres_url):
+    with open_store(postgres_url) as store, psycopg.connect(postgres_url.split("?")[0]) as admin:
+        # Given a store's idle connections, all ended by the server
+        pool = store.recorder.datastore.pool
+        pool.wait()
+        ended = backend_pids(pool, pool.get_stats()["pool_available"])
+        for pid in ended:
+            admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+        pings = CountedPings(pool)
+        # When the store reads
+        assert store.recorder.max_notification_id() in (None, 0)
+        # Then a dead connection was pinged, and the pool holds new ones
+        assert pings.count >= 1
+        assert not backend_pids(pool, 1) & ended
+
+
+def test_only_a_connection_the_server_wrote_to_may_be_dead(postgres_url):
+    with open_store(postgres_url) as store, psycopg.connect(postgres_url.split("?")[0]) as admin:
+        pool = store.recorder.datastore.pool
+        connection = pool.getconn()
+        try:
+            # Given a connection that has answered a query
+            connection.execute("SELECT 1").fetchall()
+            # Then it is not taken for dead
+            assert not may_be_dead(connection)
+            # When the server ends it
+            pid = connection.info.backend_pid
+            admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+            # Then its socket says so
+            assert may_be_dead(connection)
+        finally:
+            pool.putconn(connection)
