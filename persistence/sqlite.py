@@ -15,6 +15,9 @@ What differs from `eventsourcing.sqlite`:
   attempts whenever the lock is freed meanwhile. A writer waiting for the
   gate is woken the moment it is free. Writers in other processes (the CLI)
   still meet at SQLite's lock, as before.
+- Commits do not checkpoint the WAL (copy it back into the database file)
+  while they hold the gate: a thread per open file does it, off the commit
+  path (`persistence.sqlite_checkpointer`).
 """
 
 from __future__ import annotations
@@ -23,11 +26,15 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from eventsourcing import sqlite as library
 from eventsourcing.persistence import ConnectionUnavailableError, OperationalError
 from eventsourcing.utils import Environment
+
+from persistence.sqlite_checkpointer import BACKSTOP_PAGES, hold_checkpointer
+from persistence.version_reads import select_at_sql, split_rows
 
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 
@@ -45,6 +52,18 @@ def write_gate(db_name: str) -> threading.Lock:
 
 class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
     """The library's recorder, plus triggers that make the events table append-only."""
+
+    def select_at_version(
+        self, snapshots: Any, originator_id: Any, version: int, upto: int
+    ) -> tuple[Any, list[Any], int]:
+        """A thread as of `version` in one query (`persistence.version_reads`)."""
+        table = None if snapshots is None else snapshots.events_table_name
+        marks = {"id": ":id", "version": ":version", "upto": ":upto"}
+        query = select_at_sql(self.events_table_name, table, marks)
+        params = {"id": originator_id.hex, "version": version, "upto": upto}
+        with self.datastore.transaction(commit=False) as cursor:
+            cursor.execute(query, params)
+            return split_rows(originator_id, cursor.fetchall())
 
     def construct_create_table_statements(self) -> list[str]:
         table = self.events_table_name
@@ -68,10 +87,14 @@ class TunedSQLiteConnectionPool(library.SQLiteConnectionPool):
     mode readers need no lock at all, so here a writer waits for the writer lock first,
     without the semaphore; it still writes alone, and readers are served meanwhile. The
     writer lock is the file's `write_gate`, shared with every other pool on the file.
+
+    The file's WAL checkpointer runs from the pool's first connection until it is closed.
     """
 
     def __init__(self, *, synchronous: str, **kwargs: Any) -> None:
         self.synchronous = synchronous
+        self._release_checkpointer: Callable[[], None] | None = None
+        self._checkpointer_guard = threading.Lock()
         super().__init__(**kwargs)
         if not self.is_sqlite_memory_mode:
             self._writer_lock = write_gate(self.db_name)  # the library's lock, shared
@@ -109,7 +132,18 @@ class TunedSQLiteConnectionPool(library.SQLiteConnectionPool):
             raise OperationalError(msg) from error
         if not self.is_sqlite_memory_mode:
             connection.cursor().execute(f"PRAGMA synchronous={self.synchronous}")
+            connection.cursor().execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
+            with self._checkpointer_guard:  # once the file is open and in WAL mode
+                if self._release_checkpointer is None and not self.closed:
+                    self._release_checkpointer = hold_checkpointer(self.db_name)
         return connection
+
+    def close(self) -> None:
+        super().close()
+        with self._checkpointer_guard:
+            release, self._release_checkpointer = self._release_checkpointer, None
+        if release is not None:
+            release()
 
 
 class Factory(library.SQLiteFactory):  # the module's only factory, as the library requires

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
@@ -19,6 +19,7 @@ from psycopg import sql
 from psycopg.rows import tuple_row
 
 from domain.application import Workflows
+from persistence.sqlite_checkpointer import hold_checkpointer, take_commit_checkpoints_off
 
 IDLE_PING_SECONDS = 5.0
 
@@ -109,6 +110,10 @@ class SQLiteDatabase(Database):
         # its position: a crash may lose the last batches, never split one.
         self._connection.execute("PRAGMA synchronous = NORMAL")
         self._lock = threading.Lock()
+        self._release_checkpointer: Callable[[], None] | None = None
+        if path != ":memory:":  # the file's checkpointer, not this connection's commits
+            take_commit_checkpoints_off(self._connection)
+            self._release_checkpointer = hold_checkpointer(path)
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Cursor]:
@@ -124,6 +129,8 @@ class SQLiteDatabase(Database):
 
     def close(self) -> None:
         self._connection.close()
+        if self._release_checkpointer is not None:
+            self._release_checkpointer()
 
 
 class _SQLiteCursor:
@@ -147,6 +154,56 @@ class _SQLiteCursor:
 
     def fetchall(self) -> list[Any]:
         return self._cursor.fetchall()
+
+
+class StagedCursor:
+    """A cursor that reads at once and keeps the writes, in order, for `replay`.
+
+    A projector works a batch out in a read transaction through it, which
+    takes no lock, then replays the writes in a write transaction: on SQLite
+    the file's one write lock is then held for the writes alone. A statement
+    that is not a SELECT is a write; asking a write for rows is an error.
+    """
+
+    def __init__(self, cursor: Cursor) -> None:
+        self._cursor = cursor
+        self._writes: list[tuple[str, Any, bool]] = []  # (sql, params, many)
+        self._read_last = False
+
+    @property
+    def rowcount(self) -> int:
+        return self._read_cursor().rowcount
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        self._read_last = sql.lstrip()[:6].upper() == "SELECT"
+        if self._read_last:
+            return self._cursor.execute(sql, params)
+        self._writes.append((sql, params, False))
+        return None
+
+    def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Any:
+        self._read_last = False
+        self._writes.append((sql, params, True))
+
+    def fetchone(self) -> Any:
+        return self._read_cursor().fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self._read_cursor().fetchall()
+
+    def replay(self, cursor: Cursor) -> None:
+        """Run the kept writes on `cursor`, in the order they were asked for."""
+        for statement, params, many in self._writes:
+            if many:
+                cursor.executemany(statement, params)
+            else:
+                cursor.execute(statement, params)
+
+    def _read_cursor(self) -> Cursor:
+        if not self._read_last:
+            msg = "a staged write has no rows or row count until it is replayed"
+            raise TypeError(msg)
+        return self._cursor
 
 
 class PostgresDatabase(Database):

@@ -22,11 +22,13 @@ a read model first asks for it: many are needed for their class and time alone.
 from __future__ import annotations
 
 from collections.abc import Collection
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 import orjson
+import psycopg
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import resolve_topic
 
@@ -95,29 +97,82 @@ class LogReader:
         self._plain = mapper.cipher is None and mapper.compressor is None
         self.threads = ThreadDirectory(store, db)
         self._classes: dict[str, tuple[type, int]] = {}
-        self._originators: dict[Any, tuple[UUID, str]] = {}  # one batch's
+        self._ahead_thread: ThreadPoolExecutor | None = None
+        self._ahead: tuple[int, int, list[str], Future[list[Entry]]] | None = None
 
-    def read(self, after: int, upto: int, topics: Collection[str]) -> list[Entry]:
+    def read(
+        self, after: int, upto: int, topics: Collection[str], next_upto: int = 0
+    ) -> list[Entry]:
+        """The entries of `topics` at positions in (after, upto], in log order.
+
+        `next_upto`: the end of the range the caller will read next, from
+        `upto` (a catch-up's next batch), if any. On PostgreSQL that range is
+        then read meanwhile, by a thread on a connection of its own, while the
+        caller applies this one: the server reads as the projector writes.
+        """
         if upto <= after or not topics:
             return []
         if self._sql is None:
             entries = self._read_through_library(after, upto, topics)
         else:
             wanted = sorted(topics)
-            with self.db.transaction(write=False) as cursor:
-                if self.db.dialect == "postgres":  # binary: the states as sent, not hex text
-                    cursor.execute(self._sql, (after, upto, wanted), binary=True)  # type: ignore[call-arg]
-                else:
-                    marks = ", ".join(["%s"] * len(wanted))
-                    cursor.execute(self._sql.format(topics=marks), (after, upto, *wanted))
-                rows = cursor.fetchall()
-            entry = self._entry
-            try:
-                entries = [entry(*row) for row in rows]
-            finally:
-                self._originators.clear()
+            entries = self._read_ahead(after, upto, wanted) or self._select(after, upto, wanted)
+            if next_upto > upto and self.db.dialect == "postgres":
+                self._start_reading_ahead(upto, next_upto, wanted)
+            else:
+                self._stop_reading_ahead()
         self.threads.resolve(entries)
         return entries
+
+    def close(self) -> None:
+        """Stop the thread that reads ahead, and close its connection."""
+        self._stop_reading_ahead()
+
+    def _select(self, after: int, upto: int, wanted: list[str]) -> list[Entry]:
+        """The entries in (after, upto], read with one query, their threads not yet set."""
+        query = self._sql or ""
+        with self.db.transaction(write=False) as cursor:
+            if self.db.dialect == "postgres":  # binary: the states as sent, not hex text
+                cursor.execute(query, (after, upto, wanted), binary=True)  # type: ignore[call-arg]
+            else:
+                marks = ", ".join(["%s"] * len(wanted))
+                cursor.execute(query.format(topics=marks), (after, upto, *wanted))
+            rows = cursor.fetchall()
+        originators: dict[Any, tuple[UUID, str]] = {}  # one batch's
+        return [self._entry(originators, *row) for row in rows]
+
+    def _start_reading_ahead(self, after: int, upto: int, wanted: list[str]) -> None:
+        if self._ahead_thread is None:
+            self._ahead_thread = ThreadPoolExecutor(1, thread_name_prefix="projections-read")
+        reading = self._ahead_thread.submit(self._select, after, upto, wanted)
+        self._ahead = (after, upto, wanted, reading)
+
+    def _read_ahead(self, after: int, upto: int, wanted: list[str]) -> list[Entry] | None:
+        """The entries read ahead, if they start at `after` (None otherwise); those past
+        `upto` left out, those up to it that were not read ahead read now."""
+        if self._ahead is None:
+            return None
+        ahead_after, ahead_upto, ahead_wanted, reading = self._ahead
+        self._ahead = None
+        try:
+            entries = reading.result()
+        except psycopg.Error:  # read again below, on this thread's connection
+            return None
+        if ahead_after != after or ahead_wanted != wanted:
+            return None  # another runner moved the positions: a range of no use
+        if ahead_upto < upto:
+            return entries + self._select(ahead_upto, upto, wanted)
+        return [entry for entry in entries if entry.position <= upto]
+
+    def _stop_reading_ahead(self) -> None:
+        if self._ahead is not None:
+            self._ahead[3].cancel()
+            self._ahead = None
+        worker, self._ahead_thread = self._ahead_thread, None
+        if worker is not None:
+            # The database's connections are per thread: close the worker's, on the worker.
+            worker.submit(self.db.close).result()
+            worker.shutdown()
 
     def _read_through_library(self, after: int, upto: int, topics: Collection[str]) -> list[Entry]:
         notifications = self.store.recorder.select_notifications(
@@ -127,12 +182,22 @@ class LogReader:
         return [_decoded(n.id, n.topic, decode(n)) for n in notifications]
 
     def _entry(
-        self, position: int, topic: str, originator_id: Any, version: int, state: bytes
+        self,
+        originators: dict[Any, tuple[UUID, str]],
+        position: int,
+        topic: str,
+        originator_id: Any,
+        version: int,
+        state: bytes,
     ) -> Entry:
         """The entry of one stored record: its time cut from the JSON's first bytes, the
         rest left to decode (the hot path of a rebuild: a dict lookup per topic and per
         originator, no JSON parsed)."""
-        uuid, key = self._originators.get(originator_id) or self._originator(originator_id)
+        found = originators.get(originator_id)
+        if found is None:
+            uuid = originator_id if isinstance(originator_id, UUID) else UUID(originator_id)
+            originators[originator_id] = found = (uuid, uuid.hex)
+        uuid, key = found
         cls = (self._classes.get(topic) or self._class(topic))[0]
         if self._plain and state[STAMP_END : STAMP_END + 1] == b'"':
             iso = bytes(state[len(STAMP_PREFIX) : STAMP_END]).decode()
@@ -162,11 +227,6 @@ class LogReader:
         event: Any = object.__new__(cls)
         object.__setattr__(event, "__dict__", data)
         return event
-
-    def _originator(self, originator_id: Any) -> tuple[UUID, str]:
-        uuid = originator_id if isinstance(originator_id, UUID) else UUID(originator_id)
-        self._originators[originator_id] = found = (uuid, uuid.hex)
-        return found
 
     def _class(self, topic: str) -> tuple[type, int]:
         cls = resolve_topic(topic)

@@ -15,7 +15,14 @@ from typing import Any
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.log_reader import Entry
-from projections.rows import INTERRUPT_EVENTS, Row, Rows, TableShape, continued_threads
+from projections.rows import (
+    INTERRUPT_EVENTS,
+    ReaderIndex,
+    Row,
+    Rows,
+    TableShape,
+    continued_threads,
+)
 from projections.runner import Projection
 from projections.threads import STARTS, Thread
 from projections.timestamps import parse_utc_text, utc_text_or_none
@@ -38,32 +45,18 @@ class OversightProjection(Projection):
             "reviewer_id TEXT, reviewer_role TEXT, reason TEXT, "
             "seconds_to_decision DOUBLE PRECISION)"
         )
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {INTERRUPTS}_raised "
-            f"ON {db.table(INTERRUPTS)} (raised_at, graph_id)"
-        )
-        cursor.execute(  # superseding and cancelling find a thread's open interrupts
+        cursor.execute(  # the batch's loads find a thread's open interrupts by it
             f"CREATE INDEX IF NOT EXISTS {INTERRUPTS}_thread "
             f"ON {db.table(INTERRUPTS)} (thread_id, outcome)"
         )
-        cursor.execute(  # decisions and breaches in a period
-            f"CREATE INDEX IF NOT EXISTS {INTERRUPTS}_closed ON {db.table(INTERRUPTS)} (closed_at)"
-        )
-        cursor.execute(  # the report's decisions, grouped by day (read in index order)
-            f"CREATE INDEX IF NOT EXISTS {INTERRUPTS}_decided_day ON {db.table(INTERRUPTS)} "
-            "(substr(closed_at, 1, 10), decision, reviewer_id, graph_id, outcome, closed_at, "
-            "seconds_to_decision)"
-        )
+        for index in READER_INDEXES:
+            index.create(cursor, db)
         if db.dialect == "postgres":  # true group counts, so the report's grouping is hashed
             cursor.execute(
                 f"CREATE STATISTICS IF NOT EXISTS {db.table(INTERRUPTS + '_decided_groups')} "
                 f"(ndistinct) ON (substr(closed_at, 1, 10)), decision, reviewer_id, graph_id "
                 f"FROM {db.table(INTERRUPTS)}"
             )
-        cursor.execute(  # the open backlog (partial: other outcomes must not use it)
-            f"CREATE INDEX IF NOT EXISTS {INTERRUPTS}_open ON {db.table(INTERRUPTS)} "
-            "(graph_id, raised_at) WHERE outcome = 'open'"
-        )
         cursor.execute(
             f"CREATE TABLE IF NOT EXISTS {db.table(CANCELLATIONS)} ("
             "thread_id TEXT PRIMARY KEY, graph_id TEXT NOT NULL, cancelled_at TEXT NOT NULL, "
@@ -71,6 +64,8 @@ class OversightProjection(Projection):
         )
 
     def clear(self, cursor: Cursor, db: Database) -> None:
+        for index in READER_INDEXES:
+            index.drop(cursor, db)
         for table in (INTERRUPTS, CANCELLATIONS):
             db.clear_table(cursor, db.table(table))
 
@@ -119,6 +114,19 @@ class OversightProjection(Projection):
             rows.write(cursor, db)
 
 
+READER_INDEXES = (  # the report's
+    ReaderIndex(f"{INTERRUPTS}_raised", INTERRUPTS, "(raised_at, graph_id)"),
+    ReaderIndex(f"{INTERRUPTS}_closed", INTERRUPTS, "(closed_at)"),  # decisions, breaches
+    ReaderIndex(  # decisions, grouped by day (read in index order)
+        f"{INTERRUPTS}_decided_day",
+        INTERRUPTS,
+        "(substr(closed_at, 1, 10), decision, reviewer_id, graph_id, outcome, closed_at, "
+        "seconds_to_decision)",
+    ),
+    ReaderIndex(  # the open backlog (partial: other outcomes must not use it)
+        f"{INTERRUPTS}_open", INTERRUPTS, "(graph_id, raised_at) WHERE outcome = 'open'"
+    ),
+)
 LOG_SHAPE = TableShape(
     INTERRUPTS,
     "interrupt_id",

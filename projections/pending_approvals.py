@@ -21,7 +21,14 @@ from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.log_reader import Entry
 from projections.paging import keyset_page
-from projections.rows import INTERRUPT_EVENTS, Rows, TableShape, continued_threads, json_text
+from projections.rows import (
+    INTERRUPT_EVENTS,
+    ReaderIndex,
+    Rows,
+    TableShape,
+    continued_threads,
+    json_text,
+)
 from projections.runner import Projection
 from projections.threads import STARTS
 from projections.timestamps import parse_utc_text, utc_text, utc_text_or_none
@@ -43,21 +50,11 @@ class PendingApprovalsProjection(Projection):
             "raised_at TEXT NOT NULL, required_role TEXT, due_by TEXT, assigned_to TEXT, "
             "position BIGINT NOT NULL)"
         )
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {QUEUE}_order "
-            f"ON {db.table(QUEUE)} (raised_at, interrupt_id)"
-        )
-        cursor.execute(
+        cursor.execute(  # the batch's loads find a thread's rows by it
             f"CREATE INDEX IF NOT EXISTS {QUEUE}_thread ON {db.table(QUEUE)} (thread_id)"
         )
-        cursor.execute(  # the queue of one graph, in order
-            f"CREATE INDEX IF NOT EXISTS {QUEUE}_graph "
-            f"ON {db.table(QUEUE)} (graph_id, raised_at, interrupt_id)"
-        )
-        cursor.execute(  # overdue items
-            f"CREATE INDEX IF NOT EXISTS {QUEUE}_due "
-            f"ON {db.table(QUEUE)} (due_by) WHERE due_by IS NOT NULL"
-        )
+        for index in READER_INDEXES:
+            index.create(cursor, db)
         cursor.execute(
             f"CREATE TABLE IF NOT EXISTS {db.table(COUNTS)} (graph_id TEXT NOT NULL, "
             "node TEXT NOT NULL, required_role TEXT NOT NULL, open_count BIGINT NOT NULL, "
@@ -65,6 +62,8 @@ class PendingApprovalsProjection(Projection):
         )
 
     def clear(self, cursor: Cursor, db: Database) -> None:
+        for index in READER_INDEXES:
+            index.drop(cursor, db)
         for table in (QUEUE, COUNTS):
             db.clear_table(cursor, db.table(table))
 
@@ -130,6 +129,11 @@ def _count(queue: Rows, cursor: Cursor, db: Database) -> None:
         cursor.execute(f"DELETE FROM {db.table(COUNTS)} WHERE open_count = 0")
 
 
+READER_INDEXES = (
+    ReaderIndex(f"{QUEUE}_order", QUEUE, "(raised_at, interrupt_id)"),  # the queue, in order
+    ReaderIndex(f"{QUEUE}_graph", QUEUE, "(graph_id, raised_at, interrupt_id)"),  # one graph's
+    ReaderIndex(f"{QUEUE}_due", QUEUE, "(due_by) WHERE due_by IS NOT NULL"),  # overdue items
+)
 QUEUE_SHAPE = TableShape(
     QUEUE,
     "interrupt_id",

@@ -36,6 +36,30 @@ class TableShape:
     columns: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class ReaderIndex:
+    """A secondary index only readers use (the read model's own loads never do).
+
+    Kept up to date row by row, it costs every insert of a rebuild a b-tree
+    insert; built once over the finished table, it is one sort. So a rebuild
+    drops it with the rows (`Projection.clear`) and creates it after its last
+    batch; a rebuild cut short leaves it to the next runner's `create_tables`
+    (IF NOT EXISTS), meanwhile the rows are right and only reads are slower.
+    """
+
+    name: str
+    table: str
+    definition: str  # "(columns) [WHERE ...]"
+
+    def create(self, cursor: Cursor, db: Database) -> None:
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS {self.name} ON {db.table(self.table)} {self.definition}"
+        )
+
+    def drop(self, cursor: Cursor, db: Database) -> None:
+        cursor.execute(f"DROP INDEX IF EXISTS {db.table(self.name)}")
+
+
 @dataclass
 class Rows:
     """The touched rows of one table: as loaded, and as the batch leaves them."""

@@ -5,9 +5,12 @@ kept in `holdpoint_projection_positions` in the same database as its rows and
 updated in the same transaction: a batch is applied whole or not at all, so a
 killed projector neither loses nor repeats an event. The position row is
 locked for the batch (`FOR UPDATE` on PostgreSQL, `BEGIN IMMEDIATE` on
-SQLite), so two projectors never apply the same batch. Notification ids are
-visible in commit order (the store's insert takes the table lock), so reading
-"after my position" never passes over an event that commits later.
+SQLite), so two projectors never apply the same batch. On SQLite, whose one
+write lock also holds up the store's writers, a batch is worked out in a read
+transaction first and only written under the lock, if the positions are still
+those it was worked out from. Notification ids are visible in commit order
+(the store's insert takes the table lock), so reading "after my position"
+never passes over an event that commits later.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from eventsourcing.utils import get_topic
 
 from domain.application import Workflows
 from persistence.failures import STORE_UNAVAILABLE
-from projections.database import Cursor, Database, database_for
+from projections.database import Cursor, Database, StagedCursor, database_for
 from projections.log_reader import Entry, LogReader
 
 POSITIONS = "holdpoint_projection_positions"
@@ -47,7 +50,8 @@ class Projection(ABC):
 
     @abstractmethod
     def clear(self, cursor: Cursor, db: Database) -> None:
-        """Delete every row, before a rebuild."""
+        """Delete every row, before a rebuild; may drop indexes only readers use, which
+        `create_tables` creates again (the rebuild calls it after its last batch)."""
 
     @abstractmethod
     def apply_batch(self, entries: Sequence[Entry], cursor: Cursor, db: Database) -> None:
@@ -174,7 +178,12 @@ class ProjectionRunner:
                 cursor.execute(
                     f"UPDATE {self.db.table(POSITIONS)} SET position = 0 WHERE name = %s", (name,)
                 )
-        return self.catch_up(progress, self.rebuild_batch_size)
+        try:
+            return self.catch_up(progress, self.rebuild_batch_size)
+        finally:  # the indexes `clear` dropped, built once over every row (after a crash: setup)
+            with self.db.transaction() as cursor:
+                for name in chosen:
+                    self.projections[name].create_tables(cursor, self.db)
 
     def wait(self, position: int, timeout: float, poll: float = 0.01) -> bool:
         """Wait until every projection has applied `position`; False on timeout."""
@@ -219,38 +228,69 @@ class ProjectionRunner:
                 stop.wait(retry_after)
 
     def close(self) -> None:
+        self._log.close()
         self.db.close()
 
     def _apply_batch(self, head: int, batch_size: int) -> tuple[int, int]:
-        """One transaction: the next batch of positions up to `head`, into every
-        model behind it; return how many positions it applied and the last.
+        """The next batch of positions up to `head`, into every model behind it, committed
+        with the new positions; return how many positions it applied and the last.
 
         The batch is read and decoded before the positions are locked (a read
         transaction may not become a write one on SQLite, and the batch's cost
         is mostly decoding, which need not hold the lock). Positions up to a
-        head once seen are final: ids become visible in commit order.
+        head once seen are final: ids become visible in commit order. A batch
+        that finds the positions moved back (a rebuild started meanwhile)
+        applies nothing, and the next is read from the new positions.
         """
-        table = self.db.table(POSITIONS)
         with self.db.transaction(write=False) as cursor:
-            cursor.execute(f"SELECT name, position FROM {table}")
-            start = min(self._positions(cursor).values())
+            start = min(self._read_positions(cursor).values())
         last = min(start + batch_size, head)
         if last <= start:
             return 0, start
-        events = self._log.read(start, last, self._wanted)
+        # (on PostgreSQL the next batch is read meanwhile, see `LogReader.read`)
+        events = self._log.read(start, last, self._wanted, min(last + batch_size, head))
+        if self.db.dialect == "sqlite":
+            return self._apply_staged(events, start, last)
         with self.db.transaction() as cursor:
             positions = self._locked_positions(cursor)  # another runner may have moved them
-            behind = min(positions.values())
-            for name, position in positions.items():
-                topics = self._topics[name]
-                batch = [e for e in events if e.position > position and e.topic in topics]
-                if batch:
-                    self.projections[name].apply_batch(batch, cursor, self.db)
-                if position < last:
-                    cursor.execute(
-                        f"UPDATE {table} SET position = %s WHERE name = %s", (last, name)
-                    )
-        return max(last - behind, 0), last
+            if min(positions.values()) < start:
+                return 0, start
+            self._apply(events, last, positions, cursor)
+        return max(last - min(positions.values()), 0), last
+
+    def _apply_staged(self, events: list[Entry], start: int, last: int) -> tuple[int, int]:
+        """SQLite: work the batch's rows out in a read transaction, then write them and
+        the positions in one write transaction, so that the file's write lock is held for
+        the writes alone. If another runner moved the positions in between, the rows
+        worked out are stale: nothing is written, and the next batch starts again."""
+        with self.db.transaction(write=False) as cursor:
+            positions = self._read_positions(cursor)
+            if min(positions.values()) < start:
+                return 0, start
+            staged = StagedCursor(cursor)
+            self._apply(events, last, positions, staged)
+        with self.db.transaction() as cursor:
+            if self._locked_positions(cursor) != positions:
+                return 0, start
+            staged.replay(cursor)
+        return max(last - min(positions.values()), 0), last
+
+    def _apply(
+        self, events: list[Entry], last: int, positions: dict[str, int], cursor: Cursor
+    ) -> None:
+        """The changes of the events after each model's position, and the new positions."""
+        table = self.db.table(POSITIONS)
+        for name, position in positions.items():
+            topics = self._topics[name]
+            batch = [e for e in events if e.position > position and e.topic in topics]
+            if batch:
+                self.projections[name].apply_batch(batch, cursor, self.db)
+            if position < last:
+                cursor.execute(f"UPDATE {table} SET position = %s WHERE name = %s", (last, name))
+
+    def _read_positions(self, cursor: Cursor) -> dict[str, int]:
+        cursor.execute(f"SELECT name, position FROM {self.db.table(POSITIONS)}")
+        return self._positions(cursor)
 
     def _locked_positions(self, cursor: Cursor) -> dict[str, int]:
         """The positions, locked until the transaction ends (SQLite's write transaction

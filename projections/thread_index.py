@@ -17,7 +17,7 @@ from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.log_reader import Entry
 from projections.paging import keyset_page
-from projections.rows import Rows, TableShape, json_text
+from projections.rows import ReaderIndex, Rows, TableShape, json_text
 from projections.runner import Projection
 from projections.threads import STARTS
 from projections.timestamps import utc_text
@@ -52,18 +52,12 @@ class ThreadIndexProjection(Projection):
             "updated_at TEXT NOT NULL, metadata TEXT NOT NULL, forked_from TEXT, "
             "started_by TEXT, pending INTEGER NOT NULL, position BIGINT NOT NULL)"
         )
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {THREADS}_created ON {table} (created_at, thread_id)"
-        )
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {THREADS}_graph ON {table} (graph_id, status, created_at)"
-        )
-        cursor.execute(  # a thread's forks (lineage)
-            f"CREATE INDEX IF NOT EXISTS {THREADS}_forked ON {table} (forked_from) "
-            "WHERE forked_from IS NOT NULL"
-        )
+        for index in READER_INDEXES:
+            index.create(cursor, db)
 
     def clear(self, cursor: Cursor, db: Database) -> None:
+        for index in READER_INDEXES:
+            index.drop(cursor, db)
         db.clear_table(cursor, db.table(THREADS))
 
     def apply_batch(self, entries: Sequence[Entry], cursor: Cursor, db: Database) -> None:
@@ -98,6 +92,13 @@ class ThreadIndexProjection(Projection):
         rows.write(cursor, db)
 
 
+READER_INDEXES = (  # (a batch loads rows by their primary key)
+    ReaderIndex(f"{THREADS}_created", THREADS, "(created_at, thread_id)"),
+    ReaderIndex(f"{THREADS}_graph", THREADS, "(graph_id, status, created_at)"),
+    ReaderIndex(  # a thread's forks (lineage)
+        f"{THREADS}_forked", THREADS, "(forked_from) WHERE forked_from IS NOT NULL"
+    ),
+)
 SHAPE = TableShape(
     THREADS,
     "originator_id",
