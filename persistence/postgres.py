@@ -33,7 +33,7 @@ from __future__ import annotations
 import select
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
@@ -55,7 +55,6 @@ from persistence.version_reads import select_at_sql, split_rows
 INSERT_FUNCTION = "holdpoint_insert_events"
 REFUSE_FUNCTION = "holdpoint_refuse_change"
 _MARKS = {"id": "%(id)s", "version": "%(version)s::bigint", "upto": "%(upto)s::bigint"}
-_NOBODY = {"id": UUID(int=0), "version": 0, "upto": 0}  # parameters of the warm-up read
 
 
 def select_at_statement(schema: str, events: str, snapshots: str | None) -> bytes:
@@ -104,18 +103,6 @@ class QuickReconnectPool(library.ConnectionPool[Any]):
     dies silently (a network cut) is found by the statement itself, which is
     tried again on another connection (ATTEMPTS).
     """
-
-    warm_up: bytes | None = None  # a read run once on each new connection (see _connect)
-
-    def _connect(self, timeout: float | None = None) -> Any:
-        """A new connection, warmed up: its first read of the tables costs its server
-        process 5 to 10 ms more than later ones (loading the catalog entries that
-        planning needs); the pool's worker pays it here, before a request could."""
-        connection = super()._connect(timeout=timeout)
-        if self.warm_up is not None:
-            with suppress(psycopg.Error):  # tables not created yet: the first read pays
-                connection.execute(self.warm_up, _NOBODY).fetchall()
-        return connection
 
     def _check_connection(self, conn: Any) -> None:
         if not may_be_dead(conn):
@@ -290,13 +277,7 @@ class Factory(library.PostgresFactory):  # the module's only factory, as the lib
 
     def __init__(self, env: Environment | dict[str, str] | None) -> None:
         super().__init__(env)
-        pool = self.datastore.pool
-        pool.__class__ = QuickReconnectPool  # the same pool (not opened yet), its state kept
-        assert isinstance(pool, QuickReconnectPool)
-        prefix = self.env.name.lower() or "stored"
-        pool.warm_up = select_at_statement(
-            self.datastore.schema, f"{prefix}_events", f"{prefix}_snapshots"
-        )
+        self.datastore.pool.__class__ = QuickReconnectPool  # the same pool, its state kept
         probe_connection(self._connect_params(), float(self.datastore.pool.timeout))
         self.datastore.enable_db_functions = True
         if self.env_create_table() and self.datastore.schema != "public":
