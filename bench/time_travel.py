@@ -317,8 +317,10 @@ def state_at_case(runner: Runner) -> CaseResult:
         "SQLite connection, a new PostgreSQL pool (Holdpoint: `open_store`, then a wait until "
         "the pool's connections are made) or connection (LangGraph: `PostgresSaver."
         "from_conn_string`), the connecting not timed: on PostgreSQL the timed read is the "
-        "first on its connection, which costs the server process 5 to 10 ms of catalog "
-        "loading on either side; in memory it is the same object each "
+        "first read on its connection (Holdpoint's pool hands out the connection used last, "
+        "which made sure the tables exist, as `open_store` does in any new process; "
+        "LangGraph's connection is new), and a server process's first read costs it "
+        "several ms of catalog loading on either side; in memory it is the same object each "
         "time (context). The target is judged on Holdpoint's slower read on a new store "
         "object at the middle version; *middle+* is the worst spot of the middle snapshot "
         "interval, in the target's detail; LangGraph's figures are context.",

@@ -47,9 +47,15 @@ class ReadsAtVersion(Protocol):
     """A recorder that reads a thread as of a version in one query (the SQL stores)."""
 
     def select_at_version(
-        self, snapshots: AggregateRecorder | None, originator_id: UUID, version: int, upto: int
-    ) -> tuple[StoredEvent | None, Sequence[StoredEvent], int]:
-        """What `Workflows.thread_at` folds, in one query.
+        self,
+        snapshots: AggregateRecorder | None,
+        originator_id: UUID,
+        version: int,
+        upto: int,
+        *,
+        head: bool,
+    ) -> tuple[StoredEvent | None, Sequence[StoredEvent], int | None]:
+        """What `Workflows.read_at` folds, in one query.
 
         Args:
             snapshots: the recorder of the aggregate's snapshots (on the same
@@ -57,11 +63,14 @@ class ReadsAtVersion(Protocol):
             originator_id: the aggregate.
             version: the version wanted.
             upto: the last version to read (`version` and the events read ahead).
+            head: whether to read the aggregate's latest version too (it
+                costs the query a second look at the events).
 
         Returns:
             The latest snapshot at or before `version` (or None), the events
             from that snapshot's own version (from the first without one) to
-            `upto` in order, and the aggregate's latest version (0: none).
+            `upto` in order, and the aggregate's latest version (0: none;
+            None: not asked for).
         """
         ...
 
@@ -130,11 +139,11 @@ class Workflows(Application[Any]):
         One query on the SQL stores however long the thread (`ReadsAtVersion`):
         its latest snapshot at or before `version`, its events from that
         snapshot's own event (so the event at `version` comes back even when it
-        is the snapshot's) to `version + ahead`, and its head. In memory, a
-        query for each. Only the events after the snapshot are folded, and the
-        `ahead` events are decoded only as they are read. Below the first
-        multiple of the snapshot interval no snapshot is looked for: `record`
-        takes none there.
+        is the snapshot's) to `version + ahead`, and with `head` its latest
+        version. In memory, a query for each. Only the events after the
+        snapshot are folded, and the `ahead` events are decoded only as they
+        are read. Below the first multiple of the snapshot interval no
+        snapshot is looked for: `record` takes none there.
         """
         aggregate_id = thread_uuid(thread_id)
         if not 0 < version <= MAX_VERSION:
@@ -149,7 +158,9 @@ class Workflows(Application[Any]):
         reader = self._reads_at_version
         if reader is not None:
             recorder = None if snapshots is None else snapshots.recorder
-            snapshot, stored, last = reader.select_at_version(recorder, aggregate_id, version, upto)
+            snapshot, stored, last = reader.select_at_version(
+                recorder, aggregate_id, version, upto, head=head
+            )
             decode = cast("Callable[[StoredEvent], Any]", self.mapper.to_domain_event)
             if snapshot is not None:
                 thread, after = decode(snapshot).mutate(None), snapshot.originator_version
@@ -168,8 +179,8 @@ class Workflows(Application[Any]):
             if event.originator_version > after:
                 thread = event.mutate(thread)
             if event.originator_version == version:
-                return VersionRead(ThreadAt(thread, event, events), last if head else None)
-        return VersionRead(None, last if head else None)
+                return VersionRead(ThreadAt(thread, event, events), last)
+        return VersionRead(None, last)
 
     def _head(self, aggregate_id: UUID) -> int:
         last = self.recorder.select_events(aggregate_id, desc=True, limit=1)

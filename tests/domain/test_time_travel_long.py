@@ -181,6 +181,26 @@ def test_a_checkpoint_is_read_in_one_query_on_the_sql_stores(store, store_kind, 
     assert reads.queries == (2 if store_kind == "memory" else 1)
 
 
+@pytest.mark.parametrize("version", [SNAPSHOT_INTERVAL - 1, 2 * SNAPSHOT_INTERVAL + 7])
+def test_the_latest_version_is_read_only_when_asked_for(store, looped, version):
+    # When
+    without, with_head = store.read_at(looped, version), store.read_at(looped, version, head=True)
+
+    # Then both find the same thread; only the second knows the latest version
+    assert without.found is not None
+    assert with_head.found is not None
+    assert vars(without.found.thread) == vars(with_head.found.thread)
+    assert (without.head, with_head.head) == (None, HEAD)
+
+
+def test_a_thread_never_recorded_has_no_latest_version(store):
+    # When
+    read = store.read_at("never-started", 2 * SNAPSHOT_INTERVAL, head=True)
+
+    # Then
+    assert (read.found, read.head) == (None, 0)
+
+
 @pytest.mark.parametrize("version", [0, -1, HEAD + 1, 2**62 + 1, 2**70])
 def test_a_version_outside_the_thread_is_not_found_with_its_range(store, looped, version):
     # When / Then

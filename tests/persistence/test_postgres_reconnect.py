@@ -126,3 +126,21 @@ def test_only_a_connection_the_server_wrote_to_may_be_dead(postgres_url):
             assert may_be_dead(connection)
         finally:
             pool.putconn(connection)
+
+
+def test_the_connection_used_last_is_handed_out_first(postgres_url):
+    with open_store(postgres_url) as store:
+        # Given a pool of idle connections, one of them returned last
+        pool = store.recorder.datastore.pool
+        pool.wait()
+        held = [pool.getconn() for _ in range(pool.get_stats()["pool_available"])]
+        last = held[-1].info.backend_pid
+        for connection in held:
+            pool.putconn(connection)
+        # When reads follow one another
+        used = set()
+        for _ in range(len(held) + 1):
+            with pool.connection() as connection:
+                used.add(connection.info.backend_pid)
+        # Then they all use that connection, whose server process is warm
+        assert used == {last}
