@@ -4,12 +4,19 @@ import sqlite3
 import threading
 from pathlib import Path
 from typing import TypedDict
+from uuid import UUID, uuid4
 
 import pytest
-from eventsourcing.persistence import ConnectionUnavailableError
+from eventsourcing.persistence import (
+    ConnectionUnavailableError,
+    IntegrityError,
+    OperationalError,
+    StoredEvent,
+)
 
 from domain.graph import END, START, StateGraph
 from domain.store import StoreURLError, open_store
+from persistence.sqlite import INSERT_ROWS
 
 
 class State(TypedDict):
@@ -104,3 +111,64 @@ def test_stores_on_one_file_take_turns_on_one_write_lock(tmp_path: Path):
         # And once the first is done, the second writes
         second_pool = second.recorder.datastore.pool
         second_pool.put_connection(second_pool.get_connection(timeout=1, is_writer=True))
+
+
+def stored(originator: UUID, version: int) -> StoredEvent:
+    return StoredEvent(originator, version, "tests:Happened", b'{"n":%d}' % version)
+
+
+def test_a_commit_of_many_events_gets_their_rowids_as_notification_ids(tmp_path: Path):
+    # Given a store with one event recorded
+    with open_store(f"sqlite:///{tmp_path / 'n.db'}") as store:
+        recorder = store.recorder
+        first, other = uuid4(), uuid4()
+        recorder.insert_events([stored(first, 1)])
+        # When one commit records more events than one INSERT statement takes
+        many = [stored(other, v) for v in range(1, INSERT_ROWS * 2 + 2)]
+        ids = recorder.insert_events(many)
+        # Then each event's notification id is its row's id, in order, with no gap
+        assert ids == list(range(2, len(many) + 2))
+        notifications = recorder.select_notifications(start=2, limit=len(many))
+        assert [(n.id, n.originator_id, n.originator_version) for n in notifications] == [
+            (i, other, event.originator_version) for i, event in zip(ids, many, strict=True)
+        ]
+
+
+def test_a_commit_that_repeats_a_version_records_none_of_its_events(tmp_path: Path):
+    # Given a thread's first two events
+    with open_store(f"sqlite:///{tmp_path / 'c.db'}") as store:
+        recorder = store.recorder
+        originator = uuid4()
+        recorder.insert_events([stored(originator, 1), stored(originator, 2)])
+        # When another writer commits versions 2 and 3 (2 is taken)
+        with pytest.raises(IntegrityError):
+            recorder.insert_events([stored(originator, 3), stored(originator, 2)])
+        # Then nothing of that commit is recorded, and the next commit goes on from 2
+        assert [e.originator_version for e in recorder.select_events(originator)] == [1, 2]
+        assert recorder.insert_events([stored(originator, 3)]) == [3]
+
+
+def test_a_threads_events_are_read_in_either_order_and_between_versions(tmp_path: Path):
+    with open_store(f"sqlite:///{tmp_path / 'r.db'}") as store:
+        recorder = store.recorder
+        originator = uuid4()
+        recorder.insert_events([stored(originator, v) for v in range(1, 8)])
+
+        def versions(**query: int | bool) -> list[int]:
+            return [e.originator_version for e in recorder.select_events(originator, **query)]
+
+        assert versions() == [1, 2, 3, 4, 5, 6, 7]
+        assert versions(gt=2, lte=5) == [3, 4, 5]
+        assert versions(desc=True, limit=2) == [7, 6]
+        assert versions(gt=7, limit=1) == []
+        assert recorder.select_events(originator, limit=1)[0].state == b'{"n":1}'
+
+
+def test_a_read_of_a_file_that_is_not_a_store_raises_the_librarys_error(tmp_path: Path):
+    # Given a store whose events table was replaced by something unreadable
+    with open_store(f"sqlite:///{tmp_path / 'e.db'}") as store:
+        recorder = store.recorder
+        recorder.select_events_statement = "SELECT * FROM no_such_table WHERE originator_id = ? "
+        # When a thread's events are read, then the error is the library's, not sqlite3's
+        with pytest.raises(OperationalError, match="no_such_table"):
+            recorder.select_events(uuid4())
