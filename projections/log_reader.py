@@ -17,6 +17,9 @@ need is worked out here, once: its class, the originator's key (its UUID's
 hex), the event's time as read-model text (cut from the JSON's first bytes)
 and its thread (see `ThreadDirectory`). The event itself is decoded only when
 a read model first asks for it: many are needed for their class and time alone.
+Events of the topics given as `bodies`, which the read models always ask for,
+are decoded as they are read: on PostgreSQL by the thread that reads the next
+batch ahead, while this one's rows are written, off the projector's path.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from eventsourcing.utils import resolve_topic
 
 from domain.application import Workflows
 from projections.database import Database
-from projections.threads import Thread, ThreadDirectory
+from projections.threads import START_TOPICS, Thread, ThreadDirectory
 from projections.timestamps import utc_text
 
 TYPED_VALUE = b'"_type_"'
@@ -76,6 +79,11 @@ class Entry:
     @property
     def event(self) -> Any:
         event = self._event
+        return self.decode() if event is None else event
+
+    def decode(self) -> Any:
+        """Decode the event now (once), and return it."""
+        event = self._event
         if event is None:
             reader, uuid, version, state = self._raw  # type: ignore[misc]
             self._event = event = reader.decode(self.topic, uuid, version, state)
@@ -87,11 +95,13 @@ class Entry:
 
 
 class LogReader:
-    """Reads the events of `topics` recorded at positions in (after, upto]."""
+    """Reads the events of `topics` recorded at positions in (after, upto]; those of
+    `bodies` decoded at once, the others when first asked for."""
 
-    def __init__(self, store: Workflows, db: Database) -> None:
+    def __init__(self, store: Workflows, db: Database, bodies: Collection[str] = ()) -> None:
         self.store = store
         self.db = db
+        self.bodies = START_TOPICS | frozenset(bodies)  # the thread directory reads starts
         self._sql = _select_statement(store, db)
         mapper = store.mapper
         self._plain = mapper.cipher is None and mapper.compressor is None
@@ -117,12 +127,18 @@ class LogReader:
         else:
             wanted = sorted(topics)
             entries = self._read_ahead(after, upto, wanted) or self._select(after, upto, wanted)
-            if next_upto > upto and self.db.dialect == "postgres":
-                self._start_reading_ahead(upto, next_upto, wanted)
-            else:
+            if next_upto <= upto or not self.read_ahead(upto, next_upto, topics):
                 self._stop_reading_ahead()
         self.threads.resolve(entries)
         return entries
+
+    def read_ahead(self, after: int, upto: int, topics: Collection[str]) -> bool:
+        """Start reading (after, upto] meanwhile, for the next `read` from `after` (on
+        PostgreSQL; elsewhere nothing is read, and False is returned)."""
+        if self._sql is None or self.db.dialect != "postgres" or upto <= after or not topics:
+            return False
+        self._start_reading_ahead(after, upto, sorted(topics))
+        return True
 
     def close(self) -> None:
         """Stop the thread that reads ahead, and close its connection."""
@@ -139,9 +155,16 @@ class LogReader:
                 cursor.execute(query.format(topics=marks), (after, upto, *wanted))
             rows = cursor.fetchall()
         originators: dict[Any, tuple[UUID, str]] = {}  # one batch's
-        return [self._entry(originators, *row) for row in rows]
+        entries = [self._entry(originators, *row) for row in rows]
+        bodies = self.bodies
+        for entry in entries:
+            if entry.topic in bodies:
+                entry.decode()
+        return entries
 
     def _start_reading_ahead(self, after: int, upto: int, wanted: list[str]) -> None:
+        if self._ahead is not None:  # a range no read asked for (a catch-up that failed)
+            self._ahead[3].cancel()
         if self._ahead_thread is None:
             self._ahead_thread = ThreadPoolExecutor(1, thread_name_prefix="projections-read")
         reading = self._ahead_thread.submit(self._select, after, upto, wanted)

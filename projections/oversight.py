@@ -16,6 +16,7 @@ from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.log_reader import Entry
 from projections.rows import (
+    INTERRUPT_CHANGES,
     INTERRUPT_EVENTS,
     ReaderIndex,
     Row,
@@ -34,6 +35,7 @@ CANCELLATIONS = "holdpoint_cancellations"
 class OversightProjection(Projection):
     name = "oversight"
     event_classes = INTERRUPT_EVENTS
+    decoded_classes = INTERRUPT_CHANGES
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:
         cursor.execute(

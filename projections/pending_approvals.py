@@ -22,6 +22,7 @@ from projections.database import Cursor, Database
 from projections.log_reader import Entry
 from projections.paging import keyset_page
 from projections.rows import (
+    INTERRUPT_CHANGES,
     INTERRUPT_EVENTS,
     ReaderIndex,
     Rows,
@@ -41,6 +42,7 @@ NO_ROLE = ""  # the counts' key for "any role may decide" (a key column cannot b
 class PendingApprovalsProjection(Projection):
     name = "pending_approvals"
     event_classes = INTERRUPT_EVENTS
+    decoded_classes = INTERRUPT_CHANGES
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:
         cursor.execute(

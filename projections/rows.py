@@ -162,15 +162,15 @@ def json_text(value: Any, *, sort_keys: bool = False) -> str:
         return json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False)
 
 
-# What a read model of interrupts follows: threads starting, interrupts and their ends.
-INTERRUPT_EVENTS = (
-    WorkflowThread.ThreadStarted,
-    WorkflowThread.ThreadForked,
+# What a read model of interrupts follows: threads starting, interrupts and their ends
+# (the changes, whose fields it reads).
+INTERRUPT_CHANGES = (
     WorkflowThread.InterruptRaised,
     WorkflowThread.InterruptResumed,
     WorkflowThread.InterruptExpired,
     WorkflowThread.ThreadCancelled,
 )
+INTERRUPT_EVENTS = (*STARTS, *INTERRUPT_CHANGES)
 
 
 def continued_threads(entries: Sequence[Entry]) -> set[str]:

@@ -20,6 +20,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -43,6 +44,9 @@ class Projection(ABC):
 
     name: str
     event_classes: tuple[type, ...]
+    # The classes of `event_classes` whose fields `apply_batch` reads (the others: only
+    # their class and time): decoded ahead, while the previous batch is written.
+    decoded_classes: tuple[type, ...] = ()
 
     @abstractmethod
     def create_tables(self, cursor: Cursor, db: Database) -> None:
@@ -112,7 +116,8 @@ class ProjectionRunner:
             for name, projection in self.projections.items()
         }
         self._wanted = frozenset().union(*self._topics.values())
-        self._log = LogReader(store, self.db)
+        bodies = {get_topic(cls) for p in projections for cls in p.decoded_classes}
+        self._log = LogReader(store, self.db, bodies)
         self.setup()
 
     def setup(self) -> None:
@@ -171,6 +176,8 @@ class ProjectionRunner:
         if unknown:
             msg = f"Unknown projection {unknown[0]!r}: use one of {', '.join(self.projections)}"
             raise ValueError(msg)
+        # The first batch is read while the tables are cleared.
+        self._log.read_ahead(0, min(self.rebuild_batch_size, self.head()), self._wanted)
         with self.db.transaction() as cursor:
             self._locked_positions(cursor)  # a batch another runner is applying ends first
             for name in chosen:
@@ -181,9 +188,7 @@ class ProjectionRunner:
         try:
             return self.catch_up(progress, self.rebuild_batch_size)
         finally:  # the indexes `clear` dropped, built once over every row (after a crash: setup)
-            with self.db.transaction() as cursor:
-                for name in chosen:
-                    self.projections[name].create_tables(cursor, self.db)
+            self._create_tables(chosen)
 
     def wait(self, position: int, timeout: float, poll: float = 0.01) -> bool:
         """Wait until every projection has applied `position`; False on timeout."""
@@ -230,6 +235,29 @@ class ProjectionRunner:
     def close(self) -> None:
         self._log.close()
         self.db.close()
+
+    def _create_tables(self, names: Sequence[str]) -> None:
+        """Create the tables and indexes of `names` that are missing.
+
+        On PostgreSQL each model's in a transaction of its own, on a connection
+        of its own, all at once: the server builds their indexes side by side.
+        """
+        if self.db.dialect != "postgres" or len(names) < 2:
+            with self.db.transaction() as cursor:
+                for name in names:
+                    self.projections[name].create_tables(cursor, self.db)
+            return
+        with ThreadPoolExecutor(len(names), thread_name_prefix="projections-index") as pool:
+            for done in [pool.submit(self._create_tables_apart, name) for name in names]:
+                done.result()
+
+    def _create_tables_apart(self, name: str) -> None:
+        """`name`'s tables, on this worker thread's connection, closed after."""
+        try:
+            with self.db.transaction() as cursor:
+                self.projections[name].create_tables(cursor, self.db)
+        finally:
+            self.db.close()
 
     def _apply_batch(self, head: int, batch_size: int) -> tuple[int, int]:
         """The next batch of positions up to `head`, into every model behind it, committed

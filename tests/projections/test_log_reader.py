@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from uuid import uuid4
 
+import pytest
 from eventsourcing.utils import get_topic
 
 from domain.thread import WorkflowThread
 from projections.database import database_for
 from projections.log_reader import Entry, LogReader
-from projections.threads import Thread
+from projections.threads import START_TOPICS, Thread
 from projections.timestamps import utc_text
 from tests.projections.histories import answer, approval_graph, ask_for, record_history
 
@@ -84,6 +85,40 @@ def test_values_shaped_like_typed_json_decode_as_the_library_decodes_them(store)
 
     # Then it reads back as the library reads it
     assert reader_view(reader, 0, head, all_topics(store)) == library_view(store, 0, head)
+
+
+class NotingReader(LogReader):
+    """A log reader that notes the topic of each event it decodes itself."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.decoded = []
+
+    def decode(self, topic, uuid, version, state):
+        self.decoded.append(topic)
+        return super().decode(topic, uuid, version, state)
+
+
+def test_the_events_whose_bodies_are_asked_for_are_decoded_as_they_are_read(store, store_kind):
+    if store_kind == "memory":
+        pytest.skip("the memory store is read through the library, which decodes every event")
+    # Given a history, and a reader told the read models want the answers' fields
+    record_history(store)
+    head = store.recorder.max_notification_id()
+    resumed = get_topic(WorkflowThread.InterruptResumed)
+    reader = NotingReader(store, database_for(store), bodies={resumed})
+
+    # When it reads the log
+    entries = reader.read(0, head, all_topics(store))
+
+    # Then the answers and the thread starts (which name the threads) are decoded already
+    wanted = {resumed, *START_TOPICS}
+    assert sorted(reader.decoded) == sorted(e.topic for e in entries if e.topic in wanted)
+    # And any other event is decoded when first asked for, once
+    other = next(e for e in entries if e.topic not in wanted)
+    assert other.event is other.event
+    assert reader.decoded[-1] == other.topic
+    assert len(reader.decoded) == sum(e.topic in wanted for e in entries) + 1
 
 
 def test_an_empty_range_reads_nothing(store):

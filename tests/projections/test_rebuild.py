@@ -178,6 +178,22 @@ def test_a_range_that_does_not_start_where_the_announced_one_did_reads_as_if_rea
     reader.close()
 
 
+def test_a_first_range_read_ahead_reads_as_if_read_alone(store, store_kind):
+    # Given a history
+    record_history(store)
+    reader = LogReader(store, database_for(store))
+
+    # When a first range is read ahead (as a rebuild does while it clears the tables), then read
+    started = reader.read_ahead(0, 10, TOPICS)
+    entries = reader.read(0, 10, TOPICS)
+
+    # Then it was read ahead on PostgreSQL alone, and reads as a new reader reads it
+    assert started == (store_kind == "postgres")
+    assert entries
+    assert as_read(entries) == as_read(LogReader(store, database_for(store)).read(0, 10, TOPICS))
+    reader.close()
+
+
 def test_a_catch_up_in_many_batches_leaves_no_thread_reading_ahead(store):
     # Given a history many batches long
     record_history(store)
