@@ -12,7 +12,8 @@ exact `domain.diagnosis.ReferenceHasher` instead:
   (`2025-03-01T09:30:00.123456+00:00`): the reference would re-format it;
 - a `"_type_"` anywhere but the timestamp (the library would decode a typed
   value there), a state that orjson cannot read, a non-string thread id or
-  prev_hash.
+  prev_hash, a thread id that is not Unicode text (a lone surrogate, which
+  the reference reads from a tampered first event and then passes on).
 
 `tests/audit/test_fast_hash.py` checks that both give the same hash for any
 JSON value (hypothesis).
@@ -115,19 +116,16 @@ class FastHasher:
         fields = canonical_bytes(data)
         if fields is None:
             return self._slow(topic, state, thread_id, version)
+        try:
+            thread = orjson.dumps(tid)
+        except TypeError:  # a lone surrogate, in a thread id the reference read from a tampered row
+            return self._slow(topic, state, thread_id, version)
         name = self._names.get(topic)
         if name is None:
             name = self._names[topic] = orjson.dumps(event_name(topic))
         body = (
             b'{"fields":%b,"prev_hash":%b,"thread_id":%b,"timestamp":"%b","type":%b,"version":%d}'
-            % (
-                fields,
-                orjson.dumps(prev),
-                orjson.dumps(tid),
-                moment.encode(),
-                name,
-                version,
-            )
+            % (fields, orjson.dumps(prev), thread, moment.encode(), name, version)
         )
         return named, prev, claimed, hashlib.sha256(body).hexdigest(), moment
 

@@ -34,7 +34,8 @@ from domain.thread import thread_uuid
 
 Progress = Callable[[str, int, int], None]
 PARALLEL_FROM = 100_000  # positions: below this, one process is faster than spawning workers
-RANGES_PER_JOB = 16  # ranges per process: small enough to balance the work at the end
+RANGES_PER_JOB = 16  # ranges per process, before the last ones are cut smaller
+LAST_RANGE = 5_000  # positions: the smallest range, at the end of the log
 INCONSISTENT = "inconsistent"
 log = structlog.get_logger()
 
@@ -196,9 +197,20 @@ class _Workers:
             errors.close()
 
 
-def _ranges(head: int, parts: int) -> list[tuple[int, int]]:
-    size = -(-head // parts)
-    return [(start, min(start + size, head)) for start in range(0, head, size)]
+def _ranges(head: int, jobs: int) -> list[tuple[int, int]]:
+    """Positions (0, head] cut into ranges for `jobs` processes: each a sixteenth of a
+    process's share, except the last ones, cut to half of what each process has left to
+    check (down to `LAST_RANGE`). While a process checks the last range, the others
+    wait: with the last ranges small, they all finish at nearly the same time."""
+    size = -(-head // (jobs * RANGES_PER_JOB))
+    ranges: list[tuple[int, int]] = []
+    start = 0
+    while start < head:
+        left = head - start
+        upto = min(start + min(size, max(left // (2 * jobs), LAST_RANGE)), head)
+        ranges.append((start, upto))
+        start = upto
+    return ranges
 
 
 def scan_log(
@@ -223,7 +235,7 @@ def scan_log(
             summary = check_range(scanner, 0, head, plan, lambda at: say("verifying", at, head))
             joined.add(summary)
         else:
-            work = _ranges(head, jobs * RANGES_PER_JOB)
+            work = _ranges(head, jobs)
 
             def here(after: int, upto: int) -> RangeSummary:
                 return check_range(scanner, after, upto, plan)

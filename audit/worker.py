@@ -10,6 +10,7 @@ needs, and never the parent's `__main__`.
 from __future__ import annotations
 
 import gc
+import os
 import pickle
 import sys
 
@@ -35,3 +36,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    # Every answer is written: end without the interpreter's teardown (freeing each module
+    # and object, and a collection), which took 0.1-0.4 s while the parent waited for it.
+    sys.stdout.flush()
+    os._exit(0)

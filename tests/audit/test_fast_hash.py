@@ -171,3 +171,15 @@ def test_the_events_of_a_refund_cycle_all_take_the_fast_path(store):
 
     # Then
     assert hasher.slow == 0
+
+
+def test_a_thread_id_with_a_lone_surrogate_gets_the_reference_answer():
+    # Given: the id the reference reads from a tampered first event ("\\ud800" in its JSON)
+    thread_id = "refund-\ud800"
+    state = stored({"step": 1}, datetime(2025, 3, 1, tzinfo=UTC), GENESIS_HASH, "t", 2)
+
+    # When
+    fast = FastHasher()(TOPIC, state, thread_id, 2)
+
+    # Then
+    assert fast == ReferenceHasher()(TOPIC, state, thread_id, 2)

@@ -176,3 +176,20 @@ def test_verify_alone_cannot_see_a_forged_event_appended_at_a_threads_end(record
     # Then: a valid link of a valid chain; only a seal made before can catch it (test_seals)
     assert verdict.ok is True
     assert verdict.events == EVENTS_PER_THREAD * len(THREADS) + 1
+
+
+def test_a_first_event_naming_a_thread_id_that_is_not_text_is_reported_not_a_crash(recorded):
+    # Given: t2's ThreadStarted rewritten to name a lone surrogate ("\ud800" in its JSON)
+    url, tamper = recorded
+    tamper.drop_triggers()
+    position = tamper.position_of("t2", 1)
+    state = dict(json.loads(next(r[4] for r in tamper.rows() if r[0] == position)))
+    state["thread_id"] = "t2\ud800"
+    tamper.set_state(position, json.dumps(state, separators=(",", ":")).encode())
+
+    # When
+    verdict = verify(url)
+
+    # Then: reported (the check once stopped with a TypeError from the fast hasher)
+    assert verdict.ok is False
+    assert (1, position, FORGED) in {(p.version, p.position, p.kind) for p in verdict.problems}
