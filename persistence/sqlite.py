@@ -16,8 +16,9 @@ What differs from `eventsourcing.sqlite`:
   gate is woken the moment it is free. Writers in other processes (the CLI)
   still meet at SQLite's lock, as before.
 - A commit inserts its events with one INSERT statement, not one per event,
-  and a thread's events are read with one SELECT outside BEGIN ... ROLLBACK
-  (in WAL mode a statement reads one consistent snapshot by itself). Each
+  and the reads of a thread (its events, the thread at a version) are one
+  SELECT each, outside BEGIN ... ROLLBACK (in WAL mode a statement reads one
+  consistent snapshot by itself). Each
   SQLite call lets the GIL go, and a thread coming back from one may wait for
   another thread to hand the GIL back (up to the interpreter's switch
   interval), while it holds the file's write gate if it is committing: fewer
@@ -134,10 +135,7 @@ class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
         if limit is not None:
             statement += "LIMIT ? "
             params.append(limit)
-        with self.datastore.get_connection(commit=False) as connection, _library_errors():
-            cursor = connection.cursor()
-            cursor.execute(statement, params)
-            rows = cursor.fetchall()
+        rows = self._select(statement, params)
         convert = self.convert_originator_id
         return [
             StoredEvent(
@@ -157,9 +155,15 @@ class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
         marks = {"id": ":id", "version": ":version", "upto": ":upto"}
         query = select_at_sql(self.events_table_name, table, marks, head=head)
         params = {"id": originator_id.hex, "version": version, "upto": upto}
-        with self.datastore.transaction(commit=False) as cursor:
-            cursor.execute(query, params)
-            return split_rows(originator_id, cursor.fetchall())
+        return split_rows(originator_id, self._select(query, params))
+
+    def _select(self, statement: str, params: Any) -> list[Any]:
+        """The rows of one statement, run without BEGIN and ROLLBACK around it: in WAL
+        mode one statement reads one consistent snapshot by itself."""
+        with self.datastore.get_connection(commit=False) as connection, _library_errors():
+            cursor = connection.cursor()
+            cursor.execute(statement, params)
+            return cursor.fetchall()  # type: ignore[no-any-return]
 
     def construct_create_table_statements(self) -> list[str]:
         table = self.events_table_name
