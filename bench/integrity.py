@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.harness import QUICK, Runner
-from bench.projections import STORES, fresh_store
+from bench.projections import AT_REST, STORES, fresh_store, settle_log
 from bench.report import CaseResult, Table, Target, skipped_row, skipped_target
 from bench.stats import fmt_num
 
@@ -159,7 +159,8 @@ def verify_case(runner: Runner) -> CaseResult:
         "(`audit.verify_log.scan_log`) with the default workers and with one process, and "
         "`holdpoint seal` (the check plus the Merkle tree and an Ed25519 signature) and "
         "`holdpoint verify --seal` (the check plus the log compared with the seal). "
-        "events/s = events / wall time. One repetition; the machine's load is in the header. "
+        f"events/s = events / wall time. {AT_REST} "
+        "One repetition; the machine's load is in the header. "
         "Not side by side with LangGraph: it has no equivalent (no hash chain to recompute).",
         [Table(["store", "what", "events", "wall s", "events/s"])],
     )
@@ -202,6 +203,7 @@ def _verify_on(
     with fresh_store(backend, server) as (store, url):
         runner.progress(f"verify/{backend}: generating {sizes.events:,} events")
         events = fill([store], sizes.events)
+        settle_log(runner, backend, store)
         gc.collect()
         runner.progress(f"verify/{backend}: holdpoint verify")
         wall, answer = _time_cli(url, ["verify", "--json"])

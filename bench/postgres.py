@@ -137,3 +137,22 @@ def raw_table(server: Server) -> Iterator[sql.Composed]:
         yield sql.SQL("INSERT INTO {} (id, version, state) VALUES (%s, %s, %s)").format(table)
     finally:
         drop_schema(server, schema)
+
+
+def settle(server: Server, table: str) -> bool:
+    """Bring a freshly bulk-filled table to rest, untimed, as a live log is.
+
+    ``VACUUM (ANALYZE)`` sets the rows' hint bits and the visibility map and
+    gathers statistics (what autovacuum does to a live log), and a
+    ``CHECKPOINT`` writes out the pages that dirtied: the timed reads that
+    follow then neither write hint bits nor compete with the checkpointer.
+    The CHECKPOINT needs ``pg_checkpoint`` (``.ci/postgres.sh`` grants it);
+    returns whether it was taken.
+    """
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.SQL(table)))
+        try:
+            conn.execute("CHECKPOINT")
+        except psycopg.errors.InsufficientPrivilege:
+            return False
+    return True
