@@ -16,6 +16,15 @@ $(VENV)/.bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	touch $(VENV)/.bench
 
+# LangGraph's own server, for the HTTP benchmarks, in an environment of its own
+# (bench/langgraph-server.txt says why).
+LANGGRAPH_VENV := .venv-langgraph
+$(LANGGRAPH_VENV)/.installed: bench/langgraph-server.txt
+	$(PYTHON) -m venv $(LANGGRAPH_VENV)
+	$(LANGGRAPH_VENV)/bin/pip install --quiet --upgrade pip
+	$(LANGGRAPH_VENV)/bin/pip install --quiet -r bench/langgraph-server.txt
+	touch $@
+
 run: $(STAMP)  ## the HTTP API on the embedded SQLite store, projections in-process
 	$(BIN)/holdpoint serve
 
@@ -30,11 +39,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-bench: $(VENV)/.bench  ## Holdpoint and LangGraph side by side; writes BENCHMARKS.md
+bench: $(VENV)/.bench $(LANGGRAPH_VENV)/.installed  ## Holdpoint and LangGraph side by side; writes BENCHMARKS.md
 	$(BIN)/python -m bench.run
 
 screenshots: $(STAMP)  ## the browser UI over a scripted history, as PNGs in docs/screenshots/
 	PYTHONPATH=. $(BIN)/python -m tests.api.ui.screenshots
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(LANGGRAPH_VENV) var .pytest_cache .ruff_cache .hypothesis

@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+# LangGraph's server lives in an environment of its own (bench/langgraph-server.txt).
+LANGGRAPH_VENV = Path(os.environ.get("HOLDPOINT_BENCH_LANGGRAPH_VENV") or ROOT / ".venv-langgraph")
 HOLDPOINT_POSTGRES = "Holdpoint, PostgreSQL"
 SIDES = (HOLDPOINT, HOLDPOINT_POSTGRES, LANGGRAPH)
 THROUGHPUT_LIMIT = 2.0  # Holdpoint's cycles/s at least 2 x LangGraph's ...
@@ -232,8 +234,15 @@ def langgraph_server(directory: Path) -> Iterator[Endpoint]:
     config = directory / "langgraph.json"
     config.write_text(LANGGRAPH_JSON, encoding="utf-8")
     port = free_port()
+    langgraph = LANGGRAPH_VENV / "bin" / "langgraph"
+    if not langgraph.exists():
+        message = (
+            f"no LangGraph server at {langgraph}: `make bench` creates {LANGGRAPH_VENV.name} "
+            "from bench/langgraph-server.txt (or set HOLDPOINT_BENCH_LANGGRAPH_VENV)"
+        )
+        raise BenchError(message)
     command = [
-        str(BIN / "langgraph"),
+        str(langgraph),
         "dev",
         "--config",
         str(config),
@@ -378,7 +387,9 @@ def http_cycles(runner: Runner) -> CaseResult:
         "schema), with an agent's and a reviewer's key made by `holdpoint keys create` "
         "before it starts (separation of duties on: the agent starts each thread, the "
         "reviewer resumes it); `langgraph dev --no-reload` (langgraph-api's in-memory "
-        "runtime, its default settings) on a `langgraph.json` naming the same graph. Each "
+        "runtime, its default settings; from its own environment, `.venv-langgraph`, "
+        "pinned in `bench/langgraph-server.txt`) on a `langgraph.json` naming the same "
+        "graph. Both servers are uvicorn on uvloop and httptools. Each "
         "waits for readiness by polling its health endpoint (`/healthz`, `/ok`). The "
         "clients are the official async SDK client (`langgraph_sdk.get_client`) in the "
         "benchmark process: N concurrent clients are N asyncio tasks, each with its own "

@@ -83,10 +83,18 @@ def postgres_line(server: Server | None, problem: str | None) -> str:
 
 
 def _version(package: str) -> str:
+    """The package's version here, or in LangGraph's server environment (`LANGGRAPH_VENV`)."""
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
-        return "not installed"
+        pass
+    from bench.http import LANGGRAPH_VENV  # noqa: PLC0415
+
+    found = metadata.distributions(
+        path=[str(p) for p in LANGGRAPH_VENV.glob("lib/python*/site-packages")]
+    )
+    versions = {d.metadata["Name"].lower().replace("_", "-"): d.version for d in found}
+    return versions.get(package, "not installed")
 
 
 def _git_revision(root: Path) -> str:
