@@ -6,8 +6,9 @@ both on seed (a), the refund graph, as ``bench/graphs.py`` builds it: each side
 gets a module file in a temporary directory that builds it with its own API
 (LangGraph's also gets a ``langgraph.json`` naming it). Holdpoint runs on a fresh
 SQLite file (the embedded store), and, as an extra row, on a fresh PostgreSQL
-schema; its keys are made with ``holdpoint keys create`` before it starts: an
-agent starts each thread and a reviewer resumes it (separation of duties is on).
+schema; before it starts, each client gets an agent's and a reviewer's key of its
+own (``Keyring.create``, what ``holdpoint keys create`` does): its agent starts each
+thread and its reviewer resumes it (separation of duties is on).
 
 The clients are the official async SDK client (``langgraph_sdk.get_client``),
 driven from this process: N concurrent clients are N asyncio tasks, each with
@@ -114,12 +115,18 @@ def percentile(values: list[float], fraction: float) -> float:
 
 @dataclass(frozen=True)
 class Endpoint:
-    """A running server: its URL, the keys of the starter and of the decider, its process."""
+    """A running server: its URL, its process, and per client the keys of its starter and
+    of its decider (none on LangGraph's side)."""
 
     url: str
-    starter_key: str | None
-    decider_key: str | None
     pid: int
+    keys: tuple[tuple[str, str], ...] = ()
+
+    def client_keys(self, client: int) -> tuple[str | None, str | None]:
+        """The starter's and the decider's key of client number `client`."""
+        if not self.keys:
+            return None, None
+        return self.keys[client % len(self.keys)]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -186,29 +193,32 @@ def running(
                     process.wait()
 
 
-def _holdpoint_key(env: dict[str, str], principal: str, role: str) -> str:
-    made = subprocess.run(
-        [str(BIN / "holdpoint"), "keys", "create", "--principal", principal, "--role", role],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if made.returncode != 0:
-        message = f"holdpoint keys create exited {made.returncode}: {made.stderr[-2000:]}"
-        raise BenchError(message)
-    return made.stdout.strip().splitlines()[-1]
+def _holdpoint_keys(store_url: str, clients: int) -> tuple[tuple[str, str], ...]:
+    """An agent's and a reviewer's key per client, as `holdpoint keys create` makes them:
+    each client is a principal of its own, as independent callers are (the per-key rate
+    limits then apply to each, not to all the clients together)."""
+    from domain.keyring import Keyring  # noqa: PLC0415
+    from domain.store import open_store  # noqa: PLC0415
+
+    with open_store(store_url) as store:
+        keyring = Keyring(store)
+        return tuple(
+            (
+                keyring.create(f"bench-agent-{n}", "agent")[1],
+                keyring.create(f"bench-reviewer-{n}", "reviewer")[1],
+            )
+            for n in range(clients)
+        )
 
 
 @contextmanager
-def holdpoint_server(store_url: str, directory: Path) -> Iterator[Endpoint]:
-    """``holdpoint serve`` on ``store_url``, serving the refund graph as ``refund``."""
+def holdpoint_server(store_url: str, directory: Path, clients: int) -> Iterator[Endpoint]:
+    """``holdpoint serve`` on ``store_url``, serving the refund graph as ``refund``, with
+    keys for ``clients`` clients."""
     graph = directory / "refund_graph.py"
     graph.write_text(HOLDPOINT_GRAPH.format(root=str(ROOT)), encoding="utf-8")
     env = {**os.environ, "HOLDPOINT_STORE": store_url}
-    starter = _holdpoint_key(env, "bench-agent", "agent")
-    decider = _holdpoint_key(env, "bench-reviewer", "reviewer")
+    keys = _holdpoint_keys(store_url, clients)
     port = free_port()
     command = [
         str(BIN / "holdpoint"),
@@ -222,7 +232,7 @@ def holdpoint_server(store_url: str, directory: Path) -> Iterator[Endpoint]:
     ]
     url = f"http://127.0.0.1:{port}"
     with running(command, env, directory, f"{url}/healthz", directory / "holdpoint.log") as pid:
-        yield Endpoint(url, starter, decider, pid)
+        yield Endpoint(url, pid, keys)
 
 
 @contextmanager
@@ -256,7 +266,7 @@ def langgraph_server(directory: Path) -> Iterator[Endpoint]:
     env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false"}
     url = f"http://127.0.0.1:{port}"
     with running(command, env, directory, f"{url}/ok", directory / "langgraph.log") as pid:
-        yield Endpoint(url, None, None, pid)
+        yield Endpoint(url, pid)
 
 
 # -- clients -----------------------------------------------------------------
@@ -282,11 +292,8 @@ async def drive(endpoint: Endpoint, clients: int, cycles: int, warmup: int) -> S
     from langgraph_sdk import get_client  # noqa: PLC0415 - a bench-only dependency
 
     pairs = [
-        (
-            get_client(url=endpoint.url, api_key=endpoint.starter_key),
-            get_client(url=endpoint.url, api_key=endpoint.decider_key),
-        )
-        for _ in range(clients)
+        tuple(get_client(url=endpoint.url, api_key=key) for key in endpoint.client_keys(n))
+        for n in range(clients)
     ]
     try:
         await asyncio.gather(*(_cycles(s, d, warmup, None) for s, d in pairs))
@@ -335,12 +342,14 @@ def _job(side: str, sizes: Sizes, server: Server | None) -> Callable[..., Stats]
                     return measure_all(endpoint, sizes)
             if side == HOLDPOINT:
                 url = f"sqlite:///{directory / 'holdpoint.db'}"
-                with holdpoint_server(url, directory) as endpoint:
+                with holdpoint_server(url, directory, max(sizes.clients)) as endpoint:
                     return measure_all(endpoint, sizes)
             assert server is not None
             schema = new_schema_name()
             try:
-                with holdpoint_server(server.holdpoint_url(schema), directory) as endpoint:
+                with holdpoint_server(
+                    server.holdpoint_url(schema), directory, max(sizes.clients)
+                ) as endpoint:
                     return measure_all(endpoint, sizes)
             finally:
                 drop_schema(server, schema)
@@ -384,9 +393,11 @@ def http_cycles(runner: Runner) -> CaseResult:
         "Each side's server runs as a subprocess on a free loopback port, on seed (a) built "
         "by `bench/graphs.py` with the side's own API: `holdpoint serve --graph "
         "refund=...` on a fresh SQLite file (and, as an extra row, on a fresh PostgreSQL "
-        "schema), with an agent's and a reviewer's key made by `holdpoint keys create` "
-        "before it starts (separation of duties on: the agent starts each thread, the "
-        "reviewer resumes it); `langgraph dev --no-reload` (langgraph-api's in-memory "
+        "schema), with an agent's and a reviewer's key per client made before it starts "
+        "(`Keyring.create`, what `holdpoint keys create` does; each client is its own "
+        "principal, so the per-key rate limits apply per client; separation of duties on: "
+        "the agent starts each thread, the reviewer resumes it); `langgraph dev "
+        "--no-reload` (langgraph-api's in-memory "
         "runtime, its default settings; from its own environment, `.venv-langgraph`, "
         "pinned in `bench/langgraph-server.txt`) on a `langgraph.json` naming the same "
         "graph. Both servers are uvicorn on uvloop and httptools. Each "

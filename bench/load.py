@@ -103,11 +103,8 @@ async def drive(endpoint: Endpoint, sizes: Sizes, *, sample_lag: bool) -> tuple[
 
     load = Load(latencies_ms=[], threads=[], lags=[])
     pairs = [
-        (
-            get_client(url=endpoint.url, api_key=endpoint.starter_key),
-            get_client(url=endpoint.url, api_key=endpoint.decider_key),
-        )
-        for _ in range(sizes.clients)
+        tuple(get_client(url=endpoint.url, api_key=key) for key in endpoint.client_keys(n))
+        for n in range(sizes.clients)
     ]
     started = time.perf_counter()
     until = started + sizes.seconds
@@ -165,10 +162,10 @@ def _side_job(side: str, sizes: Sizes, runner: Runner) -> Callable[..., Any]:
                 assert runner.server is not None
                 schema = new_schema_name()
                 store_url = runner.server.holdpoint_url(schema)
-                server = holdpoint_server(store_url, directory)
+                server = holdpoint_server(store_url, directory, sizes.clients)
             else:
                 store_url = f"sqlite:///{directory / 'load.db'}"
-                server = holdpoint_server(store_url, directory)
+                server = holdpoint_server(store_url, directory, sizes.clients)
             try:
                 since = datetime.now(UTC) - timedelta(seconds=1)
                 with server as endpoint:
@@ -193,7 +190,9 @@ def load_run(runner: Runner) -> CaseResult:
         "load",
         "Load: sustained refund cycles, then an audit of the store",
         f"{sizes.clients} concurrent clients for {sizes.seconds:g} s per side, on loopback: "
-        "each an asyncio task with an agent's and a reviewer's `langgraph_sdk` async client, "
+        "each an asyncio task with an agent's and a reviewer's `langgraph_sdk` async client "
+        "(on Holdpoint, with keys of their own per client: the per-key rate limits, 100 "
+        "runs/s by default, apply per client), "
         "running refund cycles (`threads.create`, `runs.wait` with the input, `runs.wait` "
         "with `command={'resume': True}` by the reviewer) until the time is up, each "
         "finishing its cycle. Holdpoint: `holdpoint serve` on a fresh SQLite file and on a "
