@@ -57,7 +57,11 @@ BIN = Path(sys.executable).parent
 # LangGraph's server lives in an environment of its own (bench/langgraph-server.txt).
 LANGGRAPH_VENV = Path(os.environ.get("HOLDPOINT_BENCH_LANGGRAPH_VENV") or ROOT / ".venv-langgraph")
 HOLDPOINT_POSTGRES = "Holdpoint, PostgreSQL"
-SIDES = (HOLDPOINT, HOLDPOINT_POSTGRES, LANGGRAPH)
+# Context, not a target: one worker thread for graph code (`run_workers = 1` in the
+# `[server]` of a holdpoint.toml), for graphs whose nodes compute and never wait.
+HOLDPOINT_ONE_WORKER = "Holdpoint, run_workers=1"
+ONE_WORKER_TOML = "[server]\nrun_workers = 1\n"
+SIDES = (HOLDPOINT, HOLDPOINT_ONE_WORKER, HOLDPOINT_POSTGRES, LANGGRAPH)
 THROUGHPUT_LIMIT = 2.0  # Holdpoint's cycles/s at least 2 x LangGraph's ...
 THROUGHPUT_CLIENTS = (8, 32)  # ... at these client counts
 RESUME_P99_MS = 50.0  # and a resume's p99 under 50 ms ...
@@ -212,9 +216,11 @@ def _holdpoint_keys(store_url: str, clients: int) -> tuple[tuple[str, str], ...]
 
 
 @contextmanager
-def holdpoint_server(store_url: str, directory: Path, clients: int) -> Iterator[Endpoint]:
+def holdpoint_server(
+    store_url: str, directory: Path, clients: int, config: str = ""
+) -> Iterator[Endpoint]:
     """``holdpoint serve`` on ``store_url``, serving the refund graph as ``refund``, with
-    keys for ``clients`` clients."""
+    keys for ``clients`` clients (and ``config`` as its holdpoint.toml, if any)."""
     graph = directory / "refund_graph.py"
     graph.write_text(HOLDPOINT_GRAPH.format(root=str(ROOT)), encoding="utf-8")
     env = {**os.environ, "HOLDPOINT_STORE": store_url}
@@ -230,6 +236,9 @@ def holdpoint_server(store_url: str, directory: Path, clients: int) -> Iterator[
         "--port",
         str(port),
     ]
+    if config:
+        (directory / "holdpoint.toml").write_text(config, encoding="utf-8")
+        command += ["--config", str(directory / "holdpoint.toml")]
     url = f"http://127.0.0.1:{port}"
     with running(command, env, directory, f"{url}/healthz", directory / "holdpoint.log") as pid:
         yield Endpoint(url, pid, keys)
@@ -340,9 +349,10 @@ def _job(side: str, sizes: Sizes, server: Server | None) -> Callable[..., Stats]
             if side == LANGGRAPH:
                 with langgraph_server(directory) as endpoint:
                     return measure_all(endpoint, sizes)
-            if side == HOLDPOINT:
+            if side in (HOLDPOINT, HOLDPOINT_ONE_WORKER):
                 url = f"sqlite:///{directory / 'holdpoint.db'}"
-                with holdpoint_server(url, directory, max(sizes.clients)) as endpoint:
+                config = ONE_WORKER_TOML if side == HOLDPOINT_ONE_WORKER else ""
+                with holdpoint_server(url, directory, max(sizes.clients), config) as endpoint:
                     return measure_all(endpoint, sizes)
             assert server is not None
             schema = new_schema_name()
@@ -418,7 +428,11 @@ def http_cycles(runner: Runner) -> CaseResult:
         f"{sizes.reps} repetition(s); sides alternate. Note: `langgraph dev` defaults to "
         "one background job at a time (`N_JOBS_PER_WORKER=1`) and its idle queue polls "
         "for new runs every 0.5 s, so a lone client waits about that long per run; with "
-        "more jobs per worker (`--n-jobs-per-worker`) it measured slower here.",
+        "more jobs per worker (`--n-jobs-per-worker`) it measured slower here. The row "
+        f"*{HOLDPOINT_ONE_WORKER}* is for context, not a target: the same server with "
+        "`run_workers = 1` in its holdpoint.toml (one worker thread for graph code, "
+        "instead of 32: runs take turns instead of contending for the GIL, which suits "
+        "graphs whose nodes only compute; nodes that wait on I/O need the default).",
         [Table(["clients", "side", *(metric.header for metric in METRICS)])],
     )
     postgres_reason = runner.skipped("postgres")
@@ -433,10 +447,13 @@ def http_cycles(runner: Runner) -> CaseResult:
                 table.rows.append([str(clients), *row])
                 continue
             table.rows.append([str(clients), side, *_cells(by_side.get(side), clients)])
-        for side in (HOLDPOINT, HOLDPOINT_POSTGRES):
+        for side, label in (
+            (HOLDPOINT, "ratio H/L"),
+            (HOLDPOINT_ONE_WORKER, "ratio H(run_workers=1)/L"),
+            (HOLDPOINT_POSTGRES, "ratio H(PostgreSQL)/L"),
+        ):
             if side not in by_side:
                 continue
-            label = "ratio H/L" if side == HOLDPOINT else "ratio H(PostgreSQL)/L"
             cells = [_ratio(by_side, side, f"c{clients}_{metric.key}") for metric in METRICS]
             table.rows.append(
                 [str(clients), label, *("n/a" if c is None else fmt_ratio(c) for c in cells)]
