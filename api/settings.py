@@ -48,7 +48,7 @@ class ServerSettings:
     # How long a run or a decision waits for another run on the same thread to end.
     busy_wait_timeout: float = 30.0
     # Worker threads that run graph code: enough for nodes that wait on I/O to overlap;
-    # graphs whose nodes only compute run faster with fewer (README, Serving).
+    # graphs whose nodes only compute can run faster with fewer (README, Serving).
     run_workers: int = 32
     # Seconds a node may run before its run records NodeFailed (NodeTimeoutError), for
     # the graphs that set no `step_timeout` of their own; None: no limit.

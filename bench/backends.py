@@ -9,6 +9,7 @@ schema for Holdpoint, LangGraph's truncated tables in their own database: see
 from __future__ import annotations
 
 import importlib
+import os
 import sqlite3
 import tempfile
 import traceback
@@ -30,6 +31,12 @@ HOLDPOINT = "Holdpoint"
 HOLDPOINT_FULL = "Holdpoint, synchronous=full"
 LANGGRAPH = "LangGraph"
 SIDE_ORDER = (HOLDPOINT, HOLDPOINT_FULL, LANGGRAPH)
+# LangGraph's own server (the HTTP benchmarks) lives in an environment of its own
+# (bench/langgraph-server.txt says why).
+LANGGRAPH_VENV = Path(
+    os.environ.get("HOLDPOINT_BENCH_LANGGRAPH_VENV")
+    or Path(__file__).resolve().parent.parent / ".venv-langgraph"
+)
 
 Opener = Callable[[Path], AbstractContextManager[Any]]
 PostgresOpener = Callable[[Server], AbstractContextManager[Any]]

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.backends import HOLDPOINT, LANGGRAPH, scratch_dir
+from bench.backends import HOLDPOINT, LANGGRAPH, LANGGRAPH_VENV, scratch_dir
 from bench.harness import QUICK, BenchError, Runner, check
 from bench.postgres import drop_schema, new_schema_name
 from bench.report import (
@@ -54,8 +54,6 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-# LangGraph's server lives in an environment of its own (bench/langgraph-server.txt).
-LANGGRAPH_VENV = Path(os.environ.get("HOLDPOINT_BENCH_LANGGRAPH_VENV") or ROOT / ".venv-langgraph")
 HOLDPOINT_POSTGRES = "Holdpoint, PostgreSQL"
 # Context, not a target: one worker thread for graph code (`run_workers = 1` in the
 # `[server]` of a holdpoint.toml), for graphs whose nodes compute and never wait.

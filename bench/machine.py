@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from typing import TYPE_CHECKING
 
+from bench.backends import LANGGRAPH_VENV
 from bench.postgres import URL_VARIABLE, configured_url, redacted
 
 if TYPE_CHECKING:
@@ -88,8 +89,6 @@ def _version(package: str) -> str:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         pass
-    from bench.http import LANGGRAPH_VENV  # noqa: PLC0415
-
     found = metadata.distributions(
         path=[str(p) for p in LANGGRAPH_VENV.glob("lib/python*/site-packages")]
     )

@@ -113,9 +113,10 @@ def settle_log(runner: Runner, backend: str, store: Any) -> None:
     """On PostgreSQL, bring a freshly filled events table to rest (`AT_REST`)."""
     from audit.scan import source_for  # noqa: PLC0415
 
-    source = source_for(store)
-    if backend != "postgres" or source is None or runner.server is None:
+    if backend != "postgres" or runner.server is None:
         return
+    source = source_for(store)
+    assert source is not None  # a PostgreSQL store has an events table
     runner.progress(f"{backend}: VACUUM (ANALYZE) and CHECKPOINT after the fill")
     if not settle(runner.server, source.table):
         runner.progress(f"{backend}: CHECKPOINT skipped, the role lacks pg_checkpoint")
@@ -314,6 +315,14 @@ def _deep_cursor(queue: Any, total: int) -> str:
 # -- 2. rebuild throughput ---------------------------------------------------
 
 
+def _timed(call: Callable[..., object], *args: Any) -> tuple[float, float]:
+    """Wall and CPU seconds of one call (this process's CPU), after a garbage collection."""
+    gc.collect()
+    start, cpu = time.perf_counter(), time.process_time()
+    call(*args)
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
 def rebuild_throughput(runner: Runner) -> CaseResult:
     """Benchmark: ``runner.rebuild()`` of every read model, events/s."""
     from projections.catalog import all_projections, runner_for  # noqa: PLC0415
@@ -355,12 +364,8 @@ def rebuild_throughput(runner: Runner) -> CaseResult:
                     projector = runner_for(store)
                     try:
                         runner.progress(f"rebuild/{backend}: {events:,} events, every model")
-                        timings = []
-                        for _ in range(REBUILD_REPS):  # from zero each time: the same work
-                            gc.collect()
-                            start, cpu = time.perf_counter(), time.process_time()
-                            projector.rebuild()
-                            timings.append((time.perf_counter() - start, time.process_time() - cpu))
+                        # from zero each time: the same work
+                        timings = [_timed(projector.rebuild) for _ in range(REBUILD_REPS)]
                         wall, cpu = median([w for w, _ in timings]), median([c for _, c in timings])
                         rate = events / wall
                         row = [backend, "all read models", f"{events:,}", fmt_num(wall)]
@@ -369,11 +374,7 @@ def rebuild_throughput(runner: Runner) -> CaseResult:
                             continue
                         for projection in all_projections():
                             runner.progress(f"rebuild/{backend}: {projection.name} alone")
-                            gc.collect()
-                            start, cpu = time.perf_counter(), time.process_time()
-                            projector.rebuild([projection.name])
-                            alone = time.perf_counter() - start
-                            cpu = time.process_time() - cpu
+                            alone, cpu = _timed(projector.rebuild, [projection.name])
                             row = [backend, f"{projection.name} alone", f"{events:,}"]
                             result.tables[0].rows.append(
                                 [*row, fmt_num(alone), fmt_num(cpu), fmt_num(events / alone)]
