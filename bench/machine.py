@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
+import time
 from datetime import UTC, datetime
 from importlib import metadata
 from typing import TYPE_CHECKING
@@ -58,10 +62,10 @@ DURABILITY = (
     "`PostgresSaver` is on one autocommit connection."
 )
 NOISE = (
-    "- **Noise**: absolute times on this shared 2-core box vary by about 20 % from "
-    "run to run; the ratios are what counts. *ratio H/L* is Holdpoint's figure "
-    "divided by LangGraph's: below 1 means Holdpoint is faster or smaller (for "
-    "threads/s, above 1 means faster)."
+    "- **Noise**: absolute times on this shared 2-core box vary from run to run, by "
+    "up to 70 % over a day (see the speed probe); the ratios are what counts. "
+    "*ratio H/L* is Holdpoint's figure divided by LangGraph's: below 1 means Holdpoint "
+    "is faster or smaller (for threads/s, above 1 means faster)."
 )
 
 
@@ -113,6 +117,42 @@ def _git_revision(root: Path) -> str:
     return f"{head}{' + uncommitted changes' if dirty else ''}"
 
 
+def _probe_work() -> int:
+    """Fixed single-thread work of the kind the benchmarks time: JSON and SHA-256."""
+    total = 0
+    for i in range(2_000):
+        event = {"thread_id": f"t-{i % 97}", "version": i, "fields": {"n": i * 1.5, "k": [i] * 3}}
+        text = json.dumps(event, sort_keys=True, separators=(",", ":"))
+        total += len(hashlib.sha256(text.encode()).hexdigest()) + len(json.loads(text))
+    return total
+
+
+def speed_probe(reps: int = 7) -> float:
+    """Milliseconds of `_probe_work` (median of `reps`): how fast the box is right now.
+
+    The same work takes longer when other work shares the machine's cores; the
+    report gives the probe before each benchmark, so that a figure can be read
+    against how fast the box was when it was measured.
+    """
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        _probe_work()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def probe_line(probes: list[tuple[str, float]]) -> str:
+    """The header line of the speed probes taken during the run, in order."""
+    taken = ", ".join(f"{label} {millis:.1f}" for label, millis in probes)
+    return (
+        "- **Speed probe** (`bench.machine.speed_probe`: fixed single-thread JSON and "
+        "SHA-256 work, median of 7, in ms; lower is a faster box), taken before each "
+        f"benchmark and at the end: {taken}. Compare it across runs (the history of this "
+        "file) to tell a slower box from slower code."
+    )
+
+
 def load_average() -> float:
     """Return the 1-minute load average (0.0 where the platform has none)."""
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
@@ -125,6 +165,7 @@ def header_lines(
     seconds: float,
     load_at_start: float,
     postgres: str,
+    probes: list[tuple[str, float]],
 ) -> list[str]:
     """Return markdown bullet lines saying where, when and how the run happened."""
     versions = ", ".join(f"{p} {_version(p)}" for p in PACKAGES)
@@ -146,6 +187,7 @@ def header_lines(
             f"{load_average():.2f}; on 2 cores, much above 0.3 at the start means other "
             "work was sharing the machine."
         ),
+        probe_line(probes),
         f"- **Revision**: {_git_revision(root)}.",
         METHOD,
         postgres,

@@ -25,7 +25,7 @@ from bench.harness import QUICK, Progress, Runner, Settings
 from bench.http import HTTP_CASES
 from bench.integrity import INTEGRITY_CASES
 from bench.load import LOAD_CASES
-from bench.machine import header_lines, load_average, postgres_line
+from bench.machine import header_lines, load_average, postgres_line, speed_probe
 from bench.postgres import connect
 from bench.projections import PROJECTION_CASES
 from bench.report import CaseResult, write_report
@@ -103,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         say(f"WARNING: the PostgreSQL benchmarks are skipped: {problem}")
     runner = Runner(sides, settings, say, server, problem)
     results = []
+    probes: list[tuple[str, float]] = []
     for name in names:
+        probes.append((name, speed_probe()))
         first_error = len(runner.errors)
         result = ALL_CASES[name](runner)
         result.errors = runner.errors[first_error:]
@@ -111,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         print(result.title)
         print("\n".join(_summary(result)), flush=True)
 
+    probes.append(("end", speed_probe()))
     command = shlex.join(["python", "-m", "bench.run", *(sys.argv[1:] if argv is None else argv)])
     header = header_lines(
         ROOT,
@@ -119,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         time.perf_counter() - clock,
         load_at_start,
         postgres_line(server, problem),
+        probes,
     )
     if args.quick:
         header.append(
