@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.problems import Problem
+from api.run_executor import RunExecutor
 from api.run_record import ERROR, SUCCESS, RunRecord
 from api.wire import output_json
 from domain.graph import CompiledStateGraph
@@ -111,11 +112,13 @@ class RunManager:
         workers: int,
         busy_wait: float,
         keep: int,
+        turn: float = 0.0,
         on_finish: Callable[[RunOutcome], None] | None = None,
     ) -> None:
-        # Whole runs, from the request's checks on (`launch`); these workers may wait for
-        # a thread's lock.
-        self.launcher = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="holdpoint-run")
+        # Whole runs, from the request's checks on (`launch`), one after another while
+        # each ends within `turn` s (api/run_executor.py); these workers may wait for a
+        # thread's lock.
+        self.launcher = RunExecutor(workers, turn)
         # The supersteps of runs begun elsewhere (`start`); these never wait for a lock.
         self.executor = ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix="holdpoint-run-rest"
@@ -206,7 +209,9 @@ class RunManager:
     def _begin(self, request: RunRequest) -> _Begun:
         """Take the thread's lock and begin the run: its input or answers committed."""
         thread_id = request.thread_id
-        if not self.locks.acquire(thread_id, self.busy_wait):
+        with self.launcher.may_wait():
+            locked = self.locks.acquire(thread_id, self.busy_wait)
+        if not locked:
             active = self.active_run(thread_id)
             msg = (
                 f"Thread {thread_id!r} is busy with run {active or '(finishing)'} and stayed "
@@ -241,10 +246,13 @@ class RunManager:
         record.started()
         try:
             if any(spec.is_async for spec in run.graph.builder.nodes.values()):
-                asyncio.run(_async_steps(record, run))
+                with self.launcher.may_wait():
+                    asyncio.run(_async_steps(record, run))
             else:
                 while tasks := run.plan():
-                    record.emit(run.complete([run.execute(task) for task in tasks]))
+                    with self.launcher.may_wait():  # graph code
+                        results = [run.execute(task) for task in tasks]
+                    record.emit(run.complete(results))
             status, output = SUCCESS, output_json(run.result())
         except Exception as error:  # a node's failure ends the run; it is recorded
             status, output = ERROR, _error_output(error)
@@ -257,7 +265,7 @@ class RunManager:
             self.on_finish(RunOutcome(record, begun.decisions, raised))
 
     def shutdown(self) -> None:
-        self.launcher.shutdown(wait=True, cancel_futures=False)
+        self.launcher.shutdown()
         self.executor.shutdown(wait=True, cancel_futures=False)
 
 

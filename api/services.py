@@ -63,6 +63,7 @@ class Services:
             workers=settings.run_workers,
             busy_wait=settings.busy_wait_timeout,
             keep=settings.runs_kept,
+            turn=settings.run_turn,
             on_finish=metrics.observe_run,
         )
         return cls(

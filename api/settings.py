@@ -50,6 +50,10 @@ class ServerSettings:
     # Worker threads that run graph code: enough for nodes that wait on I/O to overlap;
     # graphs whose nodes only compute can run faster with fewer (README, Serving).
     run_workers: int = 32
+    # Seconds a run's graph code (or its wait for a thread's lock) may keep the runs behind
+    # it waiting (api/run_executor.py): runs go one after another on one thread while their
+    # nodes compute, beside it when one waits longer; 0: all at once, up to `run_workers`.
+    run_turn: float = 0.01
     # Seconds a node may run before its run records NodeFailed (NodeTimeoutError), for
     # the graphs that set no `step_timeout` of their own; None: no limit.
     step_timeout: float | None = None

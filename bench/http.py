@@ -55,11 +55,11 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 HOLDPOINT_POSTGRES = "Holdpoint, PostgreSQL"
-# Context, not a target: one worker thread for graph code (`run_workers = 1` in the
-# `[server]` of a holdpoint.toml), for graphs whose nodes compute and never wait.
-HOLDPOINT_ONE_WORKER = "Holdpoint, run_workers=1"
-ONE_WORKER_TOML = "[server]\nrun_workers = 1\n"
-SIDES = (HOLDPOINT, HOLDPOINT_ONE_WORKER, HOLDPOINT_POSTGRES, LANGGRAPH)
+# Context, not a target: every run at once on a pool of 32 threads (`run_turn = 0` in the
+# `[server]` of a holdpoint.toml), as before runs went one after another while they compute.
+HOLDPOINT_POOL = "Holdpoint, run_turn=0"
+POOL_TOML = "[server]\nrun_turn = 0\n"
+SIDES = (HOLDPOINT, HOLDPOINT_POOL, HOLDPOINT_POSTGRES, LANGGRAPH)
 THROUGHPUT_LIMIT = 2.0  # Holdpoint's cycles/s at least 2 x LangGraph's ...
 THROUGHPUT_CLIENTS = (8, 32)  # ... at these client counts
 RESUME_P99_MS = 50.0  # and a resume's p99 under 50 ms ...
@@ -347,9 +347,9 @@ def _job(side: str, sizes: Sizes, server: Server | None) -> Callable[..., Stats]
             if side == LANGGRAPH:
                 with langgraph_server(directory) as endpoint:
                     return measure_all(endpoint, sizes)
-            if side in (HOLDPOINT, HOLDPOINT_ONE_WORKER):
+            if side in (HOLDPOINT, HOLDPOINT_POOL):
                 url = f"sqlite:///{directory / 'holdpoint.db'}"
-                config = ONE_WORKER_TOML if side == HOLDPOINT_ONE_WORKER else ""
+                config = POOL_TOML if side == HOLDPOINT_POOL else ""
                 with holdpoint_server(url, directory, max(sizes.clients), config) as endpoint:
                     return measure_all(endpoint, sizes)
             assert server is not None
@@ -427,10 +427,10 @@ def http_cycles(runner: Runner) -> CaseResult:
         "one background job at a time (`N_JOBS_PER_WORKER=1`) and its idle queue polls "
         "for new runs every 0.5 s, so a lone client waits about that long per run; with "
         "more jobs per worker (`--n-jobs-per-worker`) it measured slower here. The row "
-        f"*{HOLDPOINT_ONE_WORKER}* is for context, not a target: the same server with "
-        "`run_workers = 1` in its holdpoint.toml (one worker thread for graph code, "
-        "instead of 32: runs take turns instead of contending for the GIL, which suits "
-        "graphs whose nodes only compute; nodes that wait on I/O need the default).",
+        f"*{HOLDPOINT_POOL}* is for context, not a target: the same server with "
+        "`run_turn = 0` in its holdpoint.toml (every run at once on a pool of 32 threads, "
+        "contending for the GIL, instead of the default: one after another on one thread "
+        "while their nodes compute, beside it when a node waits; `api/run_executor.py`).",
         [Table(["clients", "side", *(metric.header for metric in METRICS)])],
     )
     postgres_reason = runner.skipped("postgres")
@@ -447,7 +447,7 @@ def http_cycles(runner: Runner) -> CaseResult:
             table.rows.append([str(clients), side, *_cells(by_side.get(side), clients)])
         for side, label in (
             (HOLDPOINT, "ratio H/L"),
-            (HOLDPOINT_ONE_WORKER, "ratio H(run_workers=1)/L"),
+            (HOLDPOINT_POOL, "ratio H(run_turn=0)/L"),
             (HOLDPOINT_POSTGRES, "ratio H(PostgreSQL)/L"),
         ):
             if side not in by_side:
