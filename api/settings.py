@@ -107,6 +107,14 @@ class ServerSettings:
         ):
             msg = f"Server setting step_timeout must be a number of seconds above 0: {timeout!r}"
             raise ValueError(msg)
+        workers = known.get("run_workers")
+        if workers is not None and workers < 1:
+            msg = f"Server setting run_workers must be 1 or more: {workers!r}"
+            raise ValueError(msg)
+        turn = known.get("run_turn")
+        if turn is not None and turn < 0:
+            msg = f"Server setting run_turn must be a number of seconds, 0 or more: {turn!r}"
+            raise ValueError(msg)
         return replace(self, **known)
 
     @property
