@@ -3,13 +3,9 @@
 A projector reads every event once, so reading and decoding is a large part
 of a rebuild's cost. On SQLite and PostgreSQL the log is read here with one
 SQL query per batch, through the read models' own connection, filtered to
-the topics the read models follow, and decoded with `orjson`: the library's
-`select_notifications` and mapper would build a `Notification` and run the
-JSON decoder's object hook on every dict of every event, for the same
-result. Events are built exactly as the library's mapper builds them
-(`originator_id`, `originator_version`, upcasting by `class_version`), and
-any event whose JSON holds a typed value other than the top-level timestamp,
-or a store with a cipher or compressor, is decoded by the library's mapper.
+the topics the read models follow (the library's `select_notifications`
+would build a `Notification` for each), and decoded by the store's mapper's
+fast path (`domain/event_mapper.py`: orjson, the same events as the library's).
 The memory store has no SQL: it is read through the library.
 
 Each event is read once per batch for every read model, so what they all
@@ -26,21 +22,19 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-import orjson
 import psycopg
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import resolve_topic
 
 from domain.application import Workflows
+from domain.event_mapper import EventMapper
 from projections.database import Database
 from projections.threads import START_TOPICS, Thread, ThreadDirectory
 from projections.timestamps import utc_text
 
-TYPED_VALUE = b'"_type_"'
 # How the library's JSON begins for every event: its timestamp, as typed ISO text.
 STAMP_PREFIX = b'{"timestamp":{"_type_":"datetime_iso","_data_":"'
 STAMP_END = len(STAMP_PREFIX) + 32  # "2026-01-31T12:00:00.123456+00:00"
@@ -105,6 +99,7 @@ class LogReader:
         self._sql = _select_statement(store, db)
         mapper = store.mapper
         self._plain = mapper.cipher is None and mapper.compressor is None
+        self._fast = mapper if isinstance(mapper, EventMapper) else None
         self.threads = ThreadDirectory(store, db)
         self._classes: dict[str, tuple[type, int]] = {}
         self._ahead_thread: ThreadPoolExecutor | None = None
@@ -231,24 +226,13 @@ class LogReader:
         return _decoded(position, topic, self.decode(topic, uuid, version, state))
 
     def decode(self, topic: str, uuid: UUID, version: int, state: bytes) -> Any:
-        """One stored event, built as the library's mapper would build it."""
-        data: dict[str, Any] | None = None
-        if self._plain and state.count(TYPED_VALUE) == 1:
-            data = orjson.loads(state)
-        stamp = data.get("timestamp") if data is not None else None
-        if data is None or type(stamp) is not dict or stamp.get("_type_") != "datetime_iso":
+        """One stored event, built as the library's mapper would build it (by the store's
+        mapper: its fast path where that applies, `domain/event_mapper.py`)."""
+        fast = self._fast
+        event = None if fast is None else fast.decode(topic, uuid, version, state)
+        if event is None:
             stored = StoredEvent(uuid, version, topic, bytes(state))
-            return self.store.mapper.to_domain_event(stored)
-        data["timestamp"] = datetime.fromisoformat(stamp["_data_"])
-        data["originator_id"] = uuid
-        data["originator_version"] = version
-        cls, class_version = self._classes.get(topic) or self._class(topic)
-        from_version = data.pop("class_version", 1)
-        while from_version < class_version:
-            getattr(cls, f"upcast_v{from_version}_v{from_version + 1}")(data)
-            from_version += 1
-        event: Any = object.__new__(cls)
-        object.__setattr__(event, "__dict__", data)
+            event = self.store.mapper.to_domain_event(stored)
         return event
 
     def _class(self, topic: str) -> tuple[type, int]:

@@ -1,0 +1,130 @@
+"""The store's mapper decodes every stored event exactly as the library's mapper does.
+
+Given an event stored by the library's mapper, when the store's mapper
+(`domain.event_mapper.EventMapper`) decodes it, then it is the same event: by
+the fast path (orjson) where the state's only typed value is its timestamp,
+by the library's path otherwise (other typed values, JSON that orjson reads
+otherwise or not at all, escapes). Hypothesis checks it for any JSON values.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+from uuid import UUID, uuid4
+
+import pytest
+from eventsourcing.persistence import Mapper, StoredEvent
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from domain.event_mapper import EventMapper
+from domain.store import open_store
+from domain.thread import WorkflowThread
+
+json_values = st.recursive(  # what a node's update may hold (the domain refuses NaN)
+    st.none()
+    | st.booleans()
+    | st.integers()  # beyond 64 bits too: the library's path
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),  # control characters too: \u escapes, the library's path
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@pytest.fixture(scope="module")
+def mappers():
+    with open_store("memory://") as store:
+        assert isinstance(store.mapper, EventMapper)
+        yield store.mapper, Mapper(transcoder=store.mapper.transcoder)
+
+
+def _stored(mapper: Any, update: Any) -> StoredEvent:
+    thread = WorkflowThread.start(
+        thread_id="t-1",
+        graph_id="g",
+        graph_digest="d",
+        channels={"x": None},
+        initial={},
+        waiting_edges={},
+        metadata={},
+        actor={"id": "agent", "role": "agent"},
+    )
+    thread.record(
+        WorkflowThread.NodeCompleted,
+        step=1,
+        node="n",
+        task_id="k",
+        update=update,
+        routes=[],
+        duration_ms=0.5,
+    )
+    return mapper.to_stored_event(thread.collect_events()[-1])
+
+
+def _forged(stored: StoredEvent, update: bytes) -> StoredEvent:
+    """The stored event with its update's JSON replaced, as no writer of ours writes it."""
+    state = stored.state.replace(b'"update":{"x":1}', b'"update":' + update)
+    assert state != stored.state
+    return StoredEvent(stored.originator_id, stored.originator_version, stored.topic, state)
+
+
+def _same(left: Any, right: Any) -> bool:
+    """Equal values, NaN equal to NaN (json writes it, both paths read it back)."""
+    if isinstance(left, float) and isinstance(right, float):
+        return left == right or (math.isnan(left) and math.isnan(right))
+    if isinstance(left, dict) and isinstance(right, dict):
+        return list(left) == list(right) and all(_same(left[k], right[k]) for k in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(map(_same, left, right))
+    return type(left) is type(right) and left == right
+
+
+@settings(max_examples=300, deadline=None)
+@given(update=st.dictionaries(st.text(max_size=8), json_values, max_size=5))
+def test_any_stored_event_decodes_to_the_librarys_event(mappers, update):
+    fast, library = mappers
+    stored = _stored(library, update)
+
+    event, expected = fast.to_domain_event(stored), library.to_domain_event(stored)
+
+    assert type(event) is type(expected)
+    assert _same(vars(event), vars(expected))
+
+
+def test_an_event_whose_only_typed_value_is_its_timestamp_takes_the_fast_path(mappers):
+    fast, library = mappers
+    stored = _stored(library, {"amount": 12.5, "note": "ok", "items": [1, 2]})
+
+    event = fast.decode(stored.topic, stored.originator_id, stored.originator_version, stored.state)
+
+    assert event is not None
+    assert vars(event) == vars(library.to_domain_event(stored))
+    assert isinstance(event.originator_id, UUID)
+
+
+@pytest.mark.parametrize(
+    ("why", "update"),
+    [
+        ("an integer beyond 64 bits", b'{"x":1180591620717411303424}'),
+        ("a \\u escape", b'{"x":"bell\\u0007"}'),
+        (
+            "another typed value",
+            b'{"x":{"_type_":"uuid_hex","_data_":"%b"}}' % uuid4().hex.encode(),
+        ),
+        ("NaN, which orjson refuses", b'{"x":NaN}'),
+        (
+            "a key _type_ spelled with an escape",
+            b'{"\\u005ftype_":"uuid_hex","_data_":"%b"}' % uuid4().hex.encode(),
+        ),
+    ],
+)
+def test_other_states_go_to_the_librarys_path(mappers, why, update):
+    fast, library = mappers
+    stored = _forged(_stored(library, {"x": 1}), update)
+
+    assert fast.decode(stored.topic, stored.originator_id, 2, stored.state) is None, why
+    assert _same(vars(fast.to_domain_event(stored)), vars(library.to_domain_event(stored)))
