@@ -115,9 +115,9 @@ class RunManager:
         turn: float = 0.0,
         on_finish: Callable[[RunOutcome], None] | None = None,
     ) -> None:
-        # Whole runs, from the request's checks on (`launch`), one after another while
-        # each ends within `turn` s (api/run_executor.py); these workers may wait for a
-        # thread's lock.
+        # Whole runs, from the request's checks on (`launch`): one after another on a lead
+        # thread, beside it on helpers once graph code or a wait for a thread's lock has
+        # taken `turn` s (api/run_executor.py); these workers may wait for a thread's lock.
         self.launcher = RunExecutor(workers, turn)
         # The supersteps of runs begun elsewhere (`start`); these never wait for a lock.
         self.executor = ThreadPoolExecutor(
