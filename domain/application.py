@@ -14,10 +14,9 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Snapshot
-from eventsourcing.persistence import AggregateRecorder, IntegrityError, Mapper, StoredEvent
+from eventsourcing.persistence import AggregateRecorder, IntegrityError, StoredEvent
 
 from domain.errors import ConcurrentUpdateError, ThreadCancelledError, ThreadNotFoundError
-from domain.event_mapper import EventMapper
 from domain.hashing import to_json
 from domain.thread import CANCELLED, WorkflowThread, thread_uuid
 from domain.verify import RecordedEvent
@@ -95,10 +94,6 @@ class Workflows(Application[Any]):
         self.url = url
         reader = self.recorder if hasattr(self.recorder, "select_at_version") else None
         self._reads_at_version = cast("ReadsAtVersion | None", reader)
-
-    def construct_mapper(self) -> Mapper[Any]:
-        """The library's mapper with a fast path for plain states (domain/event_mapper.py)."""
-        return self.factory.mapper(transcoder=self.construct_transcoder(), mapper_class=EventMapper)
 
     def __enter__(self) -> Workflows:
         return self

@@ -64,15 +64,20 @@ def redacted(url: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
+# The library's mapper with a fast path for the states most events have (by topic: the
+# domain imports no infrastructure).
+MAPPER_TOPIC = "persistence.event_mapper:EventMapper"
+
+
 def store_env(url: str) -> dict[str, str]:
     """The eventsourcing settings for a store URL."""
     scheme = urlsplit(url).scheme
     if scheme == "memory":
-        return {"PERSISTENCE_MODULE": "eventsourcing.popo"}
+        return {"PERSISTENCE_MODULE": "eventsourcing.popo", "MAPPER_TOPIC": MAPPER_TOPIC}
     if scheme == "sqlite":
-        return _sqlite_env(url)
+        return {**_sqlite_env(url), "MAPPER_TOPIC": MAPPER_TOPIC}
     if scheme in ("postgresql", "postgres"):
-        return _postgres_env(url)
+        return {**_postgres_env(url), "MAPPER_TOPIC": MAPPER_TOPIC}
     msg = (
         f"Unknown store URL {redacted(url)!r}: use memory://, sqlite:///path/to/file.db "
         "or postgresql://user:password@host:5432/dbname"

@@ -5,7 +5,7 @@ of a rebuild's cost. On SQLite and PostgreSQL the log is read here with one
 SQL query per batch, through the read models' own connection, filtered to
 the topics the read models follow (the library's `select_notifications`
 would build a `Notification` for each), and decoded by the store's mapper's
-fast path (`domain/event_mapper.py`: orjson, the same events as the library's).
+fast path (`persistence/event_mapper.py`: orjson, the same events as the library's).
 The memory store has no SQL: it is read through the library.
 
 Each event is read once per batch for every read model, so what they all
@@ -30,7 +30,7 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import resolve_topic
 
 from domain.application import Workflows
-from domain.event_mapper import EventMapper
+from persistence.event_mapper import EventMapper
 from projections.database import Database
 from projections.threads import START_TOPICS, Thread, ThreadDirectory
 from projections.timestamps import utc_text
@@ -227,7 +227,7 @@ class LogReader:
 
     def decode(self, topic: str, uuid: UUID, version: int, state: bytes) -> Any:
         """One stored event, built as the library's mapper would build it (by the store's
-        mapper: its fast path where that applies, `domain/event_mapper.py`)."""
+        mapper: its fast path where that applies, `persistence/event_mapper.py`)."""
         fast = self._fast
         event = None if fast is None else fast.decode(topic, uuid, version, state)
         if event is None:

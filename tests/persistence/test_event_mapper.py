@@ -1,7 +1,7 @@
 """The store's mapper decodes every stored event exactly as the library's mapper does.
 
 Given an event stored by the library's mapper, when the store's mapper
-(`domain.event_mapper.EventMapper`) decodes it, then it is the same event: by
+(`persistence.event_mapper.EventMapper`) decodes it, then it is the same event: by
 the fast path (orjson) where the state's only typed value is its timestamp,
 by the library's path otherwise (other typed values, JSON that orjson reads
 otherwise or not at all, escapes). Hypothesis checks it for any JSON values.
@@ -18,9 +18,9 @@ from eventsourcing.persistence import Mapper, StoredEvent
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain.event_mapper import EventMapper
 from domain.store import open_store
 from domain.thread import WorkflowThread
+from persistence.event_mapper import EventMapper
 
 json_values = st.recursive(  # what a node's update may hold (the domain refuses NaN)
     st.none()
