@@ -357,8 +357,9 @@ def rebuild_throughput(runner: Runner) -> CaseResult:
         "`rebuild([name])` of each read model alone. For scale, before each rebuild the "
         "library reads the same log (`select_notifications`, 1,000 per page, as in "
         "`../shared/anchors/es_bench.md`, where it read about 200,000/s: the limit is a tenth "
-        "of that); the row gives its median, and the target the ratio of the two medians, "
-        "which the box's speed at the time moves less than either. The sizes are below the queue "
+        "of that); the row gives its median, and the target's line the ratio of the two "
+        "medians, which the box's speed moves less than either (the verdict is on events/s). "
+        "The sizes are below the queue "
         "benchmark's 100,000 threads to keep the run short. " + AT_REST + " The rows of "
         "each read model alone: one rebuild each.",
         [Table(["store", "what", "events", "wall s", "CPU s", "events/s"])],
