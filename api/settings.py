@@ -47,8 +47,8 @@ class ServerSettings:
     read_wait_timeout: float = 10.0
     # How long a run or a decision waits for another run on the same thread to end.
     busy_wait_timeout: float = 30.0
-    # Worker threads that run graph code: enough for nodes that wait on I/O to overlap;
-    # graphs whose nodes only compute can run faster with fewer (README, Serving).
+    # Threads that run graph code, the lead and its helpers (api/run_executor.py): enough
+    # for nodes that wait on I/O to overlap (README, "Where it differs from LangGraph's").
     run_workers: int = 32
     # Seconds a run's graph code (or its wait for a thread's lock) may keep the runs behind
     # it waiting (api/run_executor.py): runs go one after another on one thread while their

@@ -73,16 +73,18 @@ def store_env(url: str) -> dict[str, str]:
     """The eventsourcing settings for a store URL."""
     scheme = urlsplit(url).scheme
     if scheme == "memory":
-        return {"PERSISTENCE_MODULE": "eventsourcing.popo", "MAPPER_TOPIC": MAPPER_TOPIC}
-    if scheme == "sqlite":
-        return {**_sqlite_env(url), "MAPPER_TOPIC": MAPPER_TOPIC}
-    if scheme in ("postgresql", "postgres"):
-        return {**_postgres_env(url), "MAPPER_TOPIC": MAPPER_TOPIC}
-    msg = (
-        f"Unknown store URL {redacted(url)!r}: use memory://, sqlite:///path/to/file.db "
-        "or postgresql://user:password@host:5432/dbname"
-    )
-    raise StoreURLError(msg)
+        env = {"PERSISTENCE_MODULE": "eventsourcing.popo"}
+    elif scheme == "sqlite":
+        env = _sqlite_env(url)
+    elif scheme in ("postgresql", "postgres"):
+        env = _postgres_env(url)
+    else:
+        msg = (
+            f"Unknown store URL {redacted(url)!r}: use memory://, sqlite:///path/to/file.db "
+            "or postgresql://user:password@host:5432/dbname"
+        )
+        raise StoreURLError(msg)
+    return {**env, "MAPPER_TOPIC": MAPPER_TOPIC}
 
 
 def _whole(text: str) -> bool:

@@ -101,7 +101,7 @@ class LogReader:
         self._plain = mapper.cipher is None and mapper.compressor is None
         self._fast = mapper if isinstance(mapper, EventMapper) else None
         self.threads = ThreadDirectory(store, db)
-        self._classes: dict[str, tuple[type, int]] = {}
+        self._classes: dict[str, type] = {}
         self._ahead_thread: ThreadPoolExecutor | None = None
         self._ahead: tuple[int, int, list[str], Future[list[Entry]]] | None = None
 
@@ -216,7 +216,7 @@ class LogReader:
             uuid = originator_id if isinstance(originator_id, UUID) else UUID(originator_id)
             originators[originator_id] = found = (uuid, uuid.hex)
         uuid, key = found
-        cls = (self._classes.get(topic) or self._class(topic))[0]
+        cls = self._classes.get(topic) or self._class(topic)
         if self._plain and state[STAMP_END : STAMP_END + 1] == b'"':
             iso = bytes(state[len(STAMP_PREFIX) : STAMP_END]).decode()
             if state.startswith(STAMP_PREFIX) and iso[19] == "." and iso.endswith("+00:00"):
@@ -235,10 +235,9 @@ class LogReader:
             event = self.store.mapper.to_domain_event(stored)
         return event
 
-    def _class(self, topic: str) -> tuple[type, int]:
-        cls = resolve_topic(topic)
-        self._classes[topic] = found = (cls, getattr(cls, "class_version", 1))
-        return found
+    def _class(self, topic: str) -> type:
+        self._classes[topic] = cls = resolve_topic(topic)
+        return cls
 
 
 def _decoded(position: int, topic: str, event: Any) -> Entry:

@@ -151,54 +151,54 @@ def _request(graph: Any, thread_id: str, key: str) -> RunRequest:
     )
 
 
-def test_a_run_whose_node_waits_on_io_does_not_hold_up_another_threads_run():
+@pytest.fixture
+def lookups():
+    """The lookup graph and a RunManager with a lead thread; the node of key "slow" waits
+    for the gate this yields too, released (if the test did not) before the manager stops."""
     with open_store("memory://") as store:
-        graph = linear_graph(store, Lookup, lookup, name="lookup")
-        manager = RunManager(workers=4, busy_wait=5.0, keep=100, turn=0.01)
-        RELEASE["slow"] = threading.Event()
-
-        async def scenario() -> tuple[Any, Any]:
-            slow = manager.launch(lambda: _request(graph, "t-slow", "slow"), until_done=True)
-            fast = manager.launch(lambda: _request(graph, "t-fast", "fast"), until_done=True)
-            fast_record = await asyncio.wait_for(fast, WAIT)
-            assert not slow.done(), "the slow run's node still waits"
-            RELEASE["slow"].set()
-            return fast_record, await asyncio.wait_for(slow, WAIT)
-
-        try:
-            fast_record, slow_record = asyncio.run(scenario())
-        finally:
-            RELEASE.pop("slow").set()
-            manager.shutdown()
-
-        assert fast_record.output == {"key": "fast", "found": "FAST"}
-        assert slow_record.output == {"key": "slow", "found": "SLOW"}
-
-
-def test_a_run_that_waits_for_its_threads_lock_does_not_hold_up_another_threads_run():
-    with open_store("memory://") as store:
-        graph = linear_graph(store, Lookup, lookup, name="lookup")
         manager = RunManager(workers=4, busy_wait=WAIT, keep=100, turn=0.01)
-        RELEASE["slow"] = threading.Event()
-
-        async def scenario() -> tuple[Any, Any]:
-            # A decision's run holds thread t-busy (its node waits on I/O) ...
-            holder = await asyncio.to_thread(manager.start, _request(graph, "t-busy", "slow"))
-            # ... so the next run on t-busy waits for the thread's lock, on the lead.
-            queued = manager.launch(lambda: _request(graph, "t-busy", "next"), until_done=True)
-            fast = manager.launch(lambda: _request(graph, "t-other", "fast"), until_done=True)
-            fast_record = await asyncio.wait_for(fast, WAIT)
-            assert not queued.done(), "the run on the busy thread still waits for its lock"
-            RELEASE["slow"].set()
-            await asyncio.wait_for(queued, WAIT)
-            assert holder.output == {"key": "slow", "found": "SLOW"}
-            return fast_record, queued.result()
-
+        gate = RELEASE["slow"] = threading.Event()
         try:
-            fast_record, queued_record = asyncio.run(scenario())
+            yield linear_graph(store, Lookup, lookup, name="lookup"), manager, gate
         finally:
             RELEASE.pop("slow").set()
             manager.shutdown()
 
-        assert fast_record.output == {"key": "fast", "found": "FAST"}
-        assert queued_record.output == {"key": "next", "found": "NEXT"}
+
+def test_a_run_whose_node_waits_on_io_does_not_hold_up_another_threads_run(lookups):
+    graph, manager, gate = lookups
+
+    async def scenario() -> tuple[Any, Any]:
+        slow = manager.launch(lambda: _request(graph, "t-slow", "slow"), until_done=True)
+        fast = manager.launch(lambda: _request(graph, "t-fast", "fast"), until_done=True)
+        fast_record = await asyncio.wait_for(fast, WAIT)
+        assert not slow.done(), "the slow run's node still waits"
+        gate.set()
+        return fast_record, await asyncio.wait_for(slow, WAIT)
+
+    fast_record, slow_record = asyncio.run(scenario())
+
+    assert fast_record.output == {"key": "fast", "found": "FAST"}
+    assert slow_record.output == {"key": "slow", "found": "SLOW"}
+
+
+def test_a_run_that_waits_for_its_threads_lock_does_not_hold_up_another_threads_run(lookups):
+    graph, manager, gate = lookups
+
+    async def scenario() -> tuple[Any, Any]:
+        # A decision's run holds thread t-busy (its node waits on I/O) ...
+        holder = await asyncio.to_thread(manager.start, _request(graph, "t-busy", "slow"))
+        # ... so the next run on t-busy waits for the thread's lock, on the lead.
+        queued = manager.launch(lambda: _request(graph, "t-busy", "next"), until_done=True)
+        fast = manager.launch(lambda: _request(graph, "t-other", "fast"), until_done=True)
+        fast_record = await asyncio.wait_for(fast, WAIT)
+        assert not queued.done(), "the run on the busy thread still waits for its lock"
+        gate.set()
+        await asyncio.wait_for(queued, WAIT)
+        assert holder.output == {"key": "slow", "found": "SLOW"}
+        return fast_record, queued.result()
+
+    fast_record, queued_record = asyncio.run(scenario())
+
+    assert fast_record.output == {"key": "fast", "found": "FAST"}
+    assert queued_record.output == {"key": "next", "found": "NEXT"}
