@@ -11,9 +11,9 @@ thread loaded for a run, a history listing, a rebuild of the read models.
 
 Anything else goes to the library's path: another typed value, a cipher or a
 compressor, a `\\u` escape (which might spell a key `_type_` that a byte search
-would miss), a run of 19 digits or more (orjson reads an integer beyond 64 bits
-as a float; the json module keeps it exact), and JSON that orjson does not read
-(NaN, an infinite number), which it refuses.
+would miss), a number of 19 digits or more (orjson reads an integer beyond 64
+bits as a float; the json module keeps it exact), and JSON that orjson does not
+read (NaN, an infinite number), which it refuses.
 """
 
 from __future__ import annotations
@@ -29,10 +29,16 @@ from eventsourcing.utils import resolve_topic
 
 TYPED_VALUE = b'"_type_"'
 ESCAPE = b"\\u"
-# A run of 19 digits might be an integer beyond 64 bits: looked for in the state with its
-# digits made "0" and the rest "x" (a translation and a substring search: C, no regex).
-DIGITS_AS_ZERO = bytes(48 if 48 <= byte <= 57 else 120 for byte in range(256))
-LONG_NUMBER = b"0" * 19
+# A number of 19 digits or more might be an integer beyond 64 bits. It is looked for with
+# a translation and a substring search (C, no regex): digits become "0", what may come
+# before a number's first digit (",", ":", "[", "-", whitespace) becomes ":", the rest "x";
+# so a run of digits inside a string (a hash, the genesis hash's 64 zeros) is not taken
+# for one unless the string itself holds such a sign before it (then: the library's path).
+NUMBER_START = b",:[- \t\n\r"
+NUMBER_SHAPES = bytes(
+    48 if 48 <= byte <= 57 else 58 if byte in NUMBER_START else 120 for byte in range(256)
+)
+LONG_NUMBER = b":" + b"0" * 19
 
 
 class EventMapper(Mapper[UUID]):
@@ -58,7 +64,7 @@ class EventMapper(Mapper[UUID]):
             not self._plain
             or state.count(TYPED_VALUE) != 1
             or ESCAPE in state
-            or LONG_NUMBER in state.translate(DIGITS_AS_ZERO)
+            or LONG_NUMBER in state.translate(NUMBER_SHAPES)
         ):
             return None
         try:

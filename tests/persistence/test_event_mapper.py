@@ -13,6 +13,7 @@ import math
 from typing import Any
 from uuid import UUID, uuid4
 
+import orjson
 import pytest
 from eventsourcing.persistence import Mapper, StoredEvent
 from hypothesis import given, settings
@@ -106,10 +107,28 @@ def test_an_event_whose_only_typed_value_is_its_timestamp_takes_the_fast_path(ma
     assert isinstance(event.originator_id, UUID)
 
 
+def test_digits_inside_a_string_do_not_leave_the_fast_path(mappers):
+    """The genesis hash's 64 zeros (every ThreadStarted) and any hash's digit runs."""
+    fast, library = mappers
+    digits = {
+        "prev_hash": "0" * 64,
+        "event_hash": "ab" + "1" * 40,
+        "phone": "x123456789012345678901",
+    }
+    stored = _forged(_stored(library, {"x": 1}), orjson.dumps(digits))
+
+    event = fast.decode(stored.topic, stored.originator_id, 2, stored.state)
+
+    assert event is not None
+    assert event.update == digits
+
+
 @pytest.mark.parametrize(
     ("why", "update"),
     [
         ("an integer beyond 64 bits", b'{"x":1180591620717411303424}'),
+        ("a negative one, in a list", b'{"x":[1, -1180591620717411303424]}'),
+        ("one after whitespace", b'{"x":\n 1180591620717411303424}'),
         ("a \\u escape", b'{"x":"bell\\u0007"}'),
         (
             "another typed value",
