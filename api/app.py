@@ -62,6 +62,9 @@ def create_app(services: Services) -> FastAPI:
         description=DESCRIPTION,
         openapi_tags=TAGS,
         lifespan=lifespan,
+        # Holdpoint has its own metrics (/metrics) and request log (api/request_log.py);
+        # FastAPI's OpenTelemetry hooks would look up the global providers on every request.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.services = services
     install_problem_handlers(app)
