@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import shlex
 import sys
 import time
@@ -19,6 +20,7 @@ if __package__ in (None, ""):  # run as a script: python bench/run.py
     # library's http package.
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
+from api.bootstrap import configure_logging
 from bench.backends import LANGGRAPH, load_sides
 from bench.cases import CASES
 from bench.harness import QUICK, Progress, Runner, Settings
@@ -84,6 +86,9 @@ def _summary(result: CaseResult) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run the selected benchmarks; exit status 1 if a side failed or is missing."""
     args = _parse(sys.argv[1:] if argv is None else argv)
+    # Holdpoint's own log lines (a checkpoint that found the file busy, a verified log) are
+    # not the report's: warnings and errors only.
+    configure_logging(level=logging.WARNING)
     settings = QUICK if args.quick else Settings()
     names = args.only or list(ALL_CASES)
     output = args.output or (FULL_REPORT if not (args.quick or args.only) else PARTIAL_REPORT)
