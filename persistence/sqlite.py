@@ -118,11 +118,18 @@ class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
         desc: bool = False,
         limit: int | None = None,
     ) -> Sequence[StoredEvent]:
-        """The library's query, run as one statement without BEGIN and ROLLBACK around it."""
-        statement = self.select_events_statement
-        params: list[Any] = [
-            originator_id.hex if isinstance(originator_id, UUID) else originator_id
-        ]
+        """The library's query, run as one statement without BEGIN and ROLLBACK around it.
+
+        Its rows are plain tuples of the columns an event needs, and the originator's
+        id is converted once, not per row (every row is the one originator's: a UUID
+        parsed from text per event was 8 % of a 1,000-step history listing).
+        """
+        key = originator_id.hex if isinstance(originator_id, UUID) else originator_id
+        statement = (
+            f"SELECT originator_version, topic, state FROM {self.events_table_name} "
+            "WHERE originator_id=? "
+        )
+        params: list[Any] = [key]
         if gt is not None:
             statement += "AND originator_version>? "
             params.append(gt)
@@ -135,17 +142,11 @@ class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
         if limit is not None:
             statement += "LIMIT ? "
             params.append(limit)
-        rows = self._select(statement, params)
-        convert = self.convert_originator_id
-        return [
-            StoredEvent(
-                originator_id=convert(row["originator_id"]),
-                originator_version=row["originator_version"],
-                topic=row["topic"],
-                state=row["state"],
-            )
-            for row in rows
-        ]
+        rows = self._select(statement, params, tuples=True)
+        if not rows:
+            return []
+        converted = self.convert_originator_id(key)  # the stored text: it matched `key`
+        return [StoredEvent(converted, version, topic, state) for version, topic, state in rows]
 
     def select_at_version(
         self, snapshots: Any, originator_id: Any, version: int, upto: int, *, head: bool
@@ -157,11 +158,14 @@ class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
         params = {"id": originator_id.hex, "version": version, "upto": upto}
         return split_rows(originator_id, self._select(query, params))
 
-    def _select(self, statement: str, params: Any) -> list[Any]:
-        """The rows of one statement, run without BEGIN and ROLLBACK around it: in WAL
-        mode one statement reads one consistent snapshot by itself."""
+    def _select(self, statement: str, params: Any, *, tuples: bool = False) -> list[Any]:
+        """The rows of one statement (`sqlite3.Row`s, or plain tuples), run without BEGIN
+        and ROLLBACK around it: in WAL mode one statement reads one consistent snapshot
+        by itself."""
         with self.datastore.get_connection(commit=False) as connection, _library_errors():
             cursor = connection.cursor()
+            if tuples:
+                cursor.row_factory = None
             cursor.execute(statement, params)
             return cursor.fetchall()  # type: ignore[no-any-return]
 

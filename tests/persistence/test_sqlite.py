@@ -168,7 +168,7 @@ def test_a_read_of_a_file_that_is_not_a_store_raises_the_librarys_error(tmp_path
     # Given a store whose events table was replaced by something unreadable
     with open_store(f"sqlite:///{tmp_path / 'e.db'}") as store:
         recorder = store.recorder
-        recorder.select_events_statement = "SELECT * FROM no_such_table WHERE originator_id = ? "
+        recorder.events_table_name = "no_such_table"
         # When a thread's events are read, then the error is the library's, not sqlite3's
         with pytest.raises(OperationalError, match="no_such_table"):
             recorder.select_events(uuid4())
