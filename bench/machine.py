@@ -158,12 +158,35 @@ def load_average() -> float:
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
 
 
+def _cpu_times() -> tuple[int, int] | None:
+    """(idle, total) jiffies of all CPUs since boot, from /proc/stat (None elsewhere)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(value) for value in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return fields[3] + fields[4], sum(fields[:8])  # idle + iowait; without guest time
+
+
+def cpu_busy(seconds: float = 1.0) -> float | None:
+    """The share of all CPUs' time spent busy over the next `seconds` (None where
+    /proc/stat is missing): what other work takes of the box, unlike the load average,
+    which on this box stays near 1.0 while vmstat reports the CPUs 100 % idle."""
+    before = _cpu_times()
+    time.sleep(seconds)
+    after = _cpu_times()
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return 1 - (after[0] - before[0]) / (after[1] - before[1])
+
+
 def header_lines(
     root: Path,
     command: str,
     started: datetime,
     seconds: float,
     load_at_start: float,
+    busy_at_start: float | None,
     postgres: str,
     probes: list[tuple[str, float]],
 ) -> list[str]:
@@ -183,9 +206,11 @@ def header_lines(
         ),
         f"- **Packages**: {versions}.",
         (
-            f"- **Load average** (1 min) at start / end: {load_at_start:.2f} / "
-            f"{load_average():.2f}; on 2 cores, much above 0.3 at the start means other "
-            "work was sharing the machine."
+            f"- **Other load**: CPU busy over the second before the run, all CPUs: "
+            f"{'n/a' if busy_at_start is None else f'{busy_at_start:.0%}'} (much above a few "
+            "per cent means other work was sharing the machine); load average (1 min) at "
+            f"start / end: {load_at_start:.2f} / {load_average():.2f} (on this box near 1.0 "
+            "even when the CPUs are idle: read the CPU figure)."
         ),
         probe_line(probes),
         f"- **Revision**: {_git_revision(root)}.",

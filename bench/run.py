@@ -27,7 +27,7 @@ from bench.harness import QUICK, Progress, Runner, Settings
 from bench.http import HTTP_CASES
 from bench.integrity import INTEGRITY_CASES
 from bench.load import LOAD_CASES
-from bench.machine import header_lines, load_average, postgres_line, speed_probe
+from bench.machine import cpu_busy, header_lines, load_average, postgres_line, speed_probe
 from bench.postgres import connect
 from bench.projections import PROJECTION_CASES
 from bench.report import CaseResult, write_report
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = QUICK if args.quick else Settings()
     names = args.only or list(ALL_CASES)
     output = args.output or (FULL_REPORT if not (args.quick or args.only) else PARTIAL_REPORT)
-    load_at_start = load_average()
+    load_at_start, busy_at_start = load_average(), cpu_busy()
     clock = time.perf_counter()
     started = datetime.now(UTC)
     say = _progress(clock)
@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         started,
         time.perf_counter() - clock,
         load_at_start,
+        busy_at_start,
         postgres_line(server, problem),
         probes,
     )
