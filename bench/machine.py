@@ -206,7 +206,7 @@ def header_lines(
         ),
         f"- **Packages**: {versions}.",
         (
-            f"- **Other load**: CPU busy over the second before the run, all CPUs: "
+            f"- **Other load**: CPU busy in the second before the first benchmark, all CPUs: "
             f"{'n/a' if busy_at_start is None else f'{busy_at_start:.0%}'} (much above a few "
             "per cent means other work was sharing the machine); load average (1 min) at "
             f"start / end: {load_at_start:.2f} / {load_average():.2f} (on this box near 1.0 "
