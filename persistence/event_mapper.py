@@ -58,6 +58,15 @@ class EventMapper(Mapper[UUID]):
         )
         return super().to_domain_event(stored_event) if event is None else event
 
+    def event_of(self, topic: str, originator_id: Any, version: int, state: bytes) -> Any:
+        """The event of a stored record's parts, without a `StoredEvent` unless the fast
+        path does not apply (for readers with their own SQL: the read models' log)."""
+        event = self.decode(topic, originator_id, version, state)
+        if event is None:
+            stored = StoredEvent(originator_id, version, topic, bytes(state))
+            event = super().to_domain_event(stored)
+        return event
+
     def decode(self, topic: str, originator_id: Any, version: int, state: bytes) -> Any | None:
         """The event of a stored state by the fast path, or None where it does not apply."""
         if (

@@ -228,12 +228,9 @@ class LogReader:
     def decode(self, topic: str, uuid: UUID, version: int, state: bytes) -> Any:
         """One stored event, built as the library's mapper would build it (by the store's
         mapper: its fast path where that applies, `persistence/event_mapper.py`)."""
-        fast = self._fast
-        event = None if fast is None else fast.decode(topic, uuid, version, state)
-        if event is None:
-            stored = StoredEvent(uuid, version, topic, bytes(state))
-            event = self.store.mapper.to_domain_event(stored)
-        return event
+        if self._fast is not None:  # its fast path tried once, then the library's
+            return self._fast.event_of(topic, uuid, version, state)
+        return self.store.mapper.to_domain_event(StoredEvent(uuid, version, topic, bytes(state)))
 
     def _class(self, topic: str) -> type:
         self._classes[topic] = cls = resolve_topic(topic)
