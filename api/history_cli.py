@@ -1,11 +1,14 @@
 """`holdpoint history|state|diff|fork`: time travel on the command line.
 
-All four read the store from HOLDPOINT_STORE. The first three only read: no
-graph is loaded and no node code runs, so a thread stays readable after its
-graph's code changed or was deleted. `fork` writes one new thread and leaves
-the source's events untouched. User errors (an unknown thread, a version out
-of range, a bad timestamp, an existing fork id) print one line on stderr and
-exit with status 2, having changed nothing.
+All four read the store from HOLDPOINT_STORE, which must exist. The first
+three only read: no node code runs, so a thread stays readable after its
+graph's code changed or was deleted. A state folds its updates with the
+state's reducers: the well-known ones (`operator.add`, ...) are built in, and
+a graph's own reducers are known only when its code is given (`--graph`),
+never looked up by a name read from the store (domain/schema.py). `fork`
+writes one new thread and leaves the source's events untouched. User errors
+(an unknown thread, a version out of range, a bad timestamp, an existing fork
+id) print one line on stderr and exit with status 2, having changed nothing.
 """
 
 from __future__ import annotations
@@ -13,14 +16,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import structlog
 
+from api.graph_loader import load_graph, parse_graph_spec
 from api.lineage import Lineage, lineage, lineage_json
 from api.time_travel_json import diff_json, event_json, plain, state_json
 from domain.actor import local_actor
+from domain.application import Workflows
 from domain.errors import HoldpointError
 from domain.forks import fork_at_version
 from domain.store import open_store
@@ -57,6 +64,7 @@ def register(commands: Any) -> None:
     )
     history.add_argument("thread_id", metavar="THREAD", help="the thread's id")
     history.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _add_graph_option(history)
     history.set_defaults(handler=show_history)
 
     state = commands.add_parser(
@@ -77,6 +85,7 @@ def register(commands: Any) -> None:
         "the last version recorded at or before it",
     )
     state.add_argument("--json", action="store_true", help="print JSON")
+    _add_graph_option(state)
     state.set_defaults(handler=show_state)
 
     diff = commands.add_parser(
@@ -91,6 +100,7 @@ def register(commands: Any) -> None:
     diff.add_argument("a", metavar="A", help="the version (or checkpoint id) to compare from")
     diff.add_argument("b", metavar="B", help="the version (or checkpoint id) to compare to")
     diff.add_argument("--json", action="store_true", help="print JSON")
+    _add_graph_option(diff)
     diff.set_defaults(handler=show_diff)
 
     fork = commands.add_parser(
@@ -115,14 +125,36 @@ def register(commands: Any) -> None:
         help="the new thread's id (default THREAD~N, then THREAD~N.2, ...)",
     )
     fork.add_argument("--json", action="store_true", help="print JSON")
+    _add_graph_option(fork)
     fork.set_defaults(handler=run_fork)
+
+
+def _add_graph_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--graph",
+        action="append",
+        default=[],
+        metavar="NAME=PATH.py:ATTR",
+        help="graph NAME's code, for the reducers its state declares (repeatable): they "
+        "fold the recorded updates, no node runs; not needed when the state uses only "
+        "well-known reducers (operator.add, ...) or none",
+    )
+
+
+@contextmanager
+def _reading(args: argparse.Namespace) -> Iterator[Workflows]:
+    """The store (which must exist), with the reducers of the graphs given registered."""
+    with open_store(existing=True) as store:
+        for spec in args.graph:
+            load_graph(parse_graph_spec(spec), store)
+        yield store
 
 
 # -- handlers ---------------------------------------------------------------
 
 
 def show_history(args: argparse.Namespace) -> int:
-    with open_store() as store:
+    with _reading(args) as store:
         found = versions(store, args.thread_id)
         runner = runner_for(store)
         try:
@@ -158,7 +190,7 @@ def show_history(args: argparse.Namespace) -> int:
 
 
 def show_state(args: argparse.Namespace) -> int:
-    with open_store() as store:
+    with _reading(args) as store:
         if args.at is not None:
             state = state_at_time(store, args.thread_id, parse_moment(args.at))
         else:
@@ -171,7 +203,7 @@ def show_state(args: argparse.Namespace) -> int:
 
 
 def show_diff(args: argparse.Namespace) -> int:
-    with open_store() as store:
+    with _reading(args) as store:
         diff = diff_versions(store, args.thread_id, args.a, args.b)
     if args.json:
         _say(json.dumps(diff_json(diff), indent=2))
@@ -181,7 +213,7 @@ def show_diff(args: argparse.Namespace) -> int:
 
 
 def run_fork(args: argparse.Namespace) -> int:
-    with open_store() as store:
+    with _reading(args) as store:
         result = fork_at_version(
             store, args.thread_id, args.version, local_actor(), new_thread_id=args.new_id
         )

@@ -142,6 +142,7 @@ _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
     (errors.ThreadExistsError, 409, "thread-exists"),
     (errors.ConcurrentUpdateError, 409, "concurrent-update"),
     (errors.KeyAlreadyRevokedError, 409, "key-already-revoked"),
+    (errors.ReducerUnavailableError, 409, "graph-not-loaded"),
     (errors.AmbiguousResumeError, 422, "ambiguous-resume"),
     (errors.EmptyInputError, 422, "empty-input"),
     (errors.InvalidUpdateError, 422, "invalid-update"),

@@ -2,15 +2,16 @@
 
 A key annotated `Annotated[list, operator.add]` folds updates with its
 reducer; any other key keeps the last value written. Reducers are recorded by
-name when a thread starts, so that reading a thread never needs the graph:
-well-known reducers resolve from a table, a graph registers its own when it is
-compiled, and any other importable function resolves by `module:qualname`.
+name when a thread starts: well-known reducers (`operator.add`, ...) resolve
+from a table, so reading a thread that uses only those never needs its graph;
+a graph registers its own when it is compiled in this process. A name read
+from the store never imports or picks any other code: a stored name is data,
+and whoever can write the database must not choose what a reader runs.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import operator
 import typing
 from collections.abc import Callable, Mapping
@@ -53,23 +54,17 @@ def register_reducer(name: str, reducer: Reducer) -> None:
 
 
 def resolve_reducer(name: str) -> Reducer:
-    """The reducer recorded as `name`, or ReducerUnavailableError."""
+    """The reducer recorded as `name`: a well-known one, or one a graph compiled in this
+    process registered; otherwise ReducerUnavailableError (nothing is imported)."""
     found = _REDUCERS.get(name)
-    if found is not None:
-        return found
-    module_name, _, qualname = name.partition(":")
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError):
+    if found is None:
         msg = (
-            f"State reducer {name!r} cannot be found in this process; read the "
-            "thread through its compiled graph, or make the reducer importable"
+            f"State reducer {name!r} is not known to this process: load the thread's graph "
+            "(`--graph NAME=PATH.py:ATTR`, or compile it) so that its reducers are registered. "
+            "A reducer is never looked up by a name read from the store"
         )
-        raise ReducerUnavailableError(msg) from None
-    _REDUCERS[name] = target
-    return typing.cast(Reducer, target)
+        raise ReducerUnavailableError(msg)
+    return found
 
 
 def channels_of(schema: type) -> dict[str, Channel]:

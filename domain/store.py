@@ -44,9 +44,19 @@ def store_url_from_env() -> str:
     return os.environ.get("HOLDPOINT_STORE") or DEFAULT_STORE_URL
 
 
-def open_store(url: str | None = None) -> Workflows:
-    """Open the store at `url` (default: `HOLDPOINT_STORE`, then SQLite)."""
+def open_store(url: str | None = None, *, existing: bool = False) -> Workflows:
+    """Open the store at `url` (default: `HOLDPOINT_STORE`, then SQLite).
+
+    `existing`: for commands that read a store, refuse a SQLite file that is not there
+    (a misspelt path) instead of creating an empty store.
+    """
     url = url or store_url_from_env()
+    if existing and urlsplit(url).scheme == "sqlite" and not _sqlite_file(url).is_file():
+        msg = (
+            f"No store at {_sqlite_file(url)}: nothing to read there (check HOLDPOINT_STORE; "
+            "`holdpoint db init` creates a store)"
+        )
+        raise StoreUnavailableError(msg)
     env = store_env(url)
     try:
         return Workflows(env=env, url=url)
@@ -161,12 +171,17 @@ def _postgres_env(url: str) -> dict[str, str]:
     return env
 
 
-def _sqlite_env(url: str) -> dict[str, str]:
-    path, _, query = url.removeprefix("sqlite://").partition("?")
+def _sqlite_file(url: str) -> Path:
+    path = url.removeprefix("sqlite://").partition("?")[0]
     if not path.startswith("/") or path == "/":
         msg = f"SQLite store URL {url!r} names no file: use sqlite:///path/to/file.db"
         raise StoreURLError(msg)
-    file = Path(path[1:])  # "/./rel.db" -> "./rel.db", "//abs.db" -> "/abs.db"
+    return Path(path[1:])  # "/./rel.db" -> "./rel.db", "//abs.db" -> "/abs.db"
+
+
+def _sqlite_env(url: str) -> dict[str, str]:
+    file = _sqlite_file(url)
+    query = url.partition("?")[2]
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import structlog
+
 from domain.application import Workflows
-from domain.errors import ConcurrentUpdateError
+from domain.errors import ConcurrentUpdateError, ReducerUnavailableError
 from projections.database import Database
 from projections.pending_approvals import QUEUE
 from projections.timestamps import utc_text
+
+log = structlog.get_logger()
 
 
 def expire_overdue(store: Workflows, db: Database, now: datetime | None = None) -> list[str]:
@@ -34,4 +38,6 @@ def expire_overdue(store: Workflows, db: Database, now: datetime | None = None) 
                 expired.append(interrupt_id)
         except ConcurrentUpdateError:
             continue  # another worker (or a reviewer) got there first
+        except ReducerUnavailableError as error:
+            log.warning("overdue interrupt left", interrupt_id=interrupt_id, reason=str(error))
     return expired

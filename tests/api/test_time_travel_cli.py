@@ -452,6 +452,68 @@ def test_history_state_and_diff_read_a_thread_whose_graph_code_is_gone(story, cl
     ]
 
 
+CUSTOM_REDUCER_GRAPH = """
+from typing import Annotated, TypedDict
+
+from domain.graph import END, START, StateGraph
+
+
+def keep_longest(old, new):
+    return old if len(old) >= len(new) else new
+
+
+class Notes(TypedDict):
+    note: Annotated[str, keep_longest]
+
+
+def write(state):
+    return {"note": "short"}
+
+
+builder = StateGraph(Notes)
+builder.add_node("write", write)
+builder.add_edge(START, "write")
+builder.add_edge("write", END)
+"""
+
+
+def test_a_state_with_its_own_reducer_is_read_with_its_graph_given_and_refused_without(
+    sqlite_url, tmp_path
+):
+    # Given a thread whose state key folds with a reducer of the graph's own module
+    path = tmp_path / "notes_graph.py"
+    path.write_text(CUSTOM_REDUCER_GRAPH, encoding="utf-8")
+    with open_store(sqlite_url) as store:
+        graph = load_graph(GraphSource("notes", path, "builder"), store)
+        graph.invoke({"note": "a longer note"}, {"configurable": {"thread_id": "n1"}})
+
+    # When it is read in a fresh process, without and then with the graph's code
+    refused = subprocess_holdpoint(sqlite_url, "state", "n1", "--json")
+    read = subprocess_holdpoint(
+        sqlite_url, "state", "n1", "--json", "--graph", f"notes={path}:builder"
+    )
+
+    # Then the reducer is not looked up by its recorded name, and runs once its graph is given
+    assert refused.returncode == 2
+    assert "is not known to this process" in refused.stderr
+    assert refused.stdout == ""
+    assert read.returncode == 0, read.stderr
+    assert json.loads(read.stdout)["values"] == {"note": "a longer note"}
+
+
+def test_a_read_command_refuses_a_store_file_that_is_not_there(tmp_path):
+    # Given a misspelt store path
+    url = f"sqlite:///{tmp_path / 'typo' / 'holdpoint.db'}"
+
+    # When
+    done = subprocess_holdpoint(url, "state", "t1")
+
+    # Then: an error naming the path, and nothing created
+    assert done.returncode == 2
+    assert "No store at" in done.stderr
+    assert not (tmp_path / "typo").exists()
+
+
 def test_help_names_each_option(sqlite_url):
     # When
     helps = {
@@ -464,7 +526,8 @@ def test_help_names_each_option(sqlite_url):
     assert "--json" in helps["history"]
     assert "--version N" in helps["state"]
     assert "--at TIMESTAMP" in helps["state"]
-    assert "usage: holdpoint diff [-h] [--json] THREAD A B" in helps["diff"]
+    assert "usage: holdpoint diff [-h] [--json] [--graph NAME=PATH.py:ATTR]" in helps["diff"]
+    assert "THREAD A B" in helps["diff"]
     assert "checkpoint id" in helps["diff"]
     assert "--version N" in helps["fork"]
     assert "--as NEW_ID" in helps["fork"]

@@ -12,6 +12,9 @@ import re
 from itertools import pairwise
 from typing import Any
 
+import pytest
+
+from domain.errors import ReducerUnavailableError
 from domain.hashing import GENESIS_HASH
 from domain.thread import (
     CANCELLED,
@@ -21,6 +24,7 @@ from domain.thread import (
     RUNNING,
     START,
     WorkflowThread,
+    fold_update,
     thread_uuid,
 )
 
@@ -207,6 +211,29 @@ def test_when_the_last_node_of_a_step_completes_the_updates_are_applied_together
     assert thread.next == ["c"]
     assert thread.done == {}
     assert thread.status == RUNNING
+
+
+CALLED: list[tuple[Any, Any]] = []
+
+
+def spy_reducer(old: Any, new: Any) -> Any:
+    """Importable by `tests.domain.test_thread:spy_reducer`, and registered by no graph."""
+    CALLED.append((old, new))
+    return new
+
+
+@pytest.mark.parametrize("name", ["tests.domain.test_thread:spy_reducer", "builtins:exec"])
+def test_a_reducer_no_graph_registered_is_never_looked_up_by_its_recorded_name(name):
+    # Given a recorded state whose key names a callable that no graph compiled here registered
+    values = {"note": "print('this must not run')"}
+
+    # When
+    with pytest.raises(ReducerUnavailableError, match="load the thread's graph"):
+        fold_update(values, {"note": "new"}, {"note": name})
+
+    # Then: nothing was imported or called, and the values are as they were
+    assert CALLED == []
+    assert values == {"note": "print('this must not run')"}
 
 
 def test_a_last_value_key_keeps_the_value_written_last():

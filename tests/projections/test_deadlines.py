@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
+from domain import schema
 from domain.application import Workflows
 from domain.errors import InvalidUpdateError
 from domain.graph import END, START, StateGraph
@@ -63,6 +64,38 @@ def test_an_interrupt_records_its_deadline_and_rule(store):
         "resume": False,
         "seconds": 60,
     }
+
+
+def longest(old: str, new: str) -> str:
+    return old if len(old) >= len(new) else new
+
+
+class Note(TypedDict):
+    note: Annotated[str, longest]
+
+
+def test_a_worker_that_cannot_read_a_thread_leaves_it_and_expires_the_others(store, monkeypatch):
+    # Given two overdue interrupts, one on a thread whose state folds with its graph's own
+    # reducer, which this worker does not know (its graph is not loaded here)
+    def ask(state: Note) -> dict[str, Any]:
+        return {"note": interrupt("ok?", deadline=60)}
+
+    builder = StateGraph(Note)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    builder.compile(checkpointer=store, name="notes").invoke({"note": "x"}, config("n"))
+    graph_with_deadline(store).invoke({"approved": None}, config("t"))
+    monkeypatch.delitem(schema._REDUCERS, schema.reducer_name(longest))
+    runner = runner_for(store)
+    runner.catch_up()
+
+    # When
+    expired = expire_overdue(store, runner.db, now=later(61))
+
+    # Then
+    assert len(expired) == 1
+    assert [len(expiries(store, "t")), len(expiries(store, "n"))] == [1, 0]
 
 
 def test_nothing_expires_before_the_deadline(store):
