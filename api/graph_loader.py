@@ -18,14 +18,15 @@ import re
 import sys
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from domain.application import Workflows
-from domain.errors import HoldpointError
+from domain.errors import HoldpointError, InvalidUpdateError
 from domain.graph import CompiledStateGraph, StateGraph
+from domain.types import expiry_rule
 
 GRAPH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -50,6 +51,10 @@ class GraphSource:
     path: Path
     attr: str
     quiet: bool = False  # the seed programs print their story when imported
+    # A holdpoint.toml graph table's `interrupt_deadline` (seconds) and `on_expiry`: the
+    # graph's default for interrupts that give no deadline (`set_interrupt_deadline`).
+    interrupt_deadline: float | None = None
+    on_expiry: str = "reject"
 
     def __str__(self) -> str:
         return f"{self.name}={self.path}:{self.attr}"
@@ -95,12 +100,36 @@ def read_config(path: Path) -> tuple[list[GraphSource], dict[str, Any]]:
         raise GraphLoadError(msg)
     sources = []
     for name, entry in graphs.items():
-        location = entry.get("path") if isinstance(entry, dict) else entry
+        table = entry if isinstance(entry, dict) else {"path": entry}
+        location = table.get("path")
         if not isinstance(location, str):
             msg = f"In {path}, graph {name!r} must be 'path/to/file.py:attr'"
             raise GraphLoadError(msg)
-        sources.append(graph_source(str(name), location, path.parent))
+        source = graph_source(str(name), location, path.parent)
+        sources.append(_with_deadline(source, table, path))
     return sources, server
+
+
+def _with_deadline(source: GraphSource, table: dict[str, Any], path: Path) -> GraphSource:
+    """`source` with its graph table's default interrupt deadline, checked now."""
+    deadline, on_expiry = table.get("interrupt_deadline"), table.get("on_expiry", "reject")
+    if deadline is None:
+        if "on_expiry" in table:
+            msg = f"In {path}, graph {source.name!r} has on_expiry but no interrupt_deadline"
+            raise GraphLoadError(msg)
+        return source
+    if isinstance(deadline, bool) or not isinstance(deadline, int | float) or deadline <= 0:
+        msg = (
+            f"In {path}, graph {source.name!r}: interrupt_deadline must be a number of "
+            f"seconds above 0, not {deadline!r}"
+        )
+        raise GraphLoadError(msg)
+    try:
+        expiry_rule(str(on_expiry))
+    except InvalidUpdateError as error:
+        msg = f"In {path}, graph {source.name!r}: {error}"
+        raise GraphLoadError(msg) from None
+    return replace(source, interrupt_deadline=float(deadline), on_expiry=str(on_expiry))
 
 
 def seed_sources() -> list[GraphSource]:
@@ -138,8 +167,14 @@ def load_graph(source: GraphSource, store: Workflows) -> CompiledStateGraph:
     except AttributeError:
         msg = f"Graph {source.name!r}: {source.path} has no attribute {source.attr!r}"
         raise GraphLoadError(msg) from None
-    builder = _builder_of(target, source)
-    return builder.compile(checkpointer=store, name=source.name)
+    found = _graph_of(target, source)
+    builder = found.builder if isinstance(found, CompiledStateGraph) else found
+    graph = builder.compile(checkpointer=store, name=source.name)
+    if isinstance(found, CompiledStateGraph):
+        graph.adopt_settings(found)
+    if source.interrupt_deadline is not None:
+        graph.set_interrupt_deadline(source.interrupt_deadline, source.on_expiry)
+    return graph
 
 
 def _import(source: GraphSource) -> ModuleType:
@@ -172,11 +207,9 @@ def _stdout_to_stderr() -> contextlib.AbstractContextManager[Any]:
     return contextlib.redirect_stdout(sys.stderr)
 
 
-def _builder_of(target: Any, source: GraphSource, depth: int = 0) -> StateGraph:
-    if isinstance(target, StateGraph):
+def _graph_of(target: Any, source: GraphSource, depth: int = 0) -> StateGraph | CompiledStateGraph:
+    if isinstance(target, StateGraph | CompiledStateGraph):
         return target
-    if isinstance(target, CompiledStateGraph):
-        return target.builder
     if callable(target) and not isinstance(target, type) and depth == 0:
         factory: Callable[[], Any] = target
         try:
@@ -184,7 +217,7 @@ def _builder_of(target: Any, source: GraphSource, depth: int = 0) -> StateGraph:
         except TypeError as error:
             msg = f"Graph {source.name!r}: {source.attr}() must take no arguments: {error}"
             raise GraphLoadError(msg) from None
-        return _builder_of(made, source, depth + 1)
+        return _graph_of(made, source, depth + 1)
     kind = f"{type(target).__module__}.{type(target).__qualname__}"
     hint = " (import StateGraph from domain.graph, not langgraph)" if "langgraph" in kind else ""
     msg = (

@@ -408,7 +408,7 @@ class Run:
                     node=outcome.node,
                     index=outcome.interrupt.index,
                     value=outcome.interrupt.value,
-                    policy=outcome.interrupt.policy,
+                    policy=self.graph.interrupt_policy(outcome.interrupt.policy),
                 )
         failure = next((o.error for o in outcomes if o.error is not None), None)
         for outcome in outcomes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from domain import snapshots
@@ -26,7 +27,7 @@ from domain.schema import (
     schema_as_record,
 )
 from domain.thread import WorkflowThread, fold_update
-from domain.types import Command, StateSnapshot
+from domain.types import Command, StateSnapshot, interrupt_policy
 
 if TYPE_CHECKING:
     from domain.graph.state import Branch, StateGraph
@@ -60,6 +61,7 @@ class CompiledStateGraph:
         self.name = graph_id
         # LangGraph's attribute: seconds each node may run (None: no limit); set it after compile().
         self.step_timeout: float | None = None
+        self._default_deadline: dict[str, Any] | None = None  # see set_interrupt_deadline
         self.state_schema = builder.state_schema
         self.digest = graph_digest(builder)
         self.channel_record = schema_as_record(builder.channels)
@@ -71,6 +73,34 @@ class CompiledStateGraph:
         for channel in builder.channels.values():
             if channel.reducer is not None and channel.reducer_name is not None:
                 register_reducer(channel.reducer_name, channel.reducer)
+
+    def set_interrupt_deadline(
+        self, deadline: float | timedelta | None, on_expiry: str = "reject"
+    ) -> None:
+        """Give this graph's interrupts a deadline when their `interrupt()` call gives none.
+
+        `deadline` (seconds or a timedelta) and `on_expiry` mean what they mean
+        for `interrupt()`; a call's own deadline wins. None removes the default.
+        Refuses a deadline that is not positive or an unknown rule at once.
+        """
+        if deadline is None:
+            self._default_deadline = None
+            return
+        policy = interrupt_policy(None, deadline, on_expiry)
+        self._default_deadline = {key: policy[key] for key in ("deadline_seconds", "on_expiry")}
+
+    def adopt_settings(self, other: CompiledStateGraph) -> None:
+        """Take what `other` was given after its compile(): `step_timeout` and the
+        interrupts' default deadline (a server recompiles a graph on its own store)."""
+        self.step_timeout = other.step_timeout
+        self._default_deadline = other._default_deadline
+
+    def interrupt_policy(self, policy: dict[str, Any]) -> dict[str, Any]:
+        """An interrupt's policy as recorded: the call's, with the graph's deadline if it
+        gave none."""
+        if self._default_deadline is None or policy.get("deadline_seconds") is not None:
+            return policy
+        return {**policy, **self._default_deadline}
 
     # -- running -------------------------------------------------------
 

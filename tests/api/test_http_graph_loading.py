@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -103,4 +104,85 @@ def test_a_module_that_fails_to_import_says_where(tmp_path):
 def test_a_config_file_that_does_not_parse(tmp_path):
     (tmp_path / "holdpoint.toml").write_text("[graphs\n")
     with pytest.raises(GraphLoadError, match="is not valid toml"):
+        read_config(tmp_path / "holdpoint.toml")
+
+
+PAUSING_GRAPH = """
+from typing import Any, TypedDict
+from domain.graph import StateGraph, START, END
+from domain.types import interrupt
+
+class S(TypedDict):
+    answer: Any
+
+def ask(state):
+    return {"answer": interrupt("ok?")}
+
+builder = StateGraph(S)
+builder.add_node("ask", ask)
+builder.add_edge(START, "ask")
+builder.add_edge("ask", END)
+graph = builder.compile()
+graph.step_timeout = 7.0
+graph.set_interrupt_deadline(30, "approve")
+"""
+
+
+def raised_policy(graph, thread_id: str) -> tuple[Any, Any]:
+    graph.invoke({"answer": None}, {"configurable": {"thread_id": thread_id}})
+    events = graph.checkpointer.thread_events(thread_id)
+    raised = next(e for e in events if type(e).__name__ == "InterruptRaised")
+    return raised.due_by is not None, raised.on_expiry
+
+
+def test_a_graph_table_gives_its_interrupts_a_default_deadline(tmp_path):
+    # Given
+    (tmp_path / "pausing.py").write_text(PAUSING_GRAPH)
+    (tmp_path / "holdpoint.toml").write_text(
+        '[graphs.review]\npath = "pausing.py:builder"\n'
+        'interrupt_deadline = 3600\non_expiry = "escalate:lead"\n'
+    )
+
+    # When
+    sources, _ = read_config(tmp_path / "holdpoint.toml")
+    graph = load_graphs(sources, InMemorySaver())["review"]
+
+    # Then
+    assert raised_policy(graph, "t") == (
+        True,
+        {"action": "escalate", "role": "lead", "seconds": 3600},
+    )
+
+
+def test_a_compiled_graph_keeps_what_its_module_set_after_compile(tmp_path):
+    # Given a module whose compiled graph has a step timeout and a default deadline
+    (tmp_path / "pausing.py").write_text(PAUSING_GRAPH)
+
+    # When the server compiles it again on its own store
+    graph = load_graphs([parse_graph_spec(f"g={tmp_path / 'pausing.py'}:graph")], InMemorySaver())[
+        "g"
+    ]
+
+    # Then
+    assert graph.step_timeout == 7.0
+    assert raised_policy(graph, "t")[1] == {
+        "action": "decide",
+        "decision": "approve",
+        "resume": True,
+        "seconds": 30,
+    }
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("interrupt_deadline = 0", "interrupt_deadline must be a number of seconds above 0"),
+        ('interrupt_deadline = "1h"', "interrupt_deadline must be a number of seconds above 0"),
+        ('interrupt_deadline = 60\non_expiry = "later"', 'on_expiry must be "reject"'),
+        ('on_expiry = "approve"', "has on_expiry but no interrupt_deadline"),
+    ],
+)
+def test_a_bad_default_deadline_in_a_graph_table_is_refused(tmp_path, table, message):
+    (tmp_path / "holdpoint.toml").write_text(f'[graphs.g]\npath = "g.py:graph"\n{table}\n')
+    with pytest.raises(GraphLoadError, match=message):
         read_config(tmp_path / "holdpoint.toml")

@@ -14,7 +14,7 @@ from domain.errors import InvalidUpdateError
 from domain.graph import END, START, StateGraph
 from domain.store import open_store
 from domain.thread import WorkflowThread
-from domain.types import interrupt
+from domain.types import Command, interrupt
 from projections.catalog import runner_for
 from projections.deadlines import expire_overdue
 from projections.oversight_report import oversight_report
@@ -190,3 +190,79 @@ def test_a_bad_deadline_fails_the_node_with_a_clear_error(store, bad):
     builder.add_edge("ask", END)
     with pytest.raises(InvalidUpdateError):
         builder.compile(checkpointer=store).invoke({"approved": None}, config("t"))
+
+
+def plain_graph(store: Workflows, **deadline: Any):
+    def ask(state: Refund) -> dict[str, Any]:
+        return {"approved": interrupt("approve?", **deadline)}
+
+    builder = StateGraph(Refund)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    return builder.compile(checkpointer=store, name="plain")
+
+
+def raised(store: Workflows, thread_id: str) -> Any:
+    events = store.thread_events(thread_id)
+    return next(e for e in events if isinstance(e, WorkflowThread.InterruptRaised))
+
+
+def test_a_graph_deadline_applies_to_interrupts_that_give_none(store):
+    # Given a graph whose interrupts have a default deadline of 2 minutes, approve on expiry
+    graph = plain_graph(store)
+    graph.set_interrupt_deadline(timedelta(minutes=2), "approve")
+
+    # When a thread pauses, and the deadline worker runs after the deadline
+    graph.invoke({"approved": None}, config("t"))
+    runner = runner_for(store)
+    runner.catch_up()
+    assert expire_overdue(store, runner.db, now=later(110)) == []
+    expired = expire_overdue(store, runner.db, now=later(121))
+
+    # Then the default rule fired, and the node got True
+    assert raised(store, "t").on_expiry == {
+        "action": "decide",
+        "decision": "approve",
+        "resume": True,
+        "seconds": 120,
+    }
+    assert len(expired) == 1
+    assert graph.invoke(None, config("t")) == {"approved": True}
+
+
+def test_an_interrupts_own_deadline_wins_over_the_graphs(store):
+    # Given
+    graph = plain_graph(store, deadline=30, on_expiry="escalate:lead")
+    graph.set_interrupt_deadline(3600)
+
+    # When
+    graph.invoke({"approved": None}, config("t"))
+
+    # Then
+    assert raised(store, "t").on_expiry == {"action": "escalate", "role": "lead", "seconds": 30}
+
+
+@pytest.mark.parametrize(("deadline", "rule"), [(0, "reject"), (-5, "reject"), (60, "ignore")])
+def test_a_bad_graph_deadline_is_refused_when_set(store, deadline, rule):
+    graph = plain_graph(store)
+    with pytest.raises(InvalidUpdateError):
+        graph.set_interrupt_deadline(deadline, rule)
+    graph.invoke({"approved": None}, config("t"))
+    assert raised(store, "t").due_by is None
+
+
+def test_a_queue_row_for_an_interrupt_already_answered_records_nothing(store):
+    # Given an overdue interrupt answered by a reviewer after the queue was last read
+    graph = graph_with_deadline(store)
+    graph.invoke({"approved": None}, config("t"))
+    runner = runner_for(store)
+    runner.catch_up()
+    graph.invoke(Command(resume=True), config("t"))
+
+    # When the worker runs on the stale queue
+    expired = expire_overdue(store, runner.db, now=later(61))
+
+    # Then
+    assert expired == []
+    assert expiries(store, "t") == []
