@@ -256,7 +256,7 @@ def _past_snapshot(thread: WorkflowThread, window: _Window) -> StateSnapshot:
         _config(thread_id, checkpoint),
         _metadata(thread, checkpoint),
         checkpoint["created_at"],
-        None if parent is None else _config(thread_id, parent),
+        _parent_config(thread, parent),
         tuple(tasks),
         tuple(shown),
     )
@@ -295,10 +295,21 @@ def _current_snapshot(thread: WorkflowThread) -> StateSnapshot:
         config=_config(thread.thread_id, checkpoint),
         metadata=_metadata(thread, checkpoint),
         created_at=checkpoint["created_at"],
-        parent_config=None if parent is None else _config(thread.thread_id, parent),
+        parent_config=_parent_config(thread, parent),
         tasks=tuple(tasks),
         interrupts=tuple(shown),
     )
+
+
+def _parent_config(thread: WorkflowThread, parent: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The checkpoint before; for a fork's first, the source thread's version it was forked
+    at (its event's hash in the id), so that a fork's history leads back to its source."""
+    if parent is not None:
+        return _config(thread.thread_id, parent)
+    origin = thread.forked_from
+    if origin is None:
+        return None
+    return _config(origin["thread_id"], {"version": origin["version"], "hash": origin["hash"]})
 
 
 def _metadata(thread: WorkflowThread, checkpoint: dict[str, Any]) -> dict[str, Any]:

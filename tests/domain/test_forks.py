@@ -124,6 +124,25 @@ def test_a_fork_starts_with_thread_forked_naming_source_version_and_hash(store, 
     assert result.position == store.recorder.max_notification_id()
 
 
+def test_a_forks_history_leads_back_to_the_source_version_it_was_forked_at(store, approved):
+    # Given a fork of t1 at version 6, which then runs on
+    fork_at_version(store, "t1", 6, ALICE, new_thread_id="t1-b")
+    approved.invoke(None, config("t1-b"))
+
+    # When
+    history = list(approved.get_state_history(config("t1-b")))
+
+    # Then: its first checkpoint's parent is t1 at version 6, which reads as the fork began
+    first = history[-1]
+    assert first.metadata["source"] == "fork"
+    parent = first.parent_config["configurable"]
+    assert parent["thread_id"] == "t1"
+    assert approved.get_state(first.parent_config).values == first.values
+    assert [h.parent_config["configurable"]["thread_id"] for h in history] == ["t1-b"] * (
+        len(history) - 1
+    ) + ["t1"]
+
+
 def test_a_fork_has_the_state_as_it_was_at_that_version(store, approved):
     # When
     fork_at_version(store, "t1", 6, ALICE, new_thread_id="t1-b")
