@@ -49,7 +49,7 @@ def register(commands: Any) -> None:
             "failure) or that it matches; also the graph digest recorded at the thread's start "
             "against today's. Writes nothing to the store, but the nodes' code really runs: "
             "side effects in it happen again. Exit status 0: everything matches; 1: something "
-            "diverges; 2: a user error."
+            "diverges, or a thread could not be replayed; 2: a user error."
         ),
     )
     replay.add_argument("thread_id", nargs="?", metavar="THREAD", help="the thread to replay")

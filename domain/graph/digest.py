@@ -1,9 +1,11 @@
 """The graph digest: one hash of a graph's structure and of its nodes' code.
 
-Recorded when a thread starts, it says which version of the code a thread
-ran. Code is fingerprinted by its bytecode, constants and names (nested code
-objects included), so renaming a local variable changes nothing and changing
-a constant or a call does.
+Recorded when a thread starts, it says which version of the graph and of its
+node and routing functions a thread ran. Code is fingerprinted by its
+bytecode, constants and names (nested code objects included), so renaming a
+local variable changes nothing and changing a constant or a call does. What a
+function calls is covered by name only (a helper's code, a reducer's code),
+as are values read from outside the code: replay is the check for those.
 """
 
 from __future__ import annotations
