@@ -106,6 +106,29 @@ def test_a_run_from_a_checkpoint_forks_and_the_lineage_shows_it_both_ways(server
     assert first["event"]["data"]["source_hash"] == fork["forked_from"]["event_hash"]
 
 
+def test_an_edit_at_a_checkpoint_forks_and_the_forks_history_leads_back(server):
+    # Given
+    thread_id = approved_refund(server)
+    agent = server.sdk("agent")
+    before_question = agent.threads.get_history(thread_id)[2]["checkpoint_id"]
+    before = stored(server, thread_id)
+
+    # When the agent edits the state at the checkpoint before the question
+    edited = agent.threads.update_state(
+        thread_id, {"refund_amount": 90.0}, checkpoint_id=before_question
+    )
+
+    # Then a new thread holds the edit, its history leads back, and the source is as it was
+    fork_id = edited["configurable"]["thread_id"]
+    assert fork_id != thread_id
+    assert stored(server, thread_id) == before
+    assert agent.threads.get_state(fork_id)["values"]["refund_amount"] == 90.0
+    first = agent.threads.get_history(fork_id)[-1]
+    assert first["metadata"]["source"] == "fork"
+    assert first["parent_checkpoint"]["thread_id"] == thread_id
+    assert first["parent_checkpoint"]["checkpoint_id"] == before_question
+
+
 # -- a version, a moment, a diff ---------------------------------------------------------
 
 
