@@ -286,9 +286,12 @@ class WorkflowThread(Aggregate):
             **fields,
         )
 
-    def record(self, event_class: type[Event], **fields: Any) -> None:
-        """Append one event, chained to the head. Fields must be plain JSON."""
-        timestamp = datetime.now(UTC)
+    def record(
+        self, event_class: type[Event], timestamp: datetime | None = None, **fields: Any
+    ) -> None:
+        """Append one event, chained to the head, recorded at `timestamp` (default: now).
+        Fields must be plain JSON."""
+        timestamp = timestamp or datetime.now(UTC)
         version = self.version + 1
         digest = event_hash(
             event_class.__name__,
@@ -320,9 +323,11 @@ class WorkflowThread(Aggregate):
         seed = f"{self.thread_id}\x1f{self.version + 1}\x1f{node}\x1f{index}"
         interrupt_id = hashlib.sha256(seed.encode()).hexdigest()[:32]
         seconds = policy.get("deadline_seconds")
-        due_by = None if seconds is None else _due(datetime.now(UTC), seconds)
+        raised_at = datetime.now(UTC)  # due by is counted from the event's own time
+        due_by = None if seconds is None else _due(raised_at, seconds)
         self.record(
             self.InterruptRaised,
+            raised_at,
             step=step,
             node=node,
             interrupt_id=interrupt_id,

@@ -302,6 +302,28 @@ def test_nothing_is_overdue_while_no_interrupt_has_a_deadline(mixed_queue, queue
     assert all(row.due_by is None for row in queue.page().items)
 
 
+def test_overdue_rows_are_those_due_by_the_given_now_and_carry_their_due_by(store, runner, queue):
+    # Given one interrupt due in an hour, one due in a day, and one with no deadline
+    hour, day = approval_graph(store, name="hourly"), approval_graph(store, name="daily")
+    hour.set_interrupt_deadline(3600)
+    day.set_interrupt_deadline(timedelta(days=1))
+    ask_for(hour, "soon")
+    ask_for(day, "later")
+    ask_for(approval_graph(store), "never")
+    rows = {row.thread_id: row for row in caught_up(runner, queue).items}
+
+    # When the queue is read two hours after the first was raised
+    now = moment(rows["soon"].raised_at) + timedelta(hours=2)
+    page = queue.page(overdue=True, now=now)
+
+    # Then only the hourly one is overdue; each row's due_by is its raised_at plus the deadline
+    assert [row.thread_id for row in page.items] == ["soon"]
+    assert page.total == 1
+    assert moment(rows["soon"].due_by) - moment(rows["soon"].raised_at) == timedelta(hours=1)
+    assert moment(rows["later"].due_by) - moment(rows["later"].raised_at) == timedelta(days=1)
+    assert rows["never"].due_by is None
+
+
 # -- order and paging ------------------------------------------------------
 
 
