@@ -65,9 +65,11 @@ def register(commands: Any) -> None:
             "chain, and check that each aggregate's versions run 1, 2, 3... in the order of "
             "their positions, with nothing missing. With THREAD: that thread only. With "
             "--seal: also check that the log up to the seal's position is exactly what was "
-            "sealed. With --bundle: check an evidence bundle, without the database. Exit "
-            "status 0 if everything holds, 1 if not (each problem is listed with its thread, "
-            "version and position), 2 for a usage error."
+            "sealed. With --bundle: check an evidence bundle, without the database; it fails "
+            "if any of its events is not covered by a valid seal (see --allow-unsealed), and "
+            "says whether anything shows that its last events were not cut off (see "
+            "--require-complete). Exit status 0 if everything holds, 1 if not (each problem is "
+            "listed with its thread, version and position), 2 for a usage error."
         ),
     )
     verify.add_argument("thread", nargs="?", metavar="THREAD", help="only this thread")
@@ -79,6 +81,22 @@ def register(commands: Any) -> None:
     )
     verify.add_argument(
         "--bundle", metavar="FILE", help="an evidence bundle from `holdpoint export`"
+    )
+    verify.add_argument(
+        "--allow-unsealed",
+        action="store_true",
+        help="with --bundle: accept events no valid seal covers (a bundle with no seal, or "
+        "events after the seal's position), checked as a hash chain only, which whoever edits "
+        "the file can recompute; without it such a bundle fails (run `holdpoint seal`, then "
+        "export again)",
+    )
+    verify.add_argument(
+        "--require-complete",
+        action="store_true",
+        help="with --bundle: also fail unless the bundle shows that it ends where the thread "
+        "did when exported: by a head signed with the seal key (export with "
+        f"{KEY_VARIABLE} set), or a sealed ThreadCancelled as its last event. No proof can "
+        "show events recorded after the export",
     )
     verify.add_argument(
         "--public-key",
@@ -128,8 +146,12 @@ def register(commands: Any) -> None:
             "Write one thread's evidence bundle: its events exactly as stored, the latest seal "
             "with a Merkle inclusion proof for each event it covers, the graph and its digest, "
             "and the decisions with the reviewers' identities. The whole log is verified "
-            "against the seal first; on any problem nothing is written (exit status 1). "
-            "`holdpoint verify --bundle FILE` checks a bundle with no database."
+            "against the seal first; on any problem nothing is written (exit status 1). If "
+            f"{KEY_VARIABLE} is set, the thread's head as exported (its last event) is signed "
+            "with that key, which must be the latest seal's: a check then tells the bundle from "
+            "one with its last events cut off. `holdpoint verify --bundle FILE` checks a bundle "
+            "with no database; it fails if an event was recorded after the latest seal: run "
+            "`holdpoint seal` first."
         ),
     )
     export.add_argument("thread", metavar="THREAD", help="the thread to export")
@@ -192,19 +214,10 @@ def _emit(data: dict[str, Any], lines: list[str], problems: list[Problem], *, as
 
 def _verify(args: argparse.Namespace) -> int:
     if args.bundle is not None:
-        from audit.evidence import verify_bundle_file  # noqa: PLC0415
-
-        if args.thread is not None or args.seal is not None:
-            msg = "--bundle checks a bundle file alone: give no THREAD and no --seal with it"
-            raise UsageError(msg)
-        trusted, trusted_by = _trusted_key(args.public_key)
-        verdict = verify_bundle_file(args.bundle, trusted)
-        return _emit(
-            bundle_data(verdict, trusted_by),
-            bundle_lines(verdict, trusted_by),
-            verdict.problems,
-            as_json=args.json,
-        )
+        return _verify_bundle(args)
+    if args.allow_unsealed or args.require_complete:
+        msg = "--allow-unsealed and --require-complete check a bundle: give them with --bundle"
+        raise UsageError(msg)
     if args.thread is not None and args.seal is not None:
         msg = "--seal checks the whole log: give no THREAD with it"
         raise UsageError(msg)
@@ -229,6 +242,30 @@ def _verify(args: argparse.Namespace) -> int:
     return _emit(
         verdict_data(scan.verdict), verdict_lines(scan.verdict), problems, as_json=args.json
     )
+
+
+def _verify_bundle(args: argparse.Namespace) -> int:
+    from audit.evidence import completeness_line, refusals, verify_bundle_file  # noqa: PLC0415
+
+    if args.thread is not None or args.seal is not None:
+        msg = "--bundle checks a bundle file alone: give no THREAD and no --seal with it"
+        raise UsageError(msg)
+    trusted, trusted_by = _trusted_key(args.public_key)
+    verdict = verify_bundle_file(args.bundle, trusted)
+    refused = refusals(
+        verdict, allow_unsealed=args.allow_unsealed, require_complete=args.require_complete
+    )
+    data = {
+        **bundle_data(verdict, trusted_by),
+        "ok": verdict.ok and not refused,
+        "covered": verdict.covered,
+        "complete": verdict.complete,
+        "last_version": verdict.last_version,
+        "refused": refused,
+    }
+    lines = [*bundle_lines(verdict, trusted_by), completeness_line(verdict)]
+    lines += [f"REFUSED: {reason}." for reason in refused]
+    return _emit(data, lines, verdict.problems, as_json=args.json)
 
 
 def _verify_with_seal(args: argparse.Namespace) -> int:
@@ -323,13 +360,17 @@ def _seal(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from audit.evidence import export_thread, write_bundle  # noqa: PLC0415
+    from audit.signing import load_private_key  # noqa: PLC0415
 
     out = _writable(args.out)
+    key = load_private_key() if os.environ.get(KEY_VARIABLE) else None
     with open_store() as store:
         bar = ProgressBar()
         try:
             with _whole_log():
-                bundle, problems = export_thread(store, args.thread, jobs=args.jobs, progress=bar)
+                bundle, problems = export_thread(
+                    store, args.thread, jobs=args.jobs, progress=bar, key=key
+                )
         finally:
             bar.finish()
     if bundle is None:
@@ -343,17 +384,28 @@ def _export(args: argparse.Namespace) -> int:
     print(f"Wrote the evidence bundle of thread {args.thread!r} ({len(events)} events) to {out}.")
     if bundle["seal"] is None:
         print(
-            "No seal is recorded yet: the bundle proves its chain only. Run `holdpoint seal`, "
-            "then export again.",
+            "No seal is recorded yet: the bundle proves its chain only, and `holdpoint verify "
+            "--bundle` refuses it (unless --allow-unsealed). Run `holdpoint seal`, then export "
+            "again.",
             file=sys.stderr,
         )
     elif sealed < len(events):
         print(
-            f"{len(events) - sealed} of its events were recorded after the latest seal: run "
-            "`holdpoint seal`, then export again, to cover them.",
+            f"{len(events) - sealed} of its events were recorded after the latest seal, and "
+            "`holdpoint verify --bundle` refuses it (unless --allow-unsealed): run `holdpoint "
+            "seal`, then export again, to cover them.",
             file=sys.stderr,
         )
     else:
         position = bundle["seal"]["position"]
         print(f"All {sealed} events are covered by the seal at position {position:,}.")
+    if bundle["head"] is not None:
+        head = bundle["head"]
+        print(f"Its head, version {head['version']}, is signed with key {head['key_id']}.")
+    else:
+        print(
+            f"{KEY_VARIABLE} is not set: the bundle carries no signed head, so a check cannot "
+            "tell it from one with its last events cut off (unless the thread was cancelled).",
+            file=sys.stderr,
+        )
     return 0

@@ -3,10 +3,17 @@
 A bundle holds the thread's events exactly as stored (`stored`: the stored
 JSON text), each with its position in the log and, where a seal covers it,
 the Merkle inclusion proof that ties it to the seal's signed root; the seal
-itself; and, for the reader, the graph, its digest and the decisions with
-the reviewers' identities. Every readable section is recomputed from the
-events when the bundle is checked, so an edited summary is caught like an
-edited event.
+itself; when the exporter held the seal key, a signed statement of the
+thread's head as exported (`head`); and, for the reader, the graph, its
+digest and the decisions with the reviewers' identities. Every readable
+section is recomputed from the events when the bundle is checked, so an
+edited summary is caught like an edited event.
+
+An inclusion proof shows that an event is in the sealed log, never that no
+later event of the thread is: a bundle with its last events cut off proves
+the rest as well as the whole did. Only the signed head, or a sealed final
+event (`ThreadCancelled`, after which a thread records nothing), shows that
+the bundle ends where the thread did when it was exported (`complete`).
 """
 
 from __future__ import annotations
@@ -18,12 +25,16 @@ from typing import Any
 
 from domain.diagnosis import decode_state, diagnose, reference_transcoder
 from domain.errors import HoldpointError
-from domain.integrity import ALTERED, FORGED, Problem, Row, event_name
+from domain.integrity import ALTERED, FORGED, MISSING, Problem, Row, event_name
 from domain.merkle import leaf_data, leaf_hash, verify_inclusion
 from domain.seal import Seal, SealFormatError
 from domain.thread import thread_uuid
 
 BUNDLE_FORMAT = "holdpoint-evidence/1"
+HEAD_FORMAT = "holdpoint-bundle-head/1"
+# Nothing is recorded in a thread after it. Not so ThreadCompleted or ThreadFailed: new
+# input, a retry or a human's edit may follow them.
+FINAL_EVENT = "ThreadCancelled"
 Proof = tuple[int, list[str]]  # (leaf index, sibling hashes from the leaf up)
 _EVENT_FIELDS: dict[str, type | tuple[type, ...]] = {
     "position": int,
@@ -81,14 +92,31 @@ def summary_of(rows: Sequence[Row]) -> dict[str, Any]:
     return {**graph, "decisions": decisions}
 
 
+def head_statement(thread_id: str, rows: Sequence[Row], exported_at: datetime) -> dict[str, Any]:
+    """The statement, to sign with the seal key, that the thread's head was its last row
+    (that event, at that position) when it was exported at `exported_at`."""
+    position, aggregate_id, version, topic, state = max(rows, key=lambda row: row[2])
+    return {
+        "format": HEAD_FORMAT,
+        "thread_id": thread_id,
+        "aggregate_id": aggregate_id,
+        "version": version,
+        "position": position,
+        "leaf": leaf_hash(leaf_data(position, aggregate_id, version, topic, state)).hex(),
+        "exported_at": exported_at.isoformat(),
+    }
+
+
 def build_bundle(
     thread_id: str,
     rows: Sequence[Row],
     seal: dict[str, Any] | None,
     proofs: dict[int, Proof],
     exported_at: datetime,
+    head: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The bundle of one thread's rows (all of them), with proofs by position."""
+    """The bundle of one thread's rows (all of them), with proofs by position and, if
+    given, the signed `head_statement` of the same rows and `exported_at`."""
     events = []
     for position, _, version, topic, state in sorted(rows, key=lambda row: row[2]):
         try:
@@ -114,6 +142,7 @@ def build_bundle(
         "exported_at": exported_at.isoformat(),
         **summary_of(rows),
         "seal": seal,
+        "head": head,
         "events": events,
     }
 
@@ -129,10 +158,26 @@ class BundleVerdict:
     seal: Seal | None = None
     signature_problem: str | None = None
     problems: list[Problem] = field(default_factory=list)
+    last_version: int = 0
+    last_event: str = ""
+    head: dict[str, Any] | None = None  # the signed head statement, when it holds and matches
+    # What shows that the bundle ends where the thread did when exported: "signed head",
+    # "final event", or None (nothing does: its last events may have been cut off).
+    complete: str | None = None
 
     @property
     def ok(self) -> bool:
+        """Nothing the bundle holds was found altered, forged or missing. Not that it
+        proves much: see `covered` and `complete`."""
         return self.signature_problem is None and not self.problems
+
+    @property
+    def covered(self) -> bool:
+        """Every event is proven in the sealed log, by a seal whose signature holds:
+        without that, the events are a hash chain that whoever edits the file recomputes."""
+        return (
+            self.seal is not None and self.signature_problem is None and self.sealed == self.events
+        )
 
 
 def _rows(bundle: Any) -> tuple[str, list[Row], list[dict[str, Any]]]:
@@ -200,7 +245,69 @@ def check_bundle(
                     thread_id,
                 )
             )
+    last = max(rows, key=lambda row: row[2])
+    verdict.last_version, verdict.last_event = last[2], event_name(last[3])
+    if bundle.get("head") is not None:
+        problems += _head_problems(verdict, bundle, last, check_signature)
+    if verdict.covered and not problems:
+        if verdict.head is not None:
+            verdict.complete = "signed head"
+        elif verdict.last_event == FINAL_EVENT:
+            verdict.complete = "final event"
     return verdict
+
+
+def _versions_were(first: int, last: int) -> str:
+    return f"version {first} was" if first == last else f"versions {first}-{last} were"
+
+
+def _head_problems(
+    verdict: BundleVerdict,
+    bundle: dict[str, Any],
+    last: Row,
+    check_signature: Callable[[dict[str, Any]], str | None],
+) -> list[Problem]:
+    """The signed head against the bundle's last event; sets `verdict.head` if it holds."""
+    head, thread_id = bundle["head"], verdict.thread_id
+    position, aggregate_id, version, topic, state = last
+    seal = verdict.seal
+
+    def problem(kind: str, detail: str, named: int | None = None) -> list[Problem]:
+        detail = f"the bundle's signed head: {detail}"
+        return [Problem(kind, detail, aggregate_id, thread_id, named)]
+
+    if not isinstance(head, dict) or head.get("format") != HEAD_FORMAT:
+        return problem(FORGED, f"not a head statement (its format must be {HEAD_FORMAT!r})")
+    why = check_signature(head)
+    if why is not None:
+        return problem(FORGED, why)
+    if seal is not None and head.get("public_key") != seal.document["public_key"]:
+        return problem(FORGED, f"signed by key {head.get('key_id')}, the seal by {seal.key_id}")
+    if (head.get("thread_id"), head.get("aggregate_id")) != (thread_id, aggregate_id):
+        return problem(FORGED, "it names another thread")
+    if head.get("exported_at") != bundle.get("exported_at"):
+        return problem(ALTERED, "the bundle's 'exported_at' is not the time it states: edited")
+    signed = head.get("version")
+    if not isinstance(signed, int) or isinstance(signed, bool):
+        return problem(FORGED, "it names no version")
+    if signed > version:
+        detail = (
+            f"the thread's head was version {signed} when exported, and the bundle ends at "
+            f"version {version}: {_versions_were(version + 1, signed)} cut from its end"
+        )
+        return problem(MISSING, detail, signed)
+    if signed < version:
+        detail = (
+            f"the thread's head was version {signed} when exported: "
+            f"{_versions_were(signed + 1, version)} added to the bundle since"
+        )
+        return problem(FORGED, detail, version)
+    leaf = leaf_hash(leaf_data(position, aggregate_id, version, topic, state)).hex()
+    if (head.get("position"), head.get("leaf")) != (position, leaf):
+        detail = f"version {version} is not the event, or not at the position, it signed"
+        return problem(ALTERED, detail, version)
+    verdict.head = head
+    return []
 
 
 def _inclusion(

@@ -19,6 +19,7 @@ from domain.store import open_store
 from tests.audit.conftest import record_threads
 from tests.audit.tamper import Tamper
 from tests.conftest import store_url
+from tests.graphs import refund_graph
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -221,11 +222,17 @@ def test_export_then_verify_the_bundle_with_no_store_at_all(recorded_url, key, t
     exported = holdpoint(recorded_url, "export", "t1", "--out", str(bundle))
     checked = holdpoint("sqlite:////no/such/store.db", "verify", "--bundle", str(bundle))
 
-    # Then
+    # Then: exported with no key, nothing shows its last events were not cut off, and
+    # it says so; that alone does not fail it
     assert exported.returncode == 0, exported.stderr
     assert "All 9 events are covered by the seal at position 27." in exported.stdout
+    assert "HOLDPOINT_SEAL_KEY is not set: the bundle carries no signed head" in exported.stderr
     assert checked.returncode == 0, checked.stdout
     assert "Inclusion: 9 of 9 events proven in the sealed log." in checked.stdout
+    assert (
+        "NOT PROVEN COMPLETE: the bundle ends at version 9 (StateEdited); the thread may have "
+        "later events"
+    ) in checked.stdout
 
 
 def test_a_tampered_bundle_fails_with_the_version_and_the_reason(recorded_url, key, tmp_path):
@@ -248,6 +255,124 @@ def test_a_tampered_bundle_fails_with_the_version_and_the_reason(recorded_url, k
     ) in done.stdout.splitlines()
 
 
+def rewrite(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def test_a_bundle_exported_with_the_seal_key_is_complete_and_fails_once_cut_short(
+    recorded_url, key, tmp_path
+):
+    # Given
+    assert holdpoint(recorded_url, "seal", key=key).returncode == 0
+    bundle = tmp_path / "t1.json"
+    exported = holdpoint(recorded_url, "export", "t1", "--out", str(bundle), key=key)
+    whole = holdpoint(recorded_url, "verify", "--bundle", str(bundle), "--require-complete")
+
+    # When: the edit recorded after ThreadCompleted cut off
+    rewrite(bundle, lambda data: data["events"].pop())
+    cut = holdpoint(recorded_url, "verify", "--bundle", str(bundle))
+
+    # Then
+    assert "Its head, version 9, is signed with key " in exported.stdout
+    assert whole.returncode == 0, whole.stdout
+    assert "Complete as exported: key " in whole.stdout
+    assert "signed that the thread's head was version 9 (StateEdited) when" in whole.stdout
+    assert cut.returncode == 1
+    assert (
+        "  thread 't1', version 9: missing: the bundle's signed head: the thread's head was "
+        "version 9 when exported, and the bundle ends at version 8: version 9 was cut from its end"
+    ) in cut.stdout.splitlines()
+
+
+def test_require_complete_refuses_a_bundle_with_no_signed_head(recorded_url, key, tmp_path):
+    # Given: exported with no key, then cut back to its ThreadCompleted
+    assert holdpoint(recorded_url, "seal", key=key).returncode == 0
+    bundle = tmp_path / "t1.json"
+    holdpoint(recorded_url, "export", "t1", "--out", str(bundle))
+    rewrite(bundle, lambda data: data["events"].pop())
+
+    # When
+    plain = holdpoint(recorded_url, "verify", "--bundle", str(bundle))
+    required = holdpoint(recorded_url, "verify", "--bundle", str(bundle), "--require-complete")
+
+    # Then
+    assert plain.returncode == 0, plain.stdout
+    assert "NOT PROVEN COMPLETE: the bundle ends at version 8 (ThreadCompleted);" in plain.stdout
+    assert required.returncode == 1
+    assert required.stdout.splitlines()[-2:] == [
+        "REFUSED: --require-complete: nothing shows that the bundle ends where the thread did "
+        "when it was exported (see above).",
+        "FAILED",
+    ]
+
+
+def _no_seal(data):
+    data["seal"] = None
+
+
+def _moved_past_the_seal(data):
+    for event in data["events"][4:]:
+        event.update(position=27 + event["version"], proof=None, leaf_index=None)
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (_no_seal, "REFUSED: the bundle holds no seal: its events are checked as a hash chain"),
+        (_moved_past_the_seal, "REFUSED: no seal covers versions 5-9, at positions after the"),
+    ],
+)
+def test_a_bundle_not_all_covered_by_a_valid_seal_fails_unless_allowed(
+    recorded_url, key, tmp_path, change, reason
+):
+    # Given
+    assert holdpoint(recorded_url, "seal", key=key).returncode == 0
+    bundle = tmp_path / "t1.json"
+    holdpoint(recorded_url, "export", "t1", "--out", str(bundle))
+    rewrite(bundle, change)
+    check = ["verify", "--bundle", str(bundle), "--public-key", f"{key}.pub"]
+
+    # When
+    strict = holdpoint(recorded_url, *check)
+    allowed = holdpoint(recorded_url, *check, "--allow-unsealed")
+
+    # Then
+    assert strict.returncode == 1
+    assert [line for line in strict.stdout.splitlines() if line.startswith(reason)]
+    assert strict.stdout.splitlines()[-1] == "FAILED"
+    assert allowed.returncode == 0, allowed.stdout
+    assert "NOT SEALED: versions " in allowed.stdout
+
+
+def test_events_recorded_after_the_seal_fail_the_bundle_until_sealed_and_exported_again(
+    recorded_url, key, tmp_path
+):
+    # Given: t1 edited after the seal
+    assert holdpoint(recorded_url, "seal", key=key).returncode == 0
+    with open_store(recorded_url) as store:
+        refund_graph(store).update_state({"configurable": {"thread_id": "t1"}}, {"approved": True})
+    bundle = tmp_path / "t1.json"
+
+    # When
+    exported = holdpoint(recorded_url, "export", "t1", "--out", str(bundle))
+    before = holdpoint(recorded_url, "verify", "--bundle", str(bundle))
+    assert holdpoint(recorded_url, "seal", key=key).returncode == 0
+    holdpoint(recorded_url, "export", "t1", "--out", str(bundle))
+    after = holdpoint(recorded_url, "verify", "--bundle", str(bundle))
+
+    # Then
+    assert "1 of its events were recorded after the latest seal" in exported.stderr
+    assert before.returncode == 1
+    assert (
+        "REFUSED: no seal covers version 10, at positions after the seal's (27): whoever edits "
+        "the file can change it unseen. If recorded after the seal, run `holdpoint seal`, then "
+        "export again (--allow-unsealed accepts it as it is)."
+    ) in before.stdout.splitlines()
+    assert after.returncode == 0, after.stdout
+
+
 def test_export_of_an_unknown_thread_or_to_a_bad_path_writes_nothing(recorded_url, tmp_path):
     # When
     unknown = refused(recorded_url, "export", "nope", "--out", str(tmp_path / "b.json"))
@@ -266,14 +391,25 @@ def test_options_that_do_not_go_together_are_refused(recorded_url, tmp_path):
     assert "give it with --seal or --bundle" in refused(
         recorded_url, "verify", "--public-key", "0" * 64
     )
+    assert "give them with --bundle" in refused(recorded_url, "verify", "--allow-unsealed")
 
 
 @pytest.mark.parametrize(
     ("command", "mentions"),
     [
-        ("verify", ["--seal FILE", "--bundle FILE", "--public-key KEY", "Exit status 0"]),
+        (
+            "verify",
+            [
+                "--seal FILE",
+                "--bundle FILE",
+                "--public-key KEY",
+                "Exit status 0",
+                "--allow-unsealed",
+                "--require-complete",
+            ],
+        ),
         ("seal", ["HOLDPOINT_SEAL_KEY", "--init-key PATH", "AuditSealed"]),
-        ("export", ["--out FILE", "inclusion proof", "verify --bundle"]),
+        ("export", ["--out FILE", "inclusion proof", "verify --bundle", "HOLDPOINT_SEAL_KEY"]),
     ],
 )
 def test_help_describes_each_command(recorded_url, command, mentions):

@@ -1,16 +1,23 @@
-"""Evidence bundles: exported from a sealed store, checked with no database at all."""
+"""Evidence bundles: exported from a sealed store, checked with no database at all.
+
+What a bundle proves has two limits the checks must state: an event no valid
+seal covers is a hash chain anyone editing the file can recompute (`covered`,
+`refusals`), and an inclusion proof never shows that no later event exists
+(`complete`: only a head signed at export, or a sealed final event, does).
+"""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from audit.evidence import export_thread, verify_bundle_file, write_bundle
+from audit.evidence import export_thread, refusals, verify_bundle_file, write_bundle
 from audit.seals import make_seal
-from audit.signing import generate_key, load_private_key, public_hex
-from domain.evidence import BundleFormatError
+from audit.signing import SealKeyError, generate_key, load_private_key, public_hex, sign
+from domain.evidence import BundleFormatError, head_statement
 from domain.integrity import ALTERED, FORGED, MISSING
 from domain.store import open_store
 from domain.types import Command
@@ -33,9 +40,9 @@ def sealed(recorded, key):
     return url, tamper, document
 
 
-def export(url: str, thread_id: str, path: Path) -> Path:
+def export(url: str, thread_id: str, path: Path, key=None) -> Path:
     with open_store(url) as store:
-        bundle, problems = export_thread(store, thread_id, jobs=1)
+        bundle, problems = export_thread(store, thread_id, jobs=1, key=key)
     assert problems == []
     assert bundle is not None
     write_bundle(bundle, path)
@@ -187,10 +194,16 @@ def test_events_recorded_after_the_seal_are_exported_and_reported_not_sealed(sea
     # When
     verdict = verify_bundle_file(str(path), None)
 
-    # Then
+    # Then: nothing in it is wrong, but the new events are not proven: it is refused
+    # unless partial bundles are allowed, with what to do
     assert verdict.ok is True
     assert verdict.sealed == EVENTS_PER_THREAD
     assert verdict.unsealed_versions == list(range(EVENTS_PER_THREAD + 1, verdict.events + 1))
+    assert verdict.covered is False
+    [reason] = refusals(verdict, allow_unsealed=False, require_complete=False)
+    assert reason.startswith(f"no seal covers versions {EVENTS_PER_THREAD + 1}-{verdict.events}")
+    assert "run `holdpoint seal`, then export again" in reason
+    assert refusals(verdict, allow_unsealed=True, require_complete=False) == []
 
 
 def test_a_store_that_no_longer_matches_its_seal_exports_nothing(sealed):
@@ -234,3 +247,204 @@ def test_a_thread_exported_before_any_seal_verifies_as_a_chain_only(database_url
     assert verdict.ok is True
     assert verdict.seal is None
     assert verdict.unsealed_versions == list(range(1, verdict.events + 1))
+    assert (verdict.covered, verdict.complete) == (False, None)
+    [reason] = refusals(verdict, allow_unsealed=False, require_complete=False)
+    assert reason.startswith("the bundle holds no seal: its events are checked as a hash chain")
+
+
+def test_a_sealed_bundle_with_its_head_signed_at_export_is_complete_as_exported(
+    sealed, key, tmp_path
+):
+    # Given
+    url, _, _ = sealed
+    path = export(url, "t1", tmp_path / "t1.json", key)
+
+    # When
+    verdict = verify_bundle_file(str(path), public_hex(key))
+
+    # Then
+    assert (verdict.ok, verdict.covered, verdict.complete) == (True, True, "signed head")
+    assert (verdict.last_version, verdict.last_event) == (EVENTS_PER_THREAD, "StateEdited")
+    assert refusals(verdict, allow_unsealed=False, require_complete=True) == []
+
+
+def test_a_bundle_with_its_last_event_cut_off_fails_against_its_signed_head(sealed, key, tmp_path):
+    # Given: the edit after completion (version 9) cut; the bundle ends with ThreadCompleted
+    url, _, _ = sealed
+    path = export(url, "t1", tmp_path / "t1.json", key)
+
+    # When
+    verdict = verify_bundle_file(str(edit(path, lambda b: b["events"].pop())), public_hex(key))
+
+    # Then
+    assert verdict.ok is False
+    assert verdict.last_event == "ThreadCompleted"
+    assert verdict.complete is None
+    [problem] = verdict.problems
+    assert (problem.kind, problem.version) == (MISSING, 9)
+    assert problem.detail.endswith("the bundle ends at version 8: version 9 was cut from its end")
+
+
+def test_without_a_signed_head_a_bundle_cut_short_is_not_proven_complete(sealed, tmp_path):
+    # Given: exported with no key; its last two events cut, so it ends with a node's output
+    url, _, _ = sealed
+    path = export(url, "t1", tmp_path / "t1.json")
+    whole = verify_bundle_file(str(path), None)
+
+    def cut_two(bundle):
+        del bundle["events"][7:]
+
+    # When
+    cut = verify_bundle_file(str(edit(path, cut_two)), None)
+
+    # Then: nothing in either is wrong, and neither shows it is the whole thread
+    assert (cut.ok, cut.covered, cut.last_version) == (True, True, 7)
+    assert whole.complete is cut.complete is None
+    assert refusals(cut, allow_unsealed=False, require_complete=False) == []
+    [reason] = refusals(cut, allow_unsealed=False, require_complete=True)
+    assert reason.startswith("--require-complete: nothing shows that the bundle ends")
+
+
+def test_thread_completed_is_not_taken_as_the_end_of_a_thread(sealed, tmp_path):
+    # Given: cut back to its ThreadCompleted (an edit followed it in the store)
+    url, _, _ = sealed
+    path = export(url, "t2", tmp_path / "t2.json")
+
+    # When
+    verdict = verify_bundle_file(str(edit(path, lambda b: b["events"].pop())), None)
+
+    # Then
+    assert verdict.last_event == "ThreadCompleted"
+    assert verdict.complete is None
+
+
+def test_a_bundle_whose_signed_head_was_removed_is_not_proven_complete(sealed, key, tmp_path):
+    # Given
+    url, _, _ = sealed
+    path = export(url, "t1", tmp_path / "t1.json", key)
+
+    def cut(bundle):
+        bundle["events"].pop()
+        bundle["head"] = None
+
+    # When
+    verdict = verify_bundle_file(str(edit(path, cut)), public_hex(key))
+
+    # Then
+    assert (verdict.ok, verdict.complete) == (True, None)
+    assert refusals(verdict, allow_unsealed=False, require_complete=True) != []
+
+
+def test_a_head_re_signed_for_a_cut_bundle_with_another_key_is_forged(sealed, key, tmp_path):
+    # Given: the last event cut, and a head statement for what is left signed by another key
+    url, _, _ = sealed
+    path = export(url, "t1", tmp_path / "t1.json", key)
+    generate_key(tmp_path / "other.key")
+    other = load_private_key(str(tmp_path / "other.key"))
+
+    def forge(bundle):
+        bundle["events"].pop()
+        rows = [
+            (e["position"], bundle["aggregate_id"], e["version"], e["topic"], e["stored"].encode())
+            for e in bundle["events"]
+        ]
+        moment = datetime.fromisoformat(bundle["exported_at"])
+        bundle["head"] = sign(head_statement("t1", rows, moment), other)
+
+    # When
+    edit(path, forge)
+    trusting_the_seal = verify_bundle_file(str(path), None)
+    trusting_mine = verify_bundle_file(str(path), public_hex(key))
+
+    # Then
+    [problem] = trusting_the_seal.problems
+    assert problem.kind == FORGED
+    assert f"the seal by {trusting_the_seal.seal.key_id}" in problem.detail
+    [problem] = trusting_mine.problems
+    assert "not by the trusted key" in problem.detail
+    assert trusting_the_seal.complete is trusting_mine.complete is None
+
+
+def test_a_sealed_bundle_ending_with_thread_cancelled_is_complete(database_url, key, tmp_path):
+    # Given: a thread cancelled while it waited for a decision, then sealed
+    with open_store(database_url) as store:
+        config = {"configurable": {"thread_id": "stopped"}}
+        refund_graph(store).invoke({"refund_amount": 900.0, "approved": False}, config)
+        store.cancel("stopped", {"id": "rita", "role": "reviewer"}, "duplicate")
+        assert make_seal(store, key, jobs=1)[2] == []
+    path = export(database_url, "stopped", tmp_path / "stopped.json")
+
+    # When
+    verdict = verify_bundle_file(str(path), public_hex(key))
+
+    # Then
+    assert (verdict.ok, verdict.last_event, verdict.complete) == (
+        True,
+        "ThreadCancelled",
+        "final event",
+    )
+
+
+def test_a_bundle_whose_events_were_moved_past_the_seal_is_not_covered(sealed, key, tmp_path):
+    # Given: versions 5-9 relabelled to positions after the seal's, their proofs dropped
+    url, _, document = sealed
+    path = export(url, "t1", tmp_path / "t1.json")
+
+    def move(bundle):
+        for event in bundle["events"][4:]:
+            event.update(position=document["position"] + event["version"], proof=None)
+
+    # When
+    verdict = verify_bundle_file(str(edit(path, move)), public_hex(key))
+
+    # Then
+    assert (verdict.ok, verdict.covered, verdict.sealed) == (True, False, 4)
+    [reason] = refusals(verdict, allow_unsealed=False, require_complete=False)
+    assert reason.startswith("no seal covers versions 5-9, at positions after the seal's")
+
+
+def test_a_bundle_whose_seal_was_removed_is_not_covered(sealed, key, tmp_path):
+    # Given
+    url, _, _ = sealed
+    path = export(url, "t1", tmp_path / "t1.json")
+
+    # When
+    verdict = verify_bundle_file(str(edit(path, lambda b: b.update(seal=None))), public_hex(key))
+
+    # Then
+    assert (verdict.ok, verdict.covered) == (True, False)
+    [reason] = refusals(verdict, allow_unsealed=False, require_complete=False)
+    assert reason.startswith("the bundle holds no seal")
+
+
+def test_exporting_with_a_key_that_did_not_sign_the_latest_seal_is_refused(sealed, tmp_path):
+    # Given
+    url, _, _ = sealed
+    generate_key(tmp_path / "other.key")
+    other = load_private_key(str(tmp_path / "other.key"))
+
+    # Then
+    with open_store(url) as store, pytest.raises(SealKeyError, match="did not sign the latest"):
+        export_thread(store, "t1", jobs=1, key=other)
+
+
+def test_events_after_the_head_the_exporter_signed_are_reported_added(sealed, key, tmp_path):
+    # Given: a head signed at one export, put on a later export that holds one more event
+    url, _, _ = sealed
+    earlier = json.loads(export(url, "t1", tmp_path / "early.json", key).read_text())
+    with open_store(url) as store:
+        refund_graph(store).update_state({"configurable": {"thread_id": "t1"}}, {"approved": True})
+        assert make_seal(store, key, jobs=1)[2] == []
+    path = export(url, "t1", tmp_path / "t1.json")
+
+    def graft(bundle):
+        bundle["head"], bundle["exported_at"] = earlier["head"], earlier["exported_at"]
+
+    # When
+    verdict = verify_bundle_file(str(edit(path, graft)), public_hex(key))
+
+    # Then
+    [problem] = verdict.problems
+    assert (problem.kind, problem.version) == (FORGED, EVENTS_PER_THREAD + 1)
+    assert problem.detail.endswith("version 10 was added to the bundle since")
+    assert verdict.complete is None
