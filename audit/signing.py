@@ -140,9 +140,9 @@ def signature_problem(document: dict[str, Any], trusted: str | None = None) -> s
         signature = bytes.fromhex(str(document.get("signature", "")))
         verifier.verify(signature, statement_bytes(document))
     except (ValueError, InvalidSignature):
-        return "the signature does not verify: the seal was altered, or not signed by its key"
+        return "the signature does not verify: the statement was altered, or not signed by its key"
     if key_id(public) != document.get("key_id"):
-        return "the seal's key_id is not its public key's id"
+        return "the statement's key_id is not its public key's id"
     return None
 
 

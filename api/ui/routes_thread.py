@@ -76,7 +76,8 @@ def thread_page(
 async def export_evidence(
     thread_id: str, request: Request, services: ServicesDep, viewer: AuditingViewer
 ) -> Response:
-    """The evidence bundle `holdpoint export` writes, as a download; refused on a bad log."""
+    """The evidence bundle `holdpoint export` writes without the seal key, as a download (so
+    without a signed head: see docs/integrity.md); refused on a bad log."""
     form = await read_form(request)
     check_form(services, request, form, viewer.session.csrf_token, viewer.principal)
     bundle, problems = await run_in_threadpool(export_thread, services.store, thread_id)
