@@ -258,3 +258,24 @@ def test_the_report_counts_what_the_rows_say(db, history, case):
 def test_the_backlog_ages_are_cut_where_the_rows_say(db, history, age):
     # `now` exactly a bucket's limit after an open interrupt was raised: it is in the older bucket.
     check(db, history, now=an_open_row_raised(history[0], 3) + timedelta(seconds=AGE_CASES[age]))
+
+
+def test_an_interrupt_with_no_known_outcome_is_not_accounted_for(db, history):
+    # Given one more interrupt in the period whose outcome is none the report knows
+    lost = Row("lost-1", "t-lost", "g1", utc_text(BASE + timedelta(hours=1)), None, 0, "vanished")
+    with db.transaction() as cursor:
+        columns = ", ".join(Row.__dataclass_fields__)
+        cursor.execute(
+            f"INSERT INTO {db.table(INTERRUPTS)} ({columns}) VALUES ({', '.join(['%s'] * 16)})",
+            astuple(lost),
+        )
+
+    # When
+    coverage = oversight_report(db, since=BASE - timedelta(days=1), until=BASE + timedelta(days=8))[
+        "coverage"
+    ]
+
+    # Then
+    known = ("decided", "expired", "cancelled", "superseded", "open")
+    assert coverage["raised"] == sum(coverage[name] for name in known) + 1
+    assert coverage["accounted_for"] is False
