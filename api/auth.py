@@ -1,13 +1,14 @@
 """Who is calling, and may they: API keys, roles, and the refusals on record.
 
 A key comes as `Authorization: Bearer <key>` or `x-api-key: <key>` (what the
-LangGraph SDK sends). Each endpoint needs one permission; each permission is
-held by some roles (`PERMISSIONS`). Every refusal (no key, an unknown or
-revoked key, a role without the permission) is recorded with the keyring
-before the 401 or 403 goes out, so auditors can read it; so is the first
-429 of a key over its rate limit (`throttle`), and the first 429 of a client
-address that sent too many requests without a valid key (the 401s it would
-otherwise get are then not recorded, so a flood cannot grow the store).
+LangGraph SDK sends). Each endpoint needs one permission (a run endpoint: to
+run, or to decide when the run resumes); each permission is held by some roles
+(`PERMISSIONS`). Every refusal (no key, an unknown or revoked key, a role
+without the permission) is recorded with the keyring before the 401 or 403
+goes out, so auditors can read it; so is the first 429 of a key over its rate
+limit (`throttle`), and the first 429 of a client address that sent too many
+requests without a valid key (the 401s it would otherwise get are then not
+recorded, so a flood cannot grow the store).
 """
 
 from __future__ import annotations
@@ -160,16 +161,21 @@ async def authenticate_async(request: Request, services: Services) -> Principal:
     return principal
 
 
+def roles_holding(*permissions: Permission) -> tuple[str, ...]:
+    """The roles that hold at least one of `permissions`."""
+    return tuple(dict.fromkeys(role for p in permissions for role in PERMISSIONS[p]))
+
+
 def check(
-    request: Request, services: Services, principal: Principal, permission: Permission
+    request: Request, services: Services, principal: Principal, *permissions: Permission
 ) -> None:
-    """403, recorded, unless the principal's role holds the permission."""
-    roles = PERMISSIONS[permission]
+    """403, recorded, unless the principal's role holds one of the permissions."""
+    roles = roles_holding(*permissions)
     if principal.role in roles:
         return
     message = (
         f"Principal {principal.id!r} has role {principal.role!r}, which may not "
-        f"{permission.value}: that needs {' or '.join(roles)}"
+        f"{' or '.join(p.value for p in permissions)}: that needs {' or '.join(roles)}"
     )
     raise refuse(services, request, principal, 403, "wrong_role", message)
 
@@ -220,27 +226,34 @@ def _over_limit(
     return too_many_requests(message, verdict.retry_after), verdict.first_refusal
 
 
-def requires(permission: Permission) -> Any:
-    """A dependency: the authenticated principal, if it holds `permission`.
+def requires(permission: Permission, *alternatives: Permission) -> Any:
+    """A dependency: the authenticated principal, if it holds `permission` (or one of the
+    `alternatives`: the endpoint then checks which one the request needs).
 
     Async, so that a request that passes costs no trip to a worker thread on an
     embedded store (see `authenticate_async`).
     """
+    permissions = (permission, *alternatives)
+    roles = roles_holding(*permissions)
 
     async def dependency(request: Request, _key: KeyHeader, _bearer: BearerHeader) -> Principal:
         services: Services = request.app.state.services  # as `get_services`, one step less
         principal = await authenticate_async(request, services)
-        if principal.role not in PERMISSIONS[permission]:
-            await run_in_threadpool(check, request, services, principal, permission)
+        if principal.role not in roles:
+            await run_in_threadpool(check, request, services, principal, *permissions)
         return principal
 
     dependency.permission = permission  # type: ignore[attr-defined]  # for tests and docs
+    dependency.permissions = permissions  # type: ignore[attr-defined]
     return Depends(dependency)
 
 
 Reader = Annotated[Principal, requires(Permission.READ)]
 Runner = Annotated[Principal, requires(Permission.RUN)]
 Decider = Annotated[Principal, requires(Permission.DECIDE)]
+# The run endpoints: a run with input needs RUN, one that resumes needs DECIDE (the body says
+# which: api/run_requests.py `run_permission`); a role with neither is refused at once.
+RunnerOrDecider = Annotated[Principal, requires(Permission.RUN, Permission.DECIDE)]
 Canceller = Annotated[Principal, requires(Permission.CANCEL)]
 QueueReader = Annotated[Principal, requires(Permission.QUEUE)]
 Auditor = Annotated[Principal, requires(Permission.AUDIT)]

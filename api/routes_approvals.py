@@ -84,7 +84,7 @@ def list_approvals(
 @router.post(
     "/approvals/{interrupt_id}/decision",
     summary="Decide an interrupt (approve, reject, edit, respond, escalate)",
-    responses=problem_responses(400, 403, 404, 409, 413),
+    responses=problem_responses(400, 403, 404, 409, 413, 503),
 )
 def post_decision(
     interrupt_id: str,
@@ -115,7 +115,7 @@ def post_decision(
 @router.post(
     "/threads/{thread_id}/cancel",
     summary="Cancel a thread for good (the Article 14(4)(e) stop button)",
-    responses=problem_responses(403, 404, 409),
+    responses=problem_responses(403, 404, 409, 503),
 )
 async def cancel_thread(
     thread_id: str,

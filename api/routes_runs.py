@@ -1,9 +1,12 @@
 """LangGraph-compatible runs: create, wait, stream (SSE), join, get, list.
 
-A run begins in a worker thread (its input or answer checked and committed;
-a bad one fails here, recording nothing) and goes on in the background.
-`wait` and `join` answer with the run's output: the state values, plus
-`__interrupt__` when the thread paused, or `__error__` when a node failed.
+Who may start a run is checked first: a role that may neither run nor decide
+is refused before the body is validated, and the permission the body asks
+for (to run, or to decide when it resumes) before any graph or thread is
+looked up. A run begins in a worker thread (its input or answer checked and
+committed; a bad one fails here, recording nothing) and goes on in the
+background. `wait` and `join` answer with the run's output: the state values,
+plus `__interrupt__` when the thread paused, or `__error__` when a node failed.
 """
 
 from __future__ import annotations
@@ -17,28 +20,30 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import Reader, note, refuse, throttle_async
+from api.auth import (
+    PERMISSIONS,
+    Reader,
+    RunnerOrDecider,
+    check,
+    note,
+    record_refusal,
+    throttle_async,
+)
 from api.positions import POSITION_HEADER
 from api.problems import Problem, problem_responses
 from api.rate_limit import RUNS
 from api.routes_threads import thread_or_404
 from api.run_record import DONE, RunRecord
-from api.run_requests import is_resume, prepare_run
+from api.run_requests import is_resume, prepare_run, refusal_reason, run_permission
 from api.runs import RunRequest
 from api.schemas import RunCreate
 from api.services import Services, ServicesDep
 from api.wire import output_json
-from domain.errors import (
-    ConcurrentUpdateError,
-    NotInterruptedError,
-    ThreadCancelledError,
-    UnknownInterruptError,
-)
 from domain.identity import Principal
 
 router = APIRouter(tags=["runs (LangGraph)"])
 KEEPALIVE_SECONDS = 15.0
-RUN_ERRORS = problem_responses(400, 403, 404, 409, 413)
+RUN_ERRORS = problem_responses(400, 403, 404, 409, 413, 503)
 
 
 async def begin(
@@ -52,8 +57,13 @@ async def begin(
     until_done: bool = False,
 ) -> RunRecord:
     """Check the request and begin the run, in one run worker that then runs it to its end;
-    return once it has begun, or with `until_done` once it has ended."""
+    return once it has begun, or with `until_done` once it has ended.
 
+    The role first (403, recorded), then the rate limit, then the graph and the thread.
+    A refused answer (a resume) is recorded as a refused decision is."""
+    permission = run_permission(body)
+    if principal.role not in PERMISSIONS[permission]:
+        await run_in_threadpool(check, request, services, principal, permission)
     await throttle_async(services, request, principal, RUNS)
 
     def prepare() -> RunRequest:
@@ -63,15 +73,12 @@ async def begin(
 
     try:
         record = await services.runs.launch(prepare, until_done=until_done)
-    except (
-        NotInterruptedError,
-        UnknownInterruptError,
-        ConcurrentUpdateError,
-        ThreadCancelledError,
-    ) as error:
-        if is_resume(body):
-            reason = "conflict" if isinstance(error, ConcurrentUpdateError) else "stale_interrupt"
-            await run_in_threadpool(refuse, services, request, principal, 409, reason, str(error))
+    except Exception as error:
+        reason = refusal_reason(error) if is_resume(body) else None
+        if reason is not None:
+            await run_in_threadpool(
+                record_refusal, services, request, principal, reason, str(error)
+            )
         raise
     services.reservations.drop(record.origin_thread_id)
     note(request, run_id=record.run_id, thread_id=record.thread_id)
@@ -139,7 +146,7 @@ async def create_run(
     request: Request,
     response: Response,
     services: ServicesDep,
-    principal: Reader,
+    principal: RunnerOrDecider,
 ) -> dict[str, Any]:
     """Answers at once, with the run (`status: pending`); join it for its output."""
     record = await begin(services, request, principal, thread_id, body)
@@ -153,7 +160,11 @@ async def create_run(
     responses=RUN_ERRORS,
 )
 async def wait_run(
-    thread_id: str, body: RunCreate, request: Request, services: ServicesDep, principal: Reader
+    thread_id: str,
+    body: RunCreate,
+    request: Request,
+    services: ServicesDep,
+    principal: RunnerOrDecider,
 ) -> JSONResponse:
     record = await begin(services, request, principal, thread_id, body, until_done=True)
     return await finished(record)
@@ -166,7 +177,11 @@ async def wait_run(
     response_class=StreamingResponse,
 )
 async def stream_run(
-    thread_id: str, body: RunCreate, request: Request, services: ServicesDep, principal: Reader
+    thread_id: str,
+    body: RunCreate,
+    request: Request,
+    services: ServicesDep,
+    principal: RunnerOrDecider,
 ) -> StreamingResponse:
     record = await begin(services, request, principal, thread_id, body, streamed=True)
     return streaming(record)
@@ -177,7 +192,11 @@ async def stream_run(
 
 @router.post("/runs", summary="Start a run on a new thread", responses=RUN_ERRORS)
 async def create_stateless_run(
-    body: RunCreate, request: Request, response: Response, services: ServicesDep, principal: Reader
+    body: RunCreate,
+    request: Request,
+    response: Response,
+    services: ServicesDep,
+    principal: RunnerOrDecider,
 ) -> dict[str, Any]:
     record = await begin(services, request, principal, None, body)
     response.headers.update(run_headers(record))
@@ -186,7 +205,7 @@ async def create_stateless_run(
 
 @router.post("/runs/wait", summary="Run on a new thread and wait", responses=RUN_ERRORS)
 async def wait_stateless_run(
-    body: RunCreate, request: Request, services: ServicesDep, principal: Reader
+    body: RunCreate, request: Request, services: ServicesDep, principal: RunnerOrDecider
 ) -> JSONResponse:
     record = await begin(services, request, principal, None, body, until_done=True)
     return await finished(record)
@@ -199,7 +218,7 @@ async def wait_stateless_run(
     response_class=StreamingResponse,
 )
 async def stream_stateless_run(
-    body: RunCreate, request: Request, services: ServicesDep, principal: Reader
+    body: RunCreate, request: Request, services: ServicesDep, principal: RunnerOrDecider
 ) -> StreamingResponse:
     record = await begin(services, request, principal, None, body, streamed=True)
     return streaming(record)

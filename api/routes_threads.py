@@ -47,7 +47,7 @@ def thread_view(services: Services, thread_id: str) -> dict[str, Any]:
 @router.post(
     "/threads",
     summary="Create a thread",
-    responses=problem_responses(403, 409),
+    responses=problem_responses(403, 409, 503),
 )
 async def create_thread(
     body: ThreadCreate,
@@ -166,7 +166,7 @@ def post_state_at(
 @router.post(
     "/threads/{thread_id}/state",
     summary="Update a thread's state (a human's edit, recorded as StateEdited)",
-    responses=problem_responses(403, 404, 409),
+    responses=problem_responses(403, 404, 409, 503),
 )
 async def update_state(
     thread_id: str,

@@ -2,8 +2,11 @@
 
 A run with `command.resume` answers interrupts, so it needs what a decision
 needs (a reviewer or admin, the interrupt's required role, separation of
-duties); any other run needs the agent's permission. The actor always comes
-from the API key: an `actor` in the body's config is dropped.
+duties); any other run needs the agent's permission. Which of the two is
+checked first, from the body alone (`run_permission`), before any graph or
+thread is looked up. The refusals of an answer are recorded as a decision's
+are (`refusal_reason`). The actor always comes from the API key: an `actor`
+in the body's config is dropped.
 """
 
 from __future__ import annotations
@@ -13,15 +16,16 @@ from uuid import uuid4
 
 from fastapi import Request
 
-from api.auth import Permission, check
+from api.auth import Permission
 from api.authority import check_may_decide
-from api.decisions import check_reason
+from api.decisions import LOST_RACE, check_reason
 from api.input_limits import thread_id_problem
 from api.problems import Problem
 from api.runs import RunRequest
 from api.schemas import RunCreate
 from api.services import Services
 from api.wire import assistant_id
+from domain.errors import ConcurrentUpdateError, ThreadNotFoundError
 from domain.identity import Principal
 from domain.runtime import is_interrupt_id
 from domain.types import Command
@@ -59,6 +63,25 @@ def is_resume(body: RunCreate) -> bool:
     return body.command is not None and body.command.resume is not None
 
 
+def run_permission(body: RunCreate) -> Permission:
+    """What the caller must hold: a resume answers interrupts, any other run runs."""
+    return Permission.DECIDE if is_resume(body) else Permission.RUN
+
+
+def refusal_reason(error: Exception) -> str | None:
+    """The reason a resume run refused with `error` is recorded with, as a decision's
+    would be (api/decisions.py); None for an error that is not such a refusal."""
+    if isinstance(error, ConcurrentUpdateError):
+        return "conflict"
+    if isinstance(error, LOST_RACE):
+        return "stale_interrupt"
+    if isinstance(error, ThreadNotFoundError):
+        return "unknown_interrupt"
+    if isinstance(error, Problem):
+        return {"thread-busy": "conflict", "thread-not-found": "unknown_interrupt"}.get(error.code)
+    return None
+
+
 def prepare_run(
     services: Services,
     request: Request,
@@ -68,7 +91,11 @@ def prepare_run(
     *,
     streamed: bool = False,
 ) -> RunRequest:
-    """Check who asks for what on which thread; raise the problem, or return the run."""
+    """Check the request against the thread; raise the problem, or return the run.
+
+    The caller has checked `run_permission` already; the interrupts' own rules
+    (required role, separation of duties) are checked here.
+    """
     graph = services.graph(body.assistant_id)
     if body.interrupt_before or body.interrupt_after:
         msg = (
@@ -104,18 +131,14 @@ def prepare_run(
         for key, value in (user_config.get("configurable") or {}).items()
         if key not in RESERVED_CONFIGURABLE
     }
-    if is_resume(body):
-        check(request, services, principal, Permission.DECIDE)
-        if thread is not None:
-            answered = _answered(body, thread)
-            check_may_decide(services, request, principal, thread, answered)
-            for interrupt_id in answered:
-                if interrupt_id in thread.interrupts:
-                    reason = configurable.get("reason")
-                    field = "body.config.configurable.reason"
-                    check_reason(thread.interrupts[interrupt_id], interrupt_id, reason, field)
-    else:
-        check(request, services, principal, Permission.RUN)
+    if is_resume(body) and thread is not None:
+        answered = _answered(body, thread)
+        check_may_decide(services, request, principal, thread, answered)
+        for interrupt_id in answered:
+            if interrupt_id in thread.interrupts:
+                reason = configurable.get("reason")
+                field = "body.config.configurable.reason"
+                check_reason(thread.interrupts[interrupt_id], interrupt_id, reason, field)
     configurable.update(thread_id=thread_id, actor=principal.as_actor(), run_id=str(uuid4()))
     checkpoint_id = body.checkpoint_id or (
         body.checkpoint.checkpoint_id if body.checkpoint else None

@@ -50,15 +50,16 @@ def serve(
 ) -> int:
     sources, server_table = ([], {}) if config_file is None else read_config(Path(config_file))
     sources += [parse_graph_spec(spec) for spec in graph_specs]
+    flags: dict[str, dict[str, Any]] = {
+        "--host": {"host": host},
+        "--port": {"port": port},
+        "--no-projector": {"projector": False if no_projector else None},
+        "--max-body-bytes": {"max_body_bytes": max_body_bytes},
+    }
     try:
-        settings = ServerSettings.from_env(**server_table).updated(
-            host=host,
-            port=port,
-            projector=False if no_projector else None,
-            max_body_bytes=max_body_bytes,
-        )
-    except (TypeError, ValueError) as error:
-        print(f"holdpoint: error: in {config_file}: {error}", file=sys.stderr)
+        settings = server_settings(config_file, server_table, flags)
+    except SettingsError as error:
+        print(f"holdpoint: error: {error}", file=sys.stderr)
         return 2
     if not settings.projector and not settings.store_url.startswith(("postgresql:", "postgres:")):
         print(
@@ -94,6 +95,31 @@ def serve(
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
     return 0
+
+
+class SettingsError(ValueError):
+    """A setting refused, with where its value came from."""
+
+
+def server_settings(
+    config_file: str | None, server_table: dict[str, Any], flags: dict[str, dict[str, Any]]
+) -> ServerSettings:
+    """The environment, then the config file's `[server]` table, then each flag (by its
+    name, e.g. `--port`); a bad value is refused naming where it came from."""
+    try:
+        settings = ServerSettings.from_env()
+    except (TypeError, ValueError) as error:
+        raise SettingsError(f"in the environment: {error}") from None
+    try:
+        settings = settings.updated(**server_table)
+    except (TypeError, ValueError) as error:
+        raise SettingsError(f"in the config file {config_file}: {error}") from None
+    for flag, values in flags.items():
+        try:
+            settings = settings.updated(**values)
+        except (TypeError, ValueError) as error:
+            raise SettingsError(f"in the command-line flag {flag}: {error}") from None
+    return settings
 
 
 def _ignore(*_: object) -> None:

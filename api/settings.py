@@ -107,6 +107,10 @@ class ServerSettings:
         ):
             msg = f"Server setting step_timeout must be a number of seconds above 0: {timeout!r}"
             raise ValueError(msg)
+        body = known.get("max_body_bytes")
+        if body is not None and body < 1:
+            msg = f"Server setting max_body_bytes must be 1 byte or more: {body!r}"
+            raise ValueError(msg)
         workers = known.get("run_workers")
         if workers is not None and workers < 1:
             msg = f"Server setting run_workers must be 1 or more: {workers!r}"

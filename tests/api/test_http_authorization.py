@@ -3,10 +3,13 @@
 The expected roles are written out here, endpoint by endpoint, as the
 specification: agents start and run threads, reviewers decide and stop,
 auditors read the record, admins do everything, everyone with a key reads
-threads. Each refusal is recorded and readable by auditors.
+threads, their past states included (time travel). Each refusal is recorded
+and readable by auditors.
 """
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 import pytest
 
@@ -39,6 +42,10 @@ def endpoints(t: dict[str, str]) -> list[tuple[str, str, dict | None, set[str]]]
         ("POST", f"/threads/{scratch}/state", {"values": {"refund_amount": 2.0}}, RUN),
         ("POST", f"/threads/{thread}/history", {"limit": 2}, ALL),
         ("GET", f"/threads/{thread}/history", None, ALL),
+        ("GET", f"/threads/{thread}/versions/2", None, ALL),
+        ("GET", f"/threads/{thread}/as-of", {"at": t["now"]}, ALL),
+        ("GET", f"/threads/{thread}/diff", {"from": "1", "to": "2"}, ALL),
+        ("GET", f"/threads/{thread}/lineage", None, ALL),
         ("POST", f"/threads/{scratch}/runs", small, RUN),
         ("POST", f"/threads/{scratch}/runs/wait", small, RUN),
         ("POST", f"/threads/{scratch}/runs/stream", small, RUN),
@@ -68,7 +75,10 @@ OPEN = ["/healthz", "/readyz", "/docs", "/openapi.json"]
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def world(request, tmp_path_factory):
-    with server_on(request.param, tmp_path_factory.mktemp("store")) as server:
+    # Every endpoint is called three times without a valid key, from one address: more
+    # than the default burst of such requests before the address gets 429 (api/rate_limit.py)
+    folder = tmp_path_factory.mktemp("store")
+    with server_on(request.param, folder, auth_failure_burst=1000) as server:
         agent = server.sdk("agent")
         thread = agent.threads.create()["thread_id"]
         run = agent.runs.create(thread, "refund", input={"refund_amount": 500.0})
@@ -80,6 +90,7 @@ def world(request, tmp_path_factory):
             "scratch": scratch,
             "run": run["run_id"],
             "checkpoint": checkpoint,
+            "now": datetime.now(UTC).isoformat(),
         }
         yield server, names
         for (url, _), client in list(_clients.items()):
@@ -172,3 +183,64 @@ def test_refusals_name_who_what_and_why(world):
     assert last["reason"] == "wrong_role"
     assert last["action"] == f"GET /threads/{names['thread']}/audit"
     assert last["target"] == names["thread"]
+
+
+def refusals_after(server, position):
+    """The refusals recorded after log position `position`: (who, reason, action, target)."""
+    with server.http("auditor") as auditor:
+        data = auditor.get("/audit/refusals", params={"after": position, "limit": 1000}).json()
+    return [(r["principal_id"], r["reason"], r["action"], r["target"]) for r in data["data"]]
+
+
+@pytest.mark.parametrize(
+    ("who", "body"),
+    [
+        ("auditor", {"assistant_id": "refund", "input": {"refund_amount": 1.0}}),
+        ("auditor", {"assistant_id": "refund", "command": {"resume": True}}),
+        ("reviewer", {"assistant_id": "refund", "input": {"refund_amount": 1.0}}),
+        ("reviewer", {"assistant_id": "no-such-graph", "input": {"refund_amount": 1.0}}),
+        ("agent", {"assistant_id": "refund", "command": {"resume": True}}),
+        ("agent", {"assistant_id": "no-such-graph", "command": {"resume": True}}),
+    ],
+    ids=["auditor-input", "auditor-resume", "reviewer-input", "reviewer-unknown-graph",
+         "agent-resume", "agent-resume-unknown-graph"],
+)  # fmt: skip
+def test_a_run_by_a_role_that_may_not_send_it_is_403_on_an_unknown_thread_and_recorded(
+    world, who, body
+):
+    # Given a thread id nobody created (and, in some cases, a graph nobody serves)
+    server, _ = world
+    path = "/threads/never-created/runs/wait"
+    position = server.head()
+
+    # When a role that may not send this run sends it there
+    response = call(server, who, "POST", path, body)
+
+    # Then the role is refused first (403, not 404 or 422), and the refusal is on record
+    assert response.status_code == 403, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["reason"] == "wrong_role"
+    assert f"has role {who!r}" in problem["detail"]
+    assert refusals_after(server, position) == [
+        (who, "wrong_role", f"POST {path}", "never-created")
+    ]
+    assert server.store.thread("never-created") is None
+
+
+def test_a_right_role_still_gets_404_for_an_unknown_thread_and_422_for_an_unknown_graph(world):
+    # Given an agent, a thread id nobody created and a graph nobody serves
+    server, _ = world
+    run = {"assistant_id": "refund", "input": {"refund_amount": 1.0}}
+
+    # When the agent starts runs there
+    unknown_thread = call(server, "agent", "POST", "/threads/never-created/runs/wait", run)
+    unknown_graph = call(
+        server, "agent", "POST", "/runs/wait", {**run, "assistant_id": "no-such-graph"}
+    )
+
+    # Then it gets what it got before the role was checked first
+    assert unknown_thread.status_code == 404
+    assert unknown_thread.json()["type"].endswith("/thread-not-found")
+    assert unknown_graph.status_code == 422
+    assert unknown_graph.json()["type"].endswith("/unknown-assistant")

@@ -1,8 +1,10 @@
 """Decisions over HTTP: one winner among concurrent answers, idempotent retries,
-roles, separation of duties, and stale answers. On SQLite and PostgreSQL."""
+roles, separation of duties, stale answers and busy threads, each refusal on
+record; the decider is always the API key's principal. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -30,8 +32,16 @@ def decisions_recorded(server, thread_id):
     return [e for e in events if isinstance(e, WorkflowThread.InterruptResumed)]
 
 
+def refusals_after(server, position):
+    """The refusals recorded after log position `position`, oldest first."""
+    with server.http("auditor") as auditor:
+        data = auditor.get("/audit/refusals", params={"after": position, "limit": 1000}).json()
+    return data["data"]
+
+
 def test_of_50_concurrent_decisions_exactly_one_wins(server):
     thread_id, interrupt_id = paused_refund(server)
+    position = server.head()
     deciders = ["reviewer", "reviewer2", "admin"]
     clients = {who: server.http(who) for who in deciders}
 
@@ -60,6 +70,15 @@ def test_of_50_concurrent_decisions_exactly_one_wins(server):
         assert winner["decided_by"]["id"] in problem["detail"]
         assert winner["decided_at"] in problem["detail"]
         assert problem["reason"] in ("conflict", "stale_interrupt")
+    # And each of the 49 refusals is on record: who, why, on which interrupt
+    refused = [r for r in refusals_after(server, position) if r["target"] == interrupt_id]
+    assert len(refused) == 49
+    assert Counter((r["principal_id"], r["reason"]) for r in refused) == Counter(
+        (deciders[n % len(deciders)], r.json()["reason"])
+        for n, r in enumerate(responses)
+        if r.status_code == 409
+    )
+    assert {r["action"] for r in refused} == {f"POST /approvals/{interrupt_id}/decision"}
 
 
 def test_a_retry_with_the_same_idempotency_key_returns_the_first_answer(server):
@@ -109,12 +128,19 @@ def test_an_idempotent_answer_survives_a_restart(tmp_path):
 
 def test_the_principal_who_started_a_thread_may_not_decide_it(server):
     thread_id, interrupt_id = paused_refund(server, who="admin")
+    position = server.head()
     with server.http("admin") as admin:
         refused = admin.post(f"/approvals/{interrupt_id}/decision", json={"decision": "approve"})
     assert refused.status_code == 403
     assert refused.json()["reason"] == "separation_of_duties"
     assert "separation of duties" in refused.json()["detail"]
     assert decisions_recorded(server, thread_id) == []
+    # And the refusal is on record
+    [recorded] = refusals_after(server, position)
+    assert (recorded["principal_id"], recorded["role"]) == ("admin", "admin")
+    assert recorded["reason"] == "separation_of_duties"
+    assert recorded["target"] == interrupt_id
+    assert recorded["message"] == refused.json()["detail"]
     with server.http("reviewer") as reviewer:
         other = reviewer.post(f"/approvals/{interrupt_id}/decision", json={"decision": "approve"})
     assert other.status_code == 200
@@ -245,3 +271,108 @@ def test_a_resume_through_a_run_on_a_cancelled_thread_is_refused_and_recorded(se
     assert [(r["reason"], r["principal_id"]) for r in refusals[before:]] == [
         ("stale_interrupt", "reviewer")
     ]
+
+
+# -- who decides: the API key, never the body --------------------------------------
+
+
+def test_a_decision_whose_body_names_a_decider_is_refused_and_records_nothing(server):
+    # Given a paused thread
+    thread_id, interrupt_id = paused_refund(server)
+    url = f"/approvals/{interrupt_id}/decision"
+
+    # When a reviewer's decision names someone else as the decider, in either field
+    with server.http("reviewer") as reviewer:
+        answers = [
+            reviewer.post(url, json={"decision": "approve", field: value})
+            for field, value in [
+                ("actor", {"id": "ceo", "role": "admin"}),
+                ("decided_by", {"id": "ceo", "role": "admin"}),
+            ]
+        ]
+
+    # Then each is 422 naming the field, and nothing is decided
+    for answer, field in zip(answers, ("actor", "decided_by"), strict=True):
+        assert answer.status_code == 422
+        assert answer.json()["detail"].startswith(f"Invalid body.{field}: ")
+    assert decisions_recorded(server, thread_id) == []
+
+
+def test_a_resume_run_records_the_keys_principal_whatever_actor_its_body_names(server):
+    # Given a paused thread
+    thread_id, _interrupt = paused_refund(server)
+    ceo = {"id": "ceo", "role": "admin"}
+
+    # When a reviewer resumes it with a run whose body names another actor everywhere it can
+    with server.http("reviewer") as reviewer:
+        answer = reviewer.post(
+            f"/threads/{thread_id}/runs/wait",
+            json={
+                "assistant_id": "refund",
+                "command": {"resume": True},
+                "actor": ceo,
+                "config": {"configurable": {"actor": ceo, "reason": "ok"}},
+            },
+        )
+
+    # Then the decision is recorded as the reviewer's, the key's principal
+    assert answer.status_code == 200, answer.text
+    [decision] = decisions_recorded(server, thread_id)
+    assert (decision.actor["id"], decision.actor["role"]) == ("reviewer", "reviewer")
+    assert decision.reason == "ok"
+
+
+# -- refusals of answers sent as runs, recorded as a decision's ---------------------
+
+
+def test_a_resume_run_on_an_unknown_thread_is_404_and_recorded(server):
+    # Given a thread id nobody created
+    position = server.head()
+
+    # When a reviewer resumes it through a run
+    with server.http("reviewer") as reviewer:
+        answer = reviewer.post(
+            "/threads/never-created/runs/wait",
+            json={"assistant_id": "refund", "command": {"resume": True}},
+        )
+
+    # Then it is 404, and the attempt is on record as an answer to nothing
+    assert answer.status_code == 404
+    assert [
+        (r["principal_id"], r["reason"], r["target"]) for r in refusals_after(server, position)
+    ] == [("reviewer", "unknown_interrupt", "never-created")]
+
+
+def test_an_answer_to_a_busy_thread_is_409_and_recorded_by_either_endpoint(tmp_path):
+    # Given a paused thread whose lock another run holds for longer than the server waits
+    with running_server(f"sqlite:///{tmp_path / 'h.db'}", busy_wait_timeout=0.1) as busy:
+        thread_id, interrupt_id = paused_refund(busy)
+        position = busy.head()
+        assert busy.services.runs.locks.acquire(thread_id, timeout=5)
+        try:
+            # When a reviewer answers by a decision, then by a resume run
+            with busy.http("reviewer") as reviewer:
+                decided = reviewer.post(
+                    f"/approvals/{interrupt_id}/decision", json={"decision": "approve"}
+                )
+                resumed = reviewer.post(
+                    f"/threads/{thread_id}/runs/wait",
+                    json={"assistant_id": "refund", "command": {"resume": True}},
+                )
+        finally:
+            busy.services.runs.locks.release(thread_id)
+
+        # Then both are 409 thread-busy, nothing is decided, and both refusals are on record
+        for answer in (decided, resumed):
+            assert answer.status_code == 409, answer.text
+            assert answer.json()["type"].endswith("/thread-busy")
+        assert decisions_recorded(busy, thread_id) == []
+        recorded = refusals_after(busy, position)
+        assert [(r["principal_id"], r["reason"], r["action"]) for r in recorded] == [
+            ("reviewer", "conflict", f"POST /approvals/{interrupt_id}/decision"),
+            ("reviewer", "conflict", f"POST /threads/{thread_id}/runs/wait"),
+        ]
+        assert [r["message"] for r in recorded] == [
+            decided.json()["detail"],
+            resumed.json()["detail"],
+        ]

@@ -188,3 +188,61 @@ def test_a_graph_that_cannot_be_loaded_is_one_clear_line(tmp_path):
     )
     assert result.returncode == 2
     assert result.stderr.startswith("holdpoint: error: Graph 'x': no file")
+
+
+def test_max_body_bytes_refuses_a_larger_body_with_a_413_problem(tmp_path):
+    # Given `holdpoint serve --max-body-bytes 200`
+    serving = Serving(f"sqlite:///{tmp_path / 'h.db'}", "--max-body-bytes", "200")
+    names = exported(serving.banner(DONE_MARK))
+    agent = {"x-api-key": names["AGENT"]}
+
+    # When the agent sends a body of 200 bytes, then one of 201
+    with httpx.Client(base_url=names["URL"], headers=agent, timeout=60) as http:
+        padding = '{"metadata": {"note": "%s"}}'
+        fits = padding % ("x" * (200 - len(padding % "")))
+        fitting = http.post("/threads", content=fits, headers={"content-type": "application/json"})
+        larger = http.post(
+            "/threads", content=fits + " ", headers={"content-type": "application/json"}
+        )
+
+    # Then the first is taken and the second refused, as a problem naming the limit
+    assert len(fits) == 200
+    assert fitting.status_code == 200, fitting.text
+    assert larger.status_code == 413
+    assert larger.headers["content-type"] == "application/problem+json"
+    assert larger.json()["status"] == 413
+    assert "200 bytes" in larger.json()["detail"]
+    code, stderr = serving.stop()
+    assert code == 0, stderr
+
+
+@pytest.mark.parametrize(
+    ("environment", "args", "message"),
+    [
+        (
+            {"HOLDPOINT_RUN_RATE_LIMIT": "abc"},
+            [],
+            "holdpoint: error: in the environment: HOLDPOINT_RUN_RATE_LIMIT='abc' is not a "
+            "valid float",
+        ),
+        (
+            {},
+            ["--max-body-bytes", "0"],
+            "holdpoint: error: in the command-line flag --max-body-bytes: Server setting "
+            "max_body_bytes must be 1 byte or more: 0",
+        ),
+    ],
+    ids=["environment", "flag"],
+)
+def test_a_bad_setting_is_one_line_naming_where_it_came_from(tmp_path, environment, args, message):
+    result = subprocess.run(
+        [sys.executable, "-m", "api.cli", "serve", *args],
+        cwd=ROOT,
+        env={**os.environ, "HOLDPOINT_STORE": f"sqlite:///{tmp_path / 'h.db'}", **environment},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == message
