@@ -47,12 +47,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _add_all_commands(commands: Any) -> None:
-    from api import history_cli, replay_cli  # noqa: PLC0415
+    from api import history_cli, replay_cli, threads_cli  # noqa: PLC0415
     from api.integrity_cli import register as add_integrity_commands  # noqa: PLC0415
     from api.keys_cli import add_keys_commands  # noqa: PLC0415
     from api.serve import add_serve_command  # noqa: PLC0415
     from projections.report_formats import FORMATS  # noqa: PLC0415
-    from projections.thread_index import STATUSES  # noqa: PLC0415
 
     demo = commands.add_parser(
         "demo",
@@ -99,7 +98,11 @@ def _add_all_commands(commands: Any) -> None:
     rebuild = projection_commands.add_parser(
         "rebuild",
         help="empty read models and apply the whole event log again, with progress",
-        description="Rebuild the named read models (default: all) from position zero.",
+        description=(
+            "Rebuild the named read models (default: all) from position zero, in one pass "
+            "over the log, with one progress bar on stderr (redrawn on a terminal, else a "
+            "line per tenth of the way)."
+        ),
     )
     rebuild.add_argument("names", nargs="*", metavar="NAME", help="read models to rebuild")
     rebuild.set_defaults(handler=_projections_rebuild)
@@ -122,15 +125,7 @@ def _add_all_commands(commands: Any) -> None:
     )
     projector.set_defaults(handler=_projector)
 
-    threads = commands.add_parser("threads", help="find threads")
-    thread_commands = threads.add_subparsers(
-        dest="threads_command", required=True, metavar="THREADS_COMMAND"
-    )
-    listing = thread_commands.add_parser("list", help="threads, newest first")
-    listing.add_argument("--graph", help="only this graph")
-    listing.add_argument("--status", choices=STATUSES, help="only threads in this status")
-    listing.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
-    listing.set_defaults(handler=_threads_list)
+    threads_cli.register(commands)
 
     report = commands.add_parser(
         "report",
@@ -194,7 +189,8 @@ def _projections_rebuild(args: argparse.Namespace) -> int:
 
     with open_store() as store:
         runner = runner_for(store)
-        bar = ProgressBar()
+        names = ", ".join(args.names or runner.projections)
+        bar = ProgressBar(label=names)  # one pass feeds them all: one bar
         try:
             applied = runner.rebuild(args.names or None, progress=bar)
         except ValueError as error:
@@ -202,7 +198,7 @@ def _projections_rebuild(args: argparse.Namespace) -> int:
             print(f"holdpoint: error: {error}", file=sys.stderr)
             return 2
         bar.finish()
-        print(f"Rebuilt {', '.join(args.names or runner.projections)}: {applied} events applied")
+        print(f"Rebuilt {names}: {applied} events applied")
         runner.close()
     return 0
 
@@ -225,47 +221,15 @@ def _projector(args: argparse.Namespace) -> int:
     return 0
 
 
-def _threads_list(args: argparse.Namespace) -> int:
-    from projections.catalog import runner_for  # noqa: PLC0415
-    from projections.thread_index import ThreadIndex  # noqa: PLC0415
-
-    with open_store() as store:
-        runner = runner_for(store)
-        runner.catch_up()
-        page = ThreadIndex(runner.db).search(
-            graph_id=args.graph, status=args.status, limit=args.limit
-        )
-        print(f"{'thread':<28} {'graph':<16} {'status':<12} created (UTC)")
-        for t in page.items:
-            print(f"{t.thread_id:<28} {t.graph_id:<16} {t.status:<12} {t.created_at}")
-        print(f"{len(page.items)} of {page.total} threads")
-        runner.close()
-    return 0
-
-
 def _report(args: argparse.Namespace) -> int:
     from projections.catalog import runner_for  # noqa: PLC0415
     from projections.oversight_report import oversight_report  # noqa: PLC0415
     from projections.report_formats import FORMATS  # noqa: PLC0415
 
     now = datetime.now(UTC)
-    moments: dict[str, datetime] = {}
-    for name in ("since", "until"):
-        text = getattr(args, name)
-        if text is None:
-            continue
-        try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            print(
-                f"holdpoint: error: --{name} {text!r} is not an ISO 8601 date or time "
-                "(e.g. 2025-03-01 or 2025-03-01T09:30:00Z)",
-                file=sys.stderr,
-            )
-            return 2
-        moments[name] = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    until = moments.get("until", now)
-    since = moments.get("since", until - timedelta(days=30))
+    since = None if args.since is None else parse_moment("--since", args.since)
+    until = now if args.until is None else parse_moment("--until", args.until)
+    since = until - timedelta(days=30) if since is None else since
     if since >= until or args.floor < 0:
         problem = "--since must be before --until" if since >= until else "--floor must be >= 0"
         print(f"holdpoint: error: {problem}", file=sys.stderr)
@@ -293,6 +257,25 @@ def _report(args: argparse.Namespace) -> int:
         return 2
     print(f"Wrote the {args.format} report to {args.out}", file=sys.stderr)
     return 0
+
+
+class BadMomentError(HoldpointError, ValueError):
+    """A date or time option that is not ISO 8601."""
+
+
+def parse_moment(option: str, text: str) -> datetime:
+    """`text`, the value of `option`, an ISO 8601 date or time (2025-03-01,
+    2025-03-01T09:30:00Z; UTC when it has no offset), in UTC; BadMomentError, a usage
+    error, if it is not one."""
+    try:
+        moment = datetime.fromisoformat(text)
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):  # OverflowError: 0001-01-01T00:00+01:00
+        msg = (
+            f"{option} {text!r} is not an ISO 8601 date or time "
+            "(e.g. 2025-03-01 or 2025-03-01T09:30:00Z)"
+        )
+        raise BadMomentError(msg) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 from api.input_limits import THREAD_ID_MAX, THREAD_ID_PATTERN, THREAD_ID_RULE, check_thread_id
 
@@ -36,6 +37,26 @@ class ThreadCreate(LangGraphBody):
     supersteps: list[Any] | None = None
 
 
+def _iso_text(value: Any) -> Any:
+    """A string only: lax parsing would also take a number (as seconds since 1970)."""
+    if not isinstance(value, str):
+        msg = "Input should be an ISO 8601 date or time, as a string"
+        raise ValueError(msg)  # (a TypeError would not be reported as invalid input)
+    return value
+
+
+def _as_utc(moment: datetime) -> datetime:
+    try:
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00
+        msg = "the moment is out of range in UTC"
+        raise ValueError(msg) from None
+
+
+# An ISO 8601 date or time in JSON (a string, so not strict), in UTC (UTC when it has no offset).
+Moment = Annotated[datetime, Strict(False), BeforeValidator(_iso_text), AfterValidator(_as_utc)]
+
+
 class ThreadSearch(LangGraphBody):
     metadata: dict[str, Any] | None = None
     values: dict[str, Any] | None = None
@@ -43,6 +64,19 @@ class ThreadSearch(LangGraphBody):
     status: Literal["idle", "busy", "interrupted", "error", "cancelled"] | None = None
     limit: int = Field(default=10, ge=1, le=1000)
     offset: int = Field(default=0, ge=0, le=100_000)
+    # Holdpoint's own: the langgraph-sdk's `threads.search` does not send them.
+    created_after: Moment | None = Field(
+        default=None,
+        description="Holdpoint extension: only threads created at or after this moment "
+        "(ISO 8601; UTC when it has no offset).",
+        examples=["2025-03-01T00:00:00Z"],
+    )
+    created_before: Moment | None = Field(
+        default=None,
+        description="Holdpoint extension: only threads created before this moment "
+        "(ISO 8601; UTC when it has no offset).",
+        examples=["2025-04-01T00:00:00Z"],
+    )
 
 
 class CheckpointRef(LangGraphBody):
@@ -110,6 +144,18 @@ class DecisionBody(BaseModel):
         "reject to false, escalate to null; edit and respond need one.",
     )
     reason: str | None = Field(default=None, max_length=4000)
+
+
+class AssignBody(BaseModel):
+    """Who should decide an open interrupt: a principal that may decide, or null for no one."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={"examples": [{"reviewer_id": "rita"}, {"reviewer_id": None}]},
+    )
+
+    reviewer_id: str | None = Field(min_length=1, max_length=128)
 
 
 class CancelBody(BaseModel):

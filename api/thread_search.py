@@ -1,8 +1,12 @@
-"""`POST /threads/search`: the thread index, then each thread read from the store."""
+"""`POST /threads/search`: the thread index, then each thread read from the store.
+
+LangGraph's `idle` is the index's `idle` (recorded, never run) and `completed`.
+"""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from api.problems import Problem
@@ -13,6 +17,9 @@ from domain.thread import WorkflowThread
 from projections.thread_index import ThreadIndex
 
 PAGE = 200
+# The index's statuses for each of LangGraph's: its `idle` is a thread never run or finished.
+INDEX_STATUSES: dict[str, tuple[str, ...]] = {w: (i,) for w, i in WIRE_TO_INDEX_STATUS.items()}
+INDEX_STATUSES["idle"] = ("idle", "completed")
 
 
 def _as_text(value: Any) -> str:
@@ -41,7 +48,9 @@ def search_threads(services: Services, body: ThreadSearch) -> list[dict[str, Any
     while len(results) < wanted:
         page = index.search(
             graph_id=None if graph_id is None else str(graph_id),
-            status=None if body.status is None else WIRE_TO_INDEX_STATUS[body.status],
+            status=None if body.status is None else INDEX_STATUSES[body.status],
+            created_after=body.created_after,
+            created_before=body.created_before,
             metadata={key: _as_text(value) for key, value in metadata.items()},
             limit=PAGE,
             after=cursor,
@@ -63,6 +72,8 @@ def _matches(
         return False
     if any(thread.metadata.get(key) != value for key, value in metadata.items()):
         return False
+    if not _created_within(thread.created_on, body):
+        return False
     if body.status is not None and WIRE_TO_INDEX_STATUS[body.status] != thread.status:
         return False
     values = thread.current_values()
@@ -78,4 +89,12 @@ def _reservations(
         reserved_thread_json(r.thread_id, r.created_at, r.metadata)
         for r in reversed(services.reservations.all())
         if all(r.metadata.get(key) == value for key, value in metadata.items())
+        and _created_within(r.created_at, body)
     ]
+
+
+def _created_within(created: datetime, body: ThreadSearch) -> bool:
+    """Whether `created` is at or after `created_after` and before `created_before`."""
+    if body.created_after is not None and created < body.created_after:
+        return False
+    return body.created_before is None or created < body.created_before

@@ -121,15 +121,27 @@ class ProjectionRunner:
         self.setup()
 
     def setup(self) -> None:
+        """Create the positions table and the models' tables and indexes that are missing.
+
+        On PostgreSQL, another runner's batch locks the positions first and then
+        writes its models' tables; setup takes the positions first too (after a
+        lock that keeps two setups apart), so that creating an index, which
+        locks its table until the commit, never deadlocks with a batch.
+        """
         with self.db.transaction() as cursor:
+            positions = self.db.table(POSITIONS)
+            if self.db.dialect == "postgres":
+                cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (positions,))
             cursor.execute(
-                f"CREATE TABLE IF NOT EXISTS {self.db.table(POSITIONS)} "
+                f"CREATE TABLE IF NOT EXISTS {positions} "
                 "(name TEXT PRIMARY KEY, position BIGINT NOT NULL)"
             )
+            if self.db.dialect == "postgres":
+                cursor.execute(f"LOCK TABLE {positions} IN EXCLUSIVE MODE")
             for name, projection in self.projections.items():
                 projection.create_tables(cursor, self.db)
                 cursor.execute(
-                    f"INSERT INTO {self.db.table(POSITIONS)} (name, position) VALUES (%s, 0) "
+                    f"INSERT INTO {positions} (name, position) VALUES (%s, 0) "
                     "ON CONFLICT (name) DO NOTHING",
                     (name,),
                 )
@@ -151,15 +163,18 @@ class ProjectionRunner:
 
         One pass over the log feeds every read model: each event is read and
         decoded once, and applied to each model that has not applied it yet,
-        `batch_size` positions per transaction (default: the runner's).
+        `batch_size` positions per transaction (default: the runner's). After
+        each batch, `progress(name, position, head)` is called for each model the
+        pass feeds (those behind the head when it started), with the pass's position.
         """
         applied, head = 0, self.head()
+        fed = self._behind(head) if progress is not None else []
         while True:
             with cyclic_gc_paused():
                 count, reached = self._apply_batch(head, batch_size or self.batch_size)
             applied += count
             if progress is not None:
-                for name in self.projections:
+                for name in fed:
                     progress(name, reached, head)
             if reached >= head:
                 return applied
@@ -315,6 +330,12 @@ class ProjectionRunner:
                 self.projections[name].apply_batch(batch, cursor, self.db)
             if position < last:
                 cursor.execute(f"UPDATE {table} SET position = %s WHERE name = %s", (last, name))
+
+    def _behind(self, head: int) -> list[str]:
+        """The models whose position is before `head`, in the runner's order."""
+        with self.db.transaction(write=False) as cursor:
+            positions = self._read_positions(cursor)
+        return [name for name in self.projections if positions.get(name, 0) < head]
 
     def _read_positions(self, cursor: Cursor) -> dict[str, int]:
         cursor.execute(f"SELECT name, position FROM {self.db.table(POSITIONS)}")

@@ -1,8 +1,13 @@
 """The thread index: search threads by graph, status, time and metadata.
 
-Status follows the thread's events: `running` after input or an answer,
-`interrupted` while interrupts are pending, `failed` after a node or the run
-failed, `idle` when a run reached its end, `cancelled` for good.
+Status follows the thread's events: `idle` when recorded and not yet run,
+`running` after input or an answer, `interrupted` while interrupts are
+pending, `failed` after a node or the run failed, `completed` when a run
+reached its end, `cancelled` for good. LangGraph says `idle` for both a new
+thread and a finished one (the HTTP API searches both for it): the index
+tells them apart. Rows written before `completed` existed say `idle` for a
+finished thread until the index is rebuilt (`holdpoint projections rebuild
+thread_index`).
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from domain.thread import WorkflowThread
@@ -23,7 +28,7 @@ from projections.threads import STARTS
 from projections.timestamps import utc_text
 
 THREADS = "holdpoint_threads"
-STATUSES = ("running", "interrupted", "failed", "idle", "cancelled")
+STATUSES = ("running", "interrupted", "completed", "failed", "cancelled", "idle")
 
 
 class ThreadIndexProjection(Projection):
@@ -145,7 +150,7 @@ def _next_status(cls: type, status: str, pending: int) -> tuple[str, int]:
     if issubclass(cls, WorkflowThread.InterruptResumed | WorkflowThread.InterruptExpired):
         return ("interrupted" if pending > 1 else "running"), pending - 1
     if issubclass(cls, WorkflowThread.ThreadCompleted):
-        return "idle", pending
+        return "completed", pending
     if issubclass(cls, WorkflowThread.ThreadCancelled):
         return "cancelled", pending
     return status, pending  # StateEdited: a human changed values, not the status
@@ -161,6 +166,7 @@ class ThreadSummary:
     metadata: dict[str, Any]
     forked_from: str | None
     started_by: str | None
+    open_interrupts: int = 0  # raised and not yet answered, expired or cancelled
 
 
 @dataclass(frozen=True)
@@ -186,39 +192,56 @@ class ThreadIndex:
             )
             return [str(row[0]) for row in cursor.fetchall()]
 
+    def get(self, thread_id: str) -> ThreadSummary | None:
+        """The thread's row, or None if the index has none."""
+        with self.db.transaction(write=False) as cursor:
+            cursor.execute(
+                f"SELECT {COLUMNS} FROM {self.db.table(THREADS)} WHERE thread_id = %s", [thread_id]
+            )
+            row = cursor.fetchone()
+        return None if row is None else _summary(row)
+
     def search(
         self,
         *,
         graph_id: str | None = None,
-        status: str | None = None,
+        status: str | Sequence[str] | None = None,
         created_after: datetime | None = None,
         created_before: datetime | None = None,
         metadata: dict[str, str] | None = None,
         limit: int = 50,
         after: str | None = None,
     ) -> ThreadsPage:
-        if status is not None and status not in STATUSES:
-            msg = f"Unknown status {status!r}: use one of {', '.join(STATUSES)}"
-            raise ValueError(msg)
-        where, params = [], []
-        for column, value in (("graph_id", graph_id), ("status", status)):
-            if value is not None:
-                where.append(f"{column} = %s")
-                params.append(value)
+        """Threads newest first, `limit` a page, after the cursor `after` (a page's
+        `next_cursor`): of `graph_id`, in `status` (one, or any of several), created
+        at or after `created_after` and before `created_before` (UTC when naive),
+        with every `metadata` key equal to its value as JSON text (strings bare)."""
+        statuses = (status,) if isinstance(status, str) else tuple(status or ())
+        for name in statuses:
+            if name not in STATUSES:
+                msg = f"Unknown status {name!r}: use one of {', '.join(STATUSES)}"
+                raise ValueError(msg)
+        where: list[str] = []
+        params: list[Any] = []
+        if graph_id is not None:
+            where.append("graph_id = %s")
+            params.append(graph_id)
+        if statuses:
+            where.append(f"status IN ({', '.join(['%s'] * len(statuses))})")
+            params += statuses
         if created_after is not None:
             where.append("created_at >= %s")
-            params.append(utc_text(created_after))
+            params.append(utc_text(_utc(created_after)))
         if created_before is not None:
             where.append("created_at < %s")
-            params.append(utc_text(created_before))
+            params.append(utc_text(_utc(created_before)))
         for key, value in (metadata or {}).items():
             where.append(self._metadata_equals())
             params += [key, str(value)]
         page = keyset_page(
             self.db,
             table=self.db.table(THREADS),
-            columns="created_at, thread_id, graph_id, status, updated_at, metadata, "
-            "forked_from, started_by",
+            columns=COLUMNS,
             where=where,
             params=params,
             keys=("created_at", "thread_id"),
@@ -226,11 +249,7 @@ class ThreadIndex:
             limit=limit,
             after=after,
         )
-        items = [
-            ThreadSummary(r[1], r[2], r[3], r[0], r[4], json.loads(r[5]), r[6], r[7])
-            for r in page.rows
-        ]
-        return ThreadsPage(items, page.total, page.next_cursor)
+        return ThreadsPage([_summary(row) for row in page.rows], page.total, page.next_cursor)
 
     def _metadata_equals(self) -> str:
         """A metadata value compared as its JSON text (true, 1.5, or the string)."""
@@ -241,3 +260,29 @@ class ThreadIndex:
             "WHEN 'false' THEN 'false' ELSE CAST(json_extract(metadata, p) AS TEXT) END "
             "FROM (SELECT '$.' || %s AS p)) = %s"
         )
+
+
+# The keys first: the cursor is read from them (see `keyset_page`).
+COLUMNS = (
+    "created_at, thread_id, graph_id, status, updated_at, metadata, forked_from, started_by, "
+    "pending"
+)
+
+
+def _summary(row: Any) -> ThreadSummary:
+    created_at, thread_id, graph_id, status, updated_at, metadata, forked, started, pending = row
+    return ThreadSummary(
+        thread_id=thread_id,
+        graph_id=graph_id,
+        status=status,
+        created_at=created_at,
+        updated_at=updated_at,
+        metadata=json.loads(metadata),
+        forked_from=forked,
+        started_by=started,
+        open_interrupts=0 if status == "cancelled" else int(pending),  # a cancel closes them
+    )
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

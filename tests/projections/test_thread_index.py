@@ -1,14 +1,15 @@
 """The thread index: every thread with its graph, status, times and metadata.
 
 Given runs of real graphs, when the runner catches up, then each thread's
-row follows its events (running, interrupted, failed, idle, cancelled),
-forks name their source, and threads are found by graph, status, creation
-time and metadata, newest first, page by page. Every test runs on each
-store kind (memory, SQLite, PostgreSQL).
+row follows its events (idle, running, interrupted, failed, completed,
+cancelled), forks name their source, and threads are found by graph,
+status, creation time and metadata, newest first, page by page, or read one
+by id. Every test runs on each store kind (memory, SQLite, PostgreSQL).
 """
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -77,20 +78,28 @@ def test_a_thread_paused_for_a_human_is_interrupted(store, runner, index):
     assert indexed(runner, index, "t1").status == "interrupted"
 
 
-def test_a_thread_that_reached_its_end_is_idle(store, runner, index):
-    pipeline_graph(store).invoke({"out": []}, config("t1"))
+def test_a_thread_recorded_and_never_run_is_idle(store, runner, index):
+    # Given a thread recorded with its graph, as `POST /threads` with a graph_id does
+    graph = pipeline_graph(store)
+    store.record(graph.start_thread("t1", {"metadata": {}}, REVIEWER))
 
     assert indexed(runner, index, "t1").status == "idle"
 
 
-def test_a_thread_whose_interrupt_was_answered_and_that_ran_to_its_end_is_idle(
+def test_a_thread_that_reached_its_end_is_completed(store, runner, index):
+    pipeline_graph(store).invoke({"out": []}, config("t1"))
+
+    assert indexed(runner, index, "t1").status == "completed"
+
+
+def test_a_thread_whose_interrupt_was_answered_and_that_ran_to_its_end_is_completed(
     store, runner, index
 ):
     graph = approval_graph(store)
     ask_for(graph, "t1")
     answer(graph, "t1", True)
 
-    assert indexed(runner, index, "t1").status == "idle"
+    assert indexed(runner, index, "t1").status == "completed"
 
 
 def test_a_thread_is_running_again_once_its_interrupt_is_answered(store, runner, index):
@@ -130,7 +139,7 @@ def test_a_thread_whose_node_failed_is_failed(store, runner, index):
     assert indexed(runner, index, "t1").status == "failed"
 
 
-def test_a_failed_thread_that_is_retried_to_its_end_is_idle(store, runner, index):
+def test_a_failed_thread_that_is_retried_to_its_end_is_completed(store, runner, index):
     # Given a thread whose node failed once
     broken = [True]
     graph = failing_graph(store, broken)
@@ -143,7 +152,7 @@ def test_a_failed_thread_that_is_retried_to_its_end_is_idle(store, runner, index
     graph.invoke(None, config("t1"))
 
     # Then
-    assert indexed(runner, index, "t1").status == "idle"
+    assert indexed(runner, index, "t1").status == "completed"
 
 
 def test_a_thread_stopped_by_the_recursion_limit_is_failed(store, runner, index):
@@ -195,10 +204,10 @@ def test_a_fork_that_asks_anew_is_interrupted_and_its_source_unchanged(store, ru
     graph.invoke(None, config("t1", checkpoint_id=checkpoint, fork_thread_id="t1-fork"))
 
     assert indexed(runner, index, "t1-fork").status == "interrupted"
-    assert indexed(runner, index, "t1").status == "idle"
+    assert indexed(runner, index, "t1").status == "completed"
 
 
-def test_a_fork_that_runs_to_its_end_is_idle(store, runner, index):
+def test_a_fork_that_runs_to_its_end_is_completed(store, runner, index):
     # Given a finished pipeline, forked from the checkpoint before its last node
     graph = pipeline_graph(store)
     graph.invoke({"out": []}, config("t1"))
@@ -208,8 +217,8 @@ def test_a_fork_that_runs_to_its_end_is_idle(store, runner, index):
     graph.invoke(None, config("t1", checkpoint_id=checkpoint, fork_thread_id="t1-fork"))
 
     # Then it is as finished as its source
-    assert store.thread("t1-fork").status == "idle"
-    assert indexed(runner, index, "t1-fork").status == "idle"
+    assert store.thread("t1-fork").status == "idle"  # LangGraph's word, for the domain
+    assert indexed(runner, index, "t1-fork").status == "completed"
 
 
 # -- search ----------------------------------------------------------------
@@ -250,15 +259,25 @@ def test_threads_are_found_by_status(threads, index):
     assert found == {
         "running": [],
         "interrupted": ["r-paused"],
+        "completed": ["p-done", "r-done"],
         "failed": ["f-failed"],
-        "idle": ["p-done", "r-done"],
         "cancelled": ["r-stopped"],
+        "idle": [],
     }
 
 
+def test_threads_are_found_by_any_of_several_statuses(threads, index):
+    page = index.search(status=("completed", "cancelled"))
+
+    assert sorted(ids(page)) == ["p-done", "r-done", "r-stopped"]
+    assert page.total == 3
+
+
 def test_searching_for_an_unknown_status_is_refused_with_the_known_ones(threads, index):
-    with pytest.raises(ValueError, match=r"Unknown status 'completed'.*running.*cancelled"):
-        index.search(status="completed")
+    with pytest.raises(ValueError, match=r"Unknown status 'done'.*running.*cancelled"):
+        index.search(status="done")
+    with pytest.raises(ValueError, match=r"Unknown status 'done'"):
+        index.search(status=("completed", "done"))
 
 
 def test_threads_are_found_by_a_metadata_key_and_value(threads, index):
@@ -291,6 +310,52 @@ def test_threads_are_found_by_creation_time(store, runner, index):
     assert ids(index.search(created_after=boundary)) == ["late"]
     assert ids(index.search(created_before=boundary)) == ["early"]
     assert ids(index.search(created_after=boundary, created_before=boundary)) == []
+
+
+@pytest.fixture
+def far_from_utc(monkeypatch):
+    """The process's local time zone is nine hours ahead of UTC."""
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_a_creation_time_without_an_offset_is_utc(store, runner, index, far_from_utc):
+    # Given one thread created before a moment and one after it
+    graph = pipeline_graph(store)
+    graph.invoke({"out": []}, config("early"))
+    boundary = datetime.now(UTC)
+    graph.invoke({"out": []}, config("late"))
+    runner.catch_up()
+
+    # When the moment is given without its offset, on a machine whose local time is not UTC
+    naive = boundary.replace(tzinfo=None)
+
+    # Then it is read as UTC, not as the machine's local time
+    assert ids(index.search(created_after=naive)) == ["late"]
+    assert ids(index.search(created_before=naive)) == ["early"]
+
+
+def test_time_metadata_and_status_filters_page_together(store, runner, index):
+    # Given four acme threads after a moment, one before it and one of another customer
+    graph = pipeline_graph(store)
+    graph.invoke({"out": []}, config("before", metadata={"customer": "acme"}))
+    boundary = datetime.now(UTC)
+    for n in range(4):
+        graph.invoke({"out": []}, config(f"acme-{n}", metadata={"customer": "acme"}))
+    graph.invoke({"out": []}, config("other", metadata={"customer": "globex"}))
+    runner.catch_up()
+    wanted = {"created_after": boundary, "metadata": {"customer": "acme"}, "status": "completed"}
+
+    # When walked two at a time
+    first = index.search(**wanted, limit=2)
+    second = index.search(**wanted, limit=2, after=first.next_cursor)
+
+    # Then
+    assert (ids(first), ids(second)) == (["acme-3", "acme-2"], ["acme-1", "acme-0"])
+    assert (first.total, second.total, second.next_cursor) == (4, 4, None)
 
 
 def test_a_thread_is_created_when_its_first_event_was_recorded(store, runner, index):
@@ -344,3 +409,37 @@ def test_walking_the_pages_visits_every_thread_once_newest_first(store, runner, 
     # Then
     assert walked == [f"t{n}" for n in reversed(range(7))]
     assert totals == {7}
+
+
+# -- one thread ------------------------------------------------------------
+
+
+def test_a_thread_is_read_by_its_id_with_its_open_interrupts(store, runner, index):
+    # Given a thread paused at two parallel questions, one of them answered
+    graph = parallel_graph(store)
+    left, _right = graph.invoke({"out": []}, config("t1", metadata={"case": 7}))["__interrupt__"]
+    graph.invoke(Command(resume={left.id: "yes"}), config("t1", actor=REVIEWER))
+    runner.catch_up()
+
+    # When
+    row = index.get("t1")
+
+    # Then
+    assert row is not None
+    assert (row.thread_id, row.graph_id, row.status) == ("t1", "parallel", "interrupted")
+    assert (row.open_interrupts, row.metadata) == (1, {"case": 7})
+    assert row.created_at <= row.updated_at
+
+
+def test_a_cancelled_thread_has_no_open_interrupts(store, runner, index):
+    ask_for(approval_graph(store), "t1")
+    store.cancel("t1", REVIEWER, "customer withdrew")
+    runner.catch_up()
+
+    assert index.get("t1").open_interrupts == 0
+
+
+def test_a_thread_the_index_does_not_have_is_none(runner, index):
+    runner.catch_up()
+
+    assert index.get("nope") is None
