@@ -28,6 +28,7 @@ DETAILS: dict[str, tuple[str, ...]] = {
         "run_id",
     ),
     "InterruptExpired": ("interrupt_id", "due_by", "rule", "new_due_by"),
+    "InterruptAssigned": ("interrupt_id", "reviewer_id"),
     "StateEdited": ("values", "as_node", "reason"),
     "ThreadCompleted": ("step",),
     "ThreadFailed": ("step", "error_type", "message"),
@@ -63,6 +64,10 @@ def summary(event: WorkflowThread.Event) -> str:
             return (
                 f"interrupt {event.interrupt_id} passed its deadline ({event.rule.get('action')})"
             )
+        case WorkflowThread.InterruptAssigned():
+            if event.reviewer_id is None:
+                return f"{who} took the reviewer off {event.interrupt_id}"
+            return f"{who} assigned {event.interrupt_id} to {event.reviewer_id}"
         case WorkflowThread.StateEdited():
             return f"{who} edited the state"
         case WorkflowThread.ThreadCompleted():

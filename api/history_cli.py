@@ -267,6 +267,7 @@ def describe(event: VersionEvent) -> str:
         "InterruptRaised": f"{data.get('node')} asks {_compact(data.get('value'))}",
         "InterruptResumed": f"{who} decided {data.get('decision')}: {_compact(data.get('resume'))}",
         "InterruptExpired": f"deadline passed ({(data.get('rule') or {}).get('action')})",
+        "InterruptAssigned": f"{who} assigned it to {data.get('reviewer_id') or 'no one'}",
         "StateEdited": f"{who} edited {_compact(data.get('values'))}",
         "ThreadCompleted": "the run reached the end",
         "ThreadFailed": f"the run failed: {data.get('error_type')}: {data.get('message')}",

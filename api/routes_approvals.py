@@ -8,13 +8,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import Canceller, Decider, QueueReader, note, throttle
-from api.decisions import decide
+from api.auth import PERMISSIONS, Canceller, Decider, Permission, QueueReader, note, throttle
+from api.decisions import decide, locate
 from api.positions import set_position
-from api.problems import problem_responses
+from api.problems import Problem, problem_responses
 from api.rate_limit import DECISIONS
-from api.schemas import CancelBody, DecisionBody
-from api.services import ServicesDep
+from api.schemas import AssignBody, CancelBody, DecisionBody
+from api.services import Services, ServicesDep
 from api.wire import iso
 from projections.pending_approvals import PendingApprovals
 
@@ -46,6 +46,9 @@ def list_approvals(
     graph_id: str | None = None,
     node: str | None = None,
     role: Annotated[str | None, Query(description="only interrupts requiring this role")] = None,
+    assigned_to: Annotated[
+        str | None, Query(description="only interrupts assigned to this reviewer")
+    ] = None,
     overdue: Annotated[bool, Query(description="only interrupts past their deadline")] = False,
     min_age_seconds: Annotated[float | None, Query(ge=0, le=MAX_AGE_SECONDS)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
@@ -62,6 +65,7 @@ def list_approvals(
         graph_id=graph_id,
         node=node,
         role=role,
+        assigned_to=assigned_to,
         min_age_seconds=min_age_seconds,
         overdue=overdue,
         limit=limit,
@@ -72,6 +76,7 @@ def list_approvals(
             **asdict(item),
             "links": {
                 "decision": f"/approvals/{item.interrupt_id}/decision",
+                "assign": f"/approvals/{item.interrupt_id}/assign",
                 "thread": f"/threads/{item.thread_id}",
                 "audit": f"/threads/{item.thread_id}/audit",
             },
@@ -110,6 +115,51 @@ def post_decision(
     answer, position = decide(services, request, principal, interrupt_id, body, idempotency_key)
     set_position(response, position)
     return answer
+
+
+@router.post(
+    "/approvals/{interrupt_id}/assign",
+    summary="Assign an open interrupt to a reviewer, or take the assignment off",
+    responses=problem_responses(403, 404, 409, 422, 503),
+)
+def post_assignment(
+    interrupt_id: str,
+    body: AssignBody,
+    request: Request,
+    response: Response,
+    services: ServicesDep,
+    principal: Decider,
+) -> dict[str, Any]:
+    """Names who should decide it (`reviewer_id`: a principal with an active key that may
+    decide), or no one (`null`). The queue shows it and filters on it; it does not keep
+    another reviewer from deciding. Recorded as InterruptAssigned, by the key's principal."""
+    thread_id = locate(services, request, principal, interrupt_id)
+    note(request, thread_id=thread_id)
+    if body.reviewer_id is not None:
+        _check_reviewer(services, body.reviewer_id)
+    position = services.store.assign(
+        thread_id, interrupt_id, body.reviewer_id, principal.as_actor()
+    )
+    set_position(response, position)
+    return {
+        "interrupt_id": interrupt_id,
+        "thread_id": thread_id,
+        "assigned_to": body.reviewer_id,
+        "assigned_by": {"id": principal.id, "role": principal.role},
+    }
+
+
+def _check_reviewer(services: Services, reviewer_id: str) -> None:
+    deciders = PERMISSIONS[Permission.DECIDE]
+    if not any(
+        key.principal_id == reviewer_id and key.role in deciders and not key.revoked
+        for key in services.keyring.list()
+    ):
+        msg = (
+            f"Invalid body.reviewer_id: {reviewer_id!r} holds no active key of a role that may "
+            f"decide ({', '.join(deciders)})"
+        )
+        raise Problem(422, msg, code="invalid-request")
 
 
 @router.post(

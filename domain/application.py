@@ -246,6 +246,20 @@ class Workflows(Application[Any]):
             self.snapshots.put([WorkflowThread.Snapshot.take(thread)])
         return recordings[-1].notification.id
 
+    def assign(
+        self, thread_id: str, interrupt_id: str, reviewer_id: str | None, actor: dict[str, Any]
+    ) -> int | None:
+        """Name the reviewer of a pending interrupt (None: no one); the position.
+
+        Raises ThreadNotFoundError or UnknownInterruptError (not pending: answered,
+        expired, withdrawn), recording nothing.
+        """
+        thread = self.thread(thread_id)
+        if thread is None:
+            raise ThreadNotFoundError(thread_id)
+        thread.assign(interrupt_id, reviewer_id, actor)
+        return self.record(thread)
+
     def cancel(self, thread_id: str, actor: dict[str, Any], reason: str | None) -> int | None:
         """Stop a thread for good (the Article 14(4)(e) stop button).
 

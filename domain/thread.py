@@ -21,6 +21,7 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate
 
+from domain.errors import UnknownInterruptError
 from domain.hashing import GENESIS_HASH, event_hash
 from domain.schema import resolve_reducer
 
@@ -340,6 +341,15 @@ class WorkflowThread(Aggregate):
         )
         return interrupt_id
 
+    def assign(self, interrupt_id: str, reviewer_id: str | None, actor: dict[str, Any]) -> None:
+        """Name the reviewer of a pending interrupt (None: no one); UnknownInterruptError,
+        recording nothing, when it is not pending."""
+        if interrupt_id not in self.interrupts:
+            raise UnknownInterruptError(self.thread_id, [interrupt_id], list(self.interrupts))
+        self.record(
+            self.InterruptAssigned, interrupt_id=interrupt_id, reviewer_id=reviewer_id, actor=actor
+        )
+
     def expire(self, interrupt_id: str, now: datetime) -> bool:
         """Record that a pending interrupt's deadline passed, and apply its rule.
 
@@ -499,6 +509,17 @@ class WorkflowThread(Aggregate):
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["resume"] = state.pop("value")
+
+    class InterruptAssigned(Event):
+        """A reviewer was named for an open interrupt (`reviewer_id` None: the name taken
+        off). The queue shows it; it does not keep another reviewer from deciding."""
+
+        interrupt_id: str
+        reviewer_id: str | None
+        actor: dict[str, Any]
+
+        def fold(self, thread: WorkflowThread) -> None:
+            thread.interrupts[self.interrupt_id]["assigned_to"] = self.reviewer_id
 
     class StateEdited(Event):
         """A human changed the state (update_state), as if `as_node` wrote it."""

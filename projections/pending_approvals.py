@@ -105,6 +105,10 @@ class PendingApprovalsProjection(Projection):
                     row["due_by"] = utc_text_or_none(event.new_due_by)
             elif issubclass(cls, WorkflowThread.InterruptResumed):
                 queue.delete(event.interrupt_id)
+            elif issubclass(cls, WorkflowThread.InterruptAssigned):
+                row = queue.get(event.interrupt_id)
+                if row is not None:
+                    row["assigned_to"] = event.reviewer_id
             elif issubclass(cls, WorkflowThread.ThreadCancelled):
                 for waiting in queue.in_group(thread.thread_id):
                     queue.delete(waiting["interrupt_id"])
@@ -179,7 +183,8 @@ class ApprovalsPage:
 
 
 class PendingApprovals:
-    """Reads the queue: filterable by graph, node, role, age and deadline; pageable."""
+    """Reads the queue: filterable by graph, node, role, assigned reviewer, age and
+    deadline; pageable."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -190,6 +195,7 @@ class PendingApprovals:
         graph_id: str | None = None,
         node: str | None = None,
         role: str | None = None,
+        assigned_to: str | None = None,
         min_age_seconds: float | None = None,
         overdue: bool = False,
         limit: int = 50,
@@ -207,6 +213,9 @@ class PendingApprovals:
             f"WHERE {' AND '.join(where) or '1 = 1'}",
             list(params),
         )
+        if assigned_to is not None:
+            where.append("assigned_to = %s")
+            params.append(assigned_to)
         if min_age_seconds is not None:
             where.append("raised_at <= %s")
             params.append(utc_text(datetime.fromtimestamp(now.timestamp() - min_age_seconds, UTC)))
@@ -224,7 +233,9 @@ class PendingApprovals:
             descending=False,
             limit=limit,
             after=after,
-            count=None if min_age_seconds is not None or overdue else counted,
+            count=counted
+            if assigned_to is None and min_age_seconds is None and not overdue
+            else None,
         )
         items = [_approval(row, now) for row in page.rows]
         return ApprovalsPage(items, page.total, page.next_cursor)

@@ -168,6 +168,7 @@ INTERRUPT_CHANGES = (
     WorkflowThread.InterruptRaised,
     WorkflowThread.InterruptResumed,
     WorkflowThread.InterruptExpired,
+    WorkflowThread.InterruptAssigned,
     WorkflowThread.ThreadCancelled,
 )
 INTERRUPT_EVENTS = (*STARTS, *INTERRUPT_CHANGES)

@@ -159,6 +159,73 @@ WRITES = [
 ]
 
 
+def test_an_interrupt_assigned_to_a_reviewer_shows_and_filters_in_the_queue(server):
+    # Given two open interrupts
+    mine, other = (raised(server, "echo", {"payload": f"assign {n}"}) for n in range(2))
+
+    # When a reviewer assigns the first to reviewer2, and the second to itself then to no one
+    with server.http("reviewer") as reviewer:
+        assigned = reviewer.post(f"/approvals/{mine}/assign", json={"reviewer_id": "reviewer2"})
+        reviewer.post(f"/approvals/{other}/assign", json={"reviewer_id": "reviewer"})
+        cleared = reviewer.post(f"/approvals/{other}/assign", json={"reviewer_id": None})
+
+    # Then the queue shows it, filters on it, and the thread's audit names who assigned it
+    assert assigned.status_code == cleared.status_code == 200, assigned.text
+    assert assigned.json()["assigned_by"] == {"id": "reviewer", "role": "reviewer"}
+    rows = {row["interrupt_id"]: row for row in queue(server)["data"]}
+    assert (rows[mine]["assigned_to"], rows[other]["assigned_to"]) == ("reviewer2", None)
+    assert mine in ids(queue(server, assigned_to="reviewer2"))
+    assert other not in ids(queue(server, assigned_to="reviewer2"))
+    with server.http("auditor") as auditor:
+        audit = auditor.get(f"/threads/{rows[mine]['thread_id']}/audit").json()
+    assert f"reviewer assigned {mine} to reviewer2" in [e["summary"] for e in audit["entries"]]
+
+
+@pytest.mark.parametrize(
+    ("who", "body", "status", "detail"),
+    [
+        ("agent", {"reviewer_id": "reviewer"}, 403, "may not decide"),
+        ("reviewer", {"reviewer_id": "agent"}, 422, "holds no active key of a role that may"),
+        ("reviewer", {"reviewer_id": "nobody"}, 422, "holds no active key of a role that may"),
+        ("reviewer", {"reviewer": "reviewer2"}, 422, "reviewer_id"),
+    ],
+)
+def test_a_bad_assignment_is_refused_and_records_nothing(server, who, body, status, detail):
+    # Given
+    interrupt_id = raised(server, "echo", {"payload": "bad assignment"})
+    [thread_id] = [
+        r["thread_id"] for r in queue(server)["data"] if r["interrupt_id"] == interrupt_id
+    ]
+    events = server.event_count(thread_id)
+
+    # When
+    with server.http(who) as client:
+        response = client.post(f"/approvals/{interrupt_id}/assign", json=body)
+
+    # Then
+    assert response.status_code == status, response.text
+    assert detail in response.json()["detail"]
+    assert server.event_count(thread_id) == events
+
+
+def test_an_interrupt_no_longer_open_cannot_be_assigned(server):
+    # Given an interrupt a reviewer answered
+    sdk = server.sdk("agent")
+    thread_id = sdk.threads.create()["thread_id"]
+    interrupt_id = sdk.runs.wait(thread_id, "echo", input={"payload": "done"})["__interrupt__"][0][
+        "id"
+    ]
+    server.sdk("reviewer").runs.wait(thread_id, "echo", command={"resume": "ok"})
+
+    # When
+    with server.http("reviewer") as reviewer:
+        response = reviewer.post(f"/approvals/{interrupt_id}/assign", json={"reviewer_id": None})
+
+    # Then
+    assert response.status_code == 409, response.text
+    assert "has no pending interrupt" in response.json()["detail"]
+
+
 def test_the_endpoints_that_write_document_their_503_when_the_store_is_down(server):
     # Given the OpenAPI document
     with server.http() as anonymous:

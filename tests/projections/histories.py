@@ -151,8 +151,9 @@ def checkpoint_before(graph: CompiledStateGraph, thread_id: str, node: str) -> s
 
 
 def record_history(store: Workflows, prefix: str = "") -> None:
-    """One thread of each kind: answered, pending (with a role), parallel with
-    one answer, cancelled, failed, finished without a human, and a fork."""
+    """One thread of each kind: answered, pending (with a role, assigned to a
+    reviewer), parallel with one answer, cancelled, failed, finished without a
+    human, and a fork."""
     refunds = approval_graph(store)
     finance = approval_graph(store, name="payout", role="finance")
     parallel = parallel_graph(store)
@@ -161,7 +162,8 @@ def record_history(store: Workflows, prefix: str = "") -> None:
 
     ask_for(refunds, f"{prefix}answered", 10.0)
     answer(refunds, f"{prefix}answered", True)
-    ask_for(finance, f"{prefix}pending", 20.0)
+    waiting = ask_for(finance, f"{prefix}pending", 20.0)
+    store.assign(f"{prefix}pending", waiting.id, REVIEWER["id"], REVIEWER)
     left, _right = parallel.invoke({"out": []}, config(f"{prefix}both"))["__interrupt__"]
     parallel.invoke(Command(resume={left.id: "yes"}), config(f"{prefix}both"))
     ask_for(refunds, f"{prefix}stopped", 30.0)

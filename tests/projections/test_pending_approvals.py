@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from domain.errors import UnknownInterruptError
 from domain.thread import WorkflowThread
 from domain.types import Command
 from projections.pending_approvals import PendingApprovals, PendingApprovalsProjection
@@ -322,6 +323,39 @@ def test_overdue_rows_are_those_due_by_the_given_now_and_carry_their_due_by(stor
     assert moment(rows["soon"].due_by) - moment(rows["soon"].raised_at) == timedelta(hours=1)
     assert moment(rows["later"].due_by) - moment(rows["later"].raised_at) == timedelta(days=1)
     assert rows["never"].due_by is None
+
+
+def test_an_assigned_reviewer_shows_in_its_row_and_filters_the_queue(store, runner, queue):
+    # Given two open interrupts
+    graph = approval_graph(store)
+    first, second = ask_for(graph, "t1"), ask_for(graph, "t2")
+
+    # When the first is assigned to rita, then the second to rita and taken off again
+    store.assign("t1", first.id, "rita", REVIEWER)
+    store.assign("t2", second.id, "rita", REVIEWER)
+    store.assign("t2", second.id, None, REVIEWER)
+    runner.catch_up()
+
+    # Then
+    assert {row.thread_id: row.assigned_to for row in queue.page().items} == {
+        "t1": "rita",
+        "t2": None,
+    }
+    mine = queue.page(assigned_to="rita")
+    assert ([row.thread_id for row in mine.items], mine.total) == (["t1"], 1)
+
+
+def test_only_a_pending_interrupt_can_be_assigned(store, runner, queue):
+    # Given an interrupt that was answered
+    graph = approval_graph(store)
+    pending = ask_for(graph, "t1")
+    answer(graph, "t1")
+    head = store.recorder.max_notification_id()
+
+    # When / Then
+    with pytest.raises(UnknownInterruptError, match="has no pending interrupt"):
+        store.assign("t1", pending.id, "rita", REVIEWER)
+    assert store.recorder.max_notification_id() == head
 
 
 # -- order and paging ------------------------------------------------------
