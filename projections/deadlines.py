@@ -19,6 +19,7 @@ from projections.pending_approvals import QUEUE
 from projections.timestamps import utc_text
 
 log = structlog.get_logger()
+_left: set[str] = set()  # interrupts this process could not read: warned about once
 
 
 def expire_overdue(store: Workflows, db: Database, now: datetime | None = None) -> list[str]:
@@ -39,5 +40,7 @@ def expire_overdue(store: Workflows, db: Database, now: datetime | None = None) 
         except ConcurrentUpdateError:
             continue  # another worker (or a reviewer) got there first
         except ReducerUnavailableError as error:
-            log.warning("overdue interrupt left", interrupt_id=interrupt_id, reason=str(error))
+            if interrupt_id not in _left:
+                _left.add(interrupt_id)
+                log.warning("overdue interrupt left", interrupt_id=interrupt_id, reason=str(error))
     return expired

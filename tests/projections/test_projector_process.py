@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from api.graph_loader import GraphSource, load_graph
 from domain.store import open_store
 from projections.catalog import all_projections
 from projections.pending_approvals import PendingApprovals
@@ -229,3 +230,56 @@ def test_two_projector_processes_at_once_apply_each_event_once(store, reader, st
     reader.rebuild()
     assert read_models(reader.db, tuple(READ_MODEL_TABLES)) == projected
     assert PendingApprovals(reader.db).page().total == 8 + 3
+
+
+NOTES_GRAPH = """
+from typing import Annotated, Any, TypedDict
+
+from domain.graph import END, START, StateGraph
+from domain.types import interrupt
+
+
+def longest(old, new):
+    return old if len(old) >= len(new) else new
+
+
+class Notes(TypedDict):
+    note: Annotated[str, longest]
+    answer: Any
+
+
+def ask(state):
+    return {"answer": interrupt("ok?", deadline=0.01)}
+
+
+builder = StateGraph(Notes)
+builder.add_node("ask", ask)
+builder.add_edge(START, "ask")
+builder.add_edge("ask", END)
+"""
+
+
+def test_a_projector_expires_a_thread_with_its_own_reducers_once_given_its_graph(
+    store, reader, start_projector, tmp_path
+):
+    # Given an overdue interrupt on a thread whose state has a reducer of its graph's own
+    path = tmp_path / "notes.py"
+    path.write_text(NOTES_GRAPH, encoding="utf-8")
+    graph = load_graph(GraphSource("notes", path, "builder"), store)
+    graph.invoke({"note": "x", "answer": None}, {"configurable": {"thread_id": "n1"}})
+
+    def expired() -> bool:
+        return any(type(e).__name__ == "InterruptExpired" for e in store.thread_events("n1"))
+
+    # When a projector runs without the graph, it says so and leaves the thread
+    blind = holdpoint_projector(start_projector)
+    wait_until(lambda: "overdue interrupt left" in blind.stderr(), "a warning", blind)
+    assert blind.stop(signal.SIGTERM) == 0
+    assert not expired()
+
+    # And when one runs with it, the expiry is recorded
+    seeing = start_projector(
+        "api.cli", "projector", "--poll", "0.05", "--graph", f"notes={path}:builder"
+    )
+    wait_until(expired, "the expiry", seeing)
+    assert seeing.stop(signal.SIGTERM) == 0
