@@ -13,7 +13,11 @@ ROLE_HINTS = {
     "auditor": "reads audit trails and reports",
 }
 JSON = "-H 'content-type: application/json'"
-PICK_ID = 'python3 -c \'import json,sys; print(json.load(sys.stdin)["__interrupt__"][0]["id"])\''
+
+
+def _pick(path: str) -> str:
+    """A pipe's end that prints one field of the JSON it is given (python3: always there)."""
+    return f"python3 -c 'import json,sys; print(json.load(sys.stdin){path})'"
 
 
 def banner(settings: ServerSettings, graphs: list[str], keys: list[tuple[Any, str]]) -> str:
@@ -46,7 +50,8 @@ def banner(settings: ServerSettings, graphs: list[str], keys: list[tuple[Any, st
 
 
 def refund_story(url: str, keys: dict[str, str]) -> list[str]:
-    """The refund story as curl lines: start, pause, decide, see it done and audited."""
+    """The refund story as shell lines: start, pause, decide, wait for the run the decision
+    began, then see the thread done and audited."""
     return [
         "The refund story: an agent asks for a $250 refund, a reviewer approves it.",
         f"  export URL={url} AGENT={keys['agent']}",
@@ -54,10 +59,14 @@ def refund_story(url: str, keys: dict[str, str]) -> list[str]:
         f'  curl -s -X POST $URL/threads -H "x-api-key: $AGENT" {JSON} '
         '-d \'{"thread_id": "refund-1", "metadata": {"graph_id": "refund"}}\'',
         f'  ID=$(curl -s -X POST $URL/threads/refund-1/runs/wait -H "x-api-key: $AGENT" {JSON} '
-        '-d \'{"assistant_id": "refund", "input": {"refund_amount": 250}}\' | ' + PICK_ID + ")",
+        '-d \'{"assistant_id": "refund", "input": {"refund_amount": 250}}\' | '
+        + _pick('["__interrupt__"][0]["id"]')
+        + ")",
         '  curl -s $URL/approvals -H "x-api-key: $REVIEWER"',
-        f'  curl -s -X POST $URL/approvals/$ID/decision -H "x-api-key: $REVIEWER" {JSON} '
-        '-d \'{"decision": "approve", "reason": "Receipt checked"}\'',
-        '  curl -s $URL/threads/refund-1/state -H "x-api-key: $AGENT"',
+        f'  RUN=$(curl -s -X POST $URL/approvals/$ID/decision -H "x-api-key: $REVIEWER" {JSON} '
+        '-d \'{"decision": "approve", "reason": "Receipt checked"}\' | '
+        + _pick('["run_id"]')
+        + ")",
+        '  curl -s $URL/threads/refund-1/runs/$RUN/join -H "x-api-key: $AGENT"',
         '  curl -s $URL/threads/refund-1/audit -H "x-api-key: $AUDITOR"',
     ]
