@@ -1,14 +1,16 @@
 """Prometheus metrics: counters kept by this process, gauges read from the read models.
 
-Counters (requests, runs, interrupts raised, decisions) count what this
-process did; sum them over replicas. Gauges (open approvals, the oldest open
-approval's age, projection lag) are read from the shared read models at each
-scrape, so every replica reports the same values.
+Counters (requests, runs, interrupts raised, decisions, verifications) count
+what this process did; sum them over replicas. Gauges (open approvals, the
+oldest open approval's age, projection lag; the latest seal's age and the
+events recorded since it) are read from the shared read models and the store
+at each scrape, so every replica reports the same values.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -16,6 +18,8 @@ from prometheus_client.registry import Collector
 
 from api.read_models import ReadModels
 from api.runs import RunOutcome
+from audit.seals import latest_seal
+from domain.seal import SealFormatError
 from projections.pending_approvals import PendingApprovals
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -46,6 +50,32 @@ class ReadModelGauges(Collector):
         for status in self.read_models.status():
             lag.add_metric([status.name], status.lag)
         yield lag
+
+
+class SealGauges(Collector):
+    """How far the log is from its latest seal: its age, and the events recorded since
+    (what a seal does not yet cover). Neither is reported while no seal is recorded."""
+
+    def __init__(self, read_models: ReadModels) -> None:
+        self.store = read_models.store
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            seal = latest_seal(self.store)
+        except SealFormatError:
+            seal = None  # `holdpoint verify --seal` and the audit say what is wrong with it
+        if seal is None:
+            return
+        age = (datetime.now(UTC) - datetime.fromisoformat(seal["sealed_at"])).total_seconds()
+        yield GaugeMetricFamily(
+            "holdpoint_last_seal_age_seconds", "Seconds since the latest seal was made", value=age
+        )
+        head = int(self.store.recorder.max_notification_id() or 0)
+        yield GaugeMetricFamily(
+            "holdpoint_events_after_last_seal",
+            "Events recorded after the latest seal's position (not yet sealed)",
+            value=max(head - int(seal["position"]), 0),
+        )
 
 
 class Metrics:
@@ -80,7 +110,15 @@ class Metrics:
             ["decision"],
             registry=self.registry,
         )
+        self.verifications = Counter(
+            "holdpoint_verifications",
+            "Verifications of the record run through GET /audit/verify, by result "
+            "(failed: a problem was found)",
+            ["result"],
+            registry=self.registry,
+        )
         self.registry.register(ReadModelGauges(read_models))
+        self.registry.register(SealGauges(read_models))
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
         self.requests.labels(route, method, str(status)).inc()
@@ -92,6 +130,9 @@ class Metrics:
             self.interrupts.inc(outcome.interrupts_raised)
         for decision in outcome.decisions:
             self.decisions.labels(decision).inc()
+
+    def observe_verification(self, problems: int) -> None:
+        self.verifications.labels("failed" if problems else "ok").inc()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

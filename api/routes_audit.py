@@ -88,6 +88,7 @@ def verify(
     if thread_id is not None:
         thread_or_404(services, thread_id)
         count, problems = verify_thread_events(services.store, thread_id)
+        services.metrics.observe_verification(len(problems))
         first = problems[0] if problems else None
         report = {
             "thread_id": thread_id,
@@ -106,6 +107,7 @@ def verify(
             "next_cursor": None,
         }
     verdict = scan_log(services.store).verdict
+    services.metrics.observe_verification(len(verdict.problems))
     broken: dict[str, dict[str, Any]] = {}
     for problem in verdict.problems:
         if problem.thread_id is not None and problem.thread_id not in broken:

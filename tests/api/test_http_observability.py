@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from audit.seals import make_seal
+from audit.signing import generate_key, load_private_key
 from tests.api.http_harness import server_on
 
 PUBLIC = {"/healthz", "/readyz"}
@@ -146,3 +148,29 @@ def test_verify_recomputes_the_chains(server):
     assert one["threads"][0]["events_checked"] == server.event_count(thread_id)
     assert every["ok"] is True
     assert every["checked"] >= 1
+
+
+def test_metrics_count_verifications_and_say_how_far_the_log_is_from_its_seal(server, tmp_path):
+    # Given a store with no seal
+    with server.http("auditor") as auditor:
+        before = auditor.get("/metrics").text
+    assert "holdpoint_last_seal_age_seconds" not in before
+
+    # When it is verified, sealed, and one more thread recorded
+    with server.http("auditor") as auditor:
+        assert auditor.get("/audit/verify").json()["ok"] is True
+    generate_key(tmp_path / "seal.key")
+    document, _, problems = make_seal(
+        server.store, load_private_key(str(tmp_path / "seal.key")), jobs=1
+    )
+    assert problems == []
+    sdk = server.sdk("agent")
+    sdk.runs.wait(sdk.threads.create()["thread_id"], "refund", input={"refund_amount": 4.0})
+    with server.http("auditor") as auditor:
+        text = auditor.get("/metrics").text
+
+    # Then
+    assert metric(text, "holdpoint_verifications_total", result="ok") >= 1
+    assert 0 <= metric(text, "holdpoint_last_seal_age_seconds") < 600
+    assert metric(text, "holdpoint_events_after_last_seal") == server.head() - document["position"]
+    assert server.head() > document["position"]
