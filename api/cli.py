@@ -183,7 +183,7 @@ def _db_init(_: argparse.Namespace) -> int:
 def _projections_status(_: argparse.Namespace) -> int:
     from projections.catalog import runner_for  # noqa: PLC0415
 
-    with open_store() as store:
+    with open_store(existing=True) as store:
         runner = runner_for(store)
         print(f"{'projection':<20} {'position':>10} {'head':>10} {'lag':>8}")
         for status in runner.status():
@@ -196,7 +196,7 @@ def _projections_rebuild(args: argparse.Namespace) -> int:
     from api.progress import ProgressBar  # noqa: PLC0415
     from projections.catalog import runner_for  # noqa: PLC0415
 
-    with open_store() as store:
+    with open_store(existing=True) as store:
         runner = runner_for(store)
         names = ", ".join(args.names or runner.projections)
         bar = ProgressBar(label=names)  # one pass feeds them all: one bar
@@ -246,7 +246,7 @@ def _report(args: argparse.Namespace) -> int:
         problem = "--since must be before --until" if since >= until else "--floor must be >= 0"
         print(f"holdpoint: error: {problem}", file=sys.stderr)
         return 2
-    with open_store() as store:
+    with open_store(existing=True) as store:
         runner = runner_for(store)
         runner.catch_up()
         figures = oversight_report(

@@ -229,7 +229,7 @@ def _verify(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     if args.seal is not None:
         return _verify_with_seal(args)
-    with open_store() as store:
+    with open_store(existing=True) as store:
         if args.thread is not None:
             return _verify_thread(store, args.thread, as_json=args.json)
         bar = ProgressBar()
@@ -276,7 +276,7 @@ def _verify_with_seal(args: argparse.Namespace) -> int:
     if args.seal != "latest":
         seal = load_seal_file(args.seal)
     trusted, trusted_by = _trusted_key(args.public_key)
-    with open_store() as store:
+    with open_store(existing=True) as store:
         if args.seal == "latest":
             document = latest_seal(store)
             if document is None:
@@ -335,7 +335,7 @@ def _seal(args: argparse.Namespace) -> int:
         return 0
     out = _writable(args.out) if args.out is not None else None
     key = load_private_key()
-    with open_store() as store:
+    with open_store(existing=True) as store:
         bar = ProgressBar()
         try:
             with _whole_log():
@@ -364,7 +364,7 @@ def _export(args: argparse.Namespace) -> int:
 
     out = _writable(args.out)
     key = load_private_key() if os.environ.get(KEY_VARIABLE) else None
-    with open_store() as store:
+    with open_store(existing=True) as store:
         bar = ProgressBar()
         try:
             with _whole_log():

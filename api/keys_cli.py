@@ -67,7 +67,7 @@ def keys_create(args: argparse.Namespace) -> int:
 
 
 def keys_list(_: argparse.Namespace) -> int:
-    with open_store() as store:
+    with open_store(existing=True) as store:
         keys = Keyring(store).list()
     _say(f"{'key id':<14} {'principal':<24} {'role':<10} {'created (UTC)':<20} revoked (UTC)")
     for key in keys:
@@ -81,7 +81,7 @@ def keys_list(_: argparse.Namespace) -> int:
 
 
 def keys_revoke(args: argparse.Namespace) -> int:
-    with open_store() as store:
+    with open_store(existing=True) as store:
         info = Keyring(store).revoke(args.key_id, actor=local_actor(), reason=args.reason)
     _say(f"Revoked key {info.key_id} of {info.principal_id} (role {info.role}).")
     return 0

@@ -74,7 +74,7 @@ def run_replay(args: argparse.Namespace) -> int:
         msg = "replay needs one THREAD, or --all (not both)"
         raise ReplayUsageError(msg)
     sources = [parse_graph_spec(spec) for spec in args.graph]
-    with open_store() as store:
+    with open_store(existing=True) as store:
         graphs = load_graphs(sources, store)
         if args.all:
             return _replay_all(store, graphs, as_json=args.json)

@@ -501,12 +501,29 @@ def test_a_state_with_its_own_reducer_is_read_with_its_graph_given_and_refused_w
     assert json.loads(read.stdout)["values"] == {"note": "a longer note"}
 
 
-def test_a_read_command_refuses_a_store_file_that_is_not_there(tmp_path):
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["state", "t1"],
+        ["history", "t1"],
+        ["diff", "t1", "1", "2"],
+        ["fork", "t1", "--version", "2"],
+        ["replay", "t1"],
+        ["verify"],
+        ["export", "t1", "--out", "bundle.json"],
+        ["report"],
+        ["projections", "status"],
+        ["projections", "rebuild"],
+        ["threads", "list"],
+        ["keys", "list"],
+    ],
+)
+def test_a_command_on_a_store_refuses_a_store_file_that_is_not_there(tmp_path, command):
     # Given a misspelt store path
     url = f"sqlite:///{tmp_path / 'typo' / 'holdpoint.db'}"
 
     # When
-    done = subprocess_holdpoint(url, "state", "t1")
+    done = subprocess_holdpoint(url, *command)
 
     # Then: an error naming the path, and nothing created
     assert done.returncode == 2
