@@ -8,35 +8,19 @@ thread index up to date first.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from domain.store import open_store
 from projections.catalog import runner_for
 from projections.thread_index import ThreadIndex, ThreadSummary
+from tests.cli_process import holdpoint
 from tests.conftest import store_url
 from tests.projections.histories import REVIEWER, pipeline_graph, record_history
 
-REPO = Path(__file__).resolve().parents[2]
 NEWEST_FIRST = ["fork", "done", "failed", "stopped", "both", "pending", "answered"]
-
-
-def holdpoint(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "api.cli", *args],
-        cwd=REPO,
-        env={**os.environ, "HOLDPOINT_STORE": url},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -3,9 +3,6 @@ checked by a keyring that opens the same file, as the server would."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,20 +11,7 @@ from domain.errors import KeyRevokedError
 from domain.identity import parse_key
 from domain.keyring import Keyring
 from domain.store import open_store
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def holdpoint(store_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "api.cli", *args],
-        cwd=REPO,
-        env={**os.environ, "HOLDPOINT_STORE": store_url},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+from tests.cli_process import holdpoint
 
 
 def ok(store_url: str, *args: str) -> list[str]:

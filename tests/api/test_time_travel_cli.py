@@ -12,9 +12,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,9 +28,9 @@ from domain.time_travel import versions
 from domain.types import Command
 from projections.catalog import runner_for
 from projections.pending_approvals import PendingApprovals
+from tests.cli_process import holdpoint as holdpoint_process
 from tests.conftest import store_url
 
-REPO = Path(__file__).resolve().parents[2]
 GRAPH = """
 import operator
 from typing import Annotated, Any, TypedDict
@@ -127,18 +124,6 @@ def cli(story, monkeypatch):
         return holdpoint(story, *args, monkeypatch=monkeypatch)
 
     return run
-
-
-def subprocess_holdpoint(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "api.cli", *args],
-        cwd=REPO,
-        env={**os.environ, "HOLDPOINT_STORE": url},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 # -- history ------------------------------------------------------------------------
@@ -374,7 +359,7 @@ def test_replay_all_replays_every_thread_of_the_graph(story, cli):
 
 def test_replay_all_shows_progress_and_a_summary(story):
     # When
-    done = subprocess_holdpoint(story.url, "replay", "--all", "--graph", story.v2)
+    done = holdpoint_process(story.url, "replay", "--all", "--graph", story.v2)
 
     # Then
     assert done.returncode == 1, done.stderr
@@ -488,8 +473,8 @@ def test_a_state_with_its_own_reducer_is_read_with_its_graph_given_and_refused_w
         graph.invoke({"note": "a longer note"}, {"configurable": {"thread_id": "n1"}})
 
     # When it is read in a fresh process, without and then with the graph's code
-    refused = subprocess_holdpoint(sqlite_url, "state", "n1", "--json")
-    read = subprocess_holdpoint(
+    refused = holdpoint_process(sqlite_url, "state", "n1", "--json")
+    read = holdpoint_process(
         sqlite_url, "state", "n1", "--json", "--graph", f"notes={path}:builder"
     )
 
@@ -523,7 +508,7 @@ def test_a_command_on_a_store_refuses_a_store_file_that_is_not_there(tmp_path, c
     url = f"sqlite:///{tmp_path / 'typo' / 'holdpoint.db'}"
 
     # When
-    done = subprocess_holdpoint(url, *command)
+    done = holdpoint_process(url, *command)
 
     # Then: an error naming the path, and nothing created
     assert done.returncode == 2
@@ -534,7 +519,7 @@ def test_a_command_on_a_store_refuses_a_store_file_that_is_not_there(tmp_path, c
 def test_help_names_each_option(sqlite_url):
     # When
     helps = {
-        name: subprocess_holdpoint(sqlite_url, name, "--help").stdout
+        name: holdpoint_process(sqlite_url, name, "--help").stdout
         for name in ("history", "state", "diff", "fork", "replay")
     }
 
@@ -551,6 +536,6 @@ def test_help_names_each_option(sqlite_url):
     assert "--all" in helps["replay"]
     assert "--graph NAME=PATH.py:ATTR" in helps["replay"]
     assert "Exit status 0" in helps["replay"]
-    top = subprocess_holdpoint(sqlite_url, "--help").stdout
+    top = holdpoint_process(sqlite_url, "--help").stdout
     for name in ("history", "state", "diff", "fork", "replay"):
         assert name in top

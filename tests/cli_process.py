@@ -1,0 +1,23 @@
+"""`holdpoint ARGS` as a user runs it: a subprocess of this checkout, on one store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def holdpoint(store_url: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run `holdpoint ARGS` with HOLDPOINT_STORE set; its exit status, stdout and stderr."""
+    return subprocess.run(
+        [sys.executable, "-m", "api.cli", *args],
+        cwd=REPO,
+        env={**os.environ, "HOLDPOINT_STORE": store_url},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
