@@ -56,6 +56,14 @@ def ids(page: dict[str, Any]) -> list[str]:
     return [row["interrupt_id"] for row in page["data"]]
 
 
+def until_listed(server, interrupt_id: str, **params: Any) -> dict[str, Any]:
+    """The queue read with `params` until it lists `interrupt_id` (at most 10 s)."""
+    deadline = time.monotonic() + 10
+    while interrupt_id not in ids(page := queue(server, **params)):
+        assert time.monotonic() < deadline, f"{interrupt_id} never listed with {params}"
+    return page
+
+
 def test_node_filter_keeps_only_the_interrupts_raised_at_that_node(server):
     # Given an interrupt raised at node `ask` and one at node `approve_payment`
     asked = raised(server, "echo", {"payload": "node filter"})
@@ -98,8 +106,7 @@ def test_overdue_keeps_only_the_interrupts_past_their_deadline(server):
     assert due_by is not None
 
     # When the deadline has passed and the overdue interrupts are read
-    time.sleep(0.1)
-    page = queue(server, overdue="true")
+    page = until_listed(server, quick.id, overdue="true")
 
     # Then the one past its deadline is there, the other is not
     assert quick.id in ids(page)
