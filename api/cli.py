@@ -123,15 +123,7 @@ def _add_all_commands(commands: Any) -> None:
         help="seconds between looks at the log (default 0.2); on PostgreSQL each commit "
         "also wakes the projector at once (LISTEN/NOTIFY)",
     )
-    projector.add_argument(
-        "--graph",
-        action="append",
-        default=[],
-        metavar="NAME=PATH.py:ATTR",
-        help="graph NAME's code, for the reducers its state declares (repeatable): recording "
-        "an expiry reads the thread, and a thread whose state has reducers of its own is "
-        "left, with a warning, by a projector without its graph; no node runs",
-    )
+    history_cli.add_graph_option(projector)  # recording an expiry reads the thread
     projector.set_defaults(handler=_projector)
 
     threads_cli.register(commands)
@@ -213,7 +205,7 @@ def _projections_rebuild(args: argparse.Namespace) -> int:
 
 
 def _projector(args: argparse.Namespace) -> int:
-    from api.graph_loader import load_graph, parse_graph_spec  # noqa: PLC0415
+    from api.history_cli import load_graph_reducers  # noqa: PLC0415
     from projections.catalog import runner_for  # noqa: PLC0415
     from projections.deadlines import expire_overdue  # noqa: PLC0415
 
@@ -221,8 +213,7 @@ def _projector(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     with open_store() as store:
-        for spec in args.graph:
-            load_graph(parse_graph_spec(spec), store)
+        load_graph_reducers(args.graph, store)
         runner = runner_for(store)
         log.info("projector started", projections=list(runner.projections), poll=args.poll)
         runner.run_forever(

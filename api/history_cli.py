@@ -23,12 +23,12 @@ from typing import Any
 
 import structlog
 
+from api.cli import parse_moment
 from api.graph_loader import load_graph, parse_graph_spec
 from api.lineage import Lineage, lineage, lineage_json
 from api.time_travel_json import diff_json, event_json, plain, state_json
 from domain.actor import local_actor
 from domain.application import Workflows
-from domain.errors import HoldpointError
 from domain.forks import fork_at_version
 from domain.store import open_store
 from domain.time_travel import (
@@ -46,10 +46,6 @@ log = structlog.get_logger()
 SUMMARY_WIDTH = 72
 
 
-class BadTimestampError(HoldpointError, ValueError):
-    """A --at value that is not an ISO 8601 date or time."""
-
-
 def register(commands: Any) -> None:
     """Add `history`, `state`, `diff` and `fork` to the `holdpoint` subcommands."""
     history = commands.add_parser(
@@ -64,7 +60,7 @@ def register(commands: Any) -> None:
     )
     history.add_argument("thread_id", metavar="THREAD", help="the thread's id")
     history.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    _add_graph_option(history)
+    add_graph_option(history)
     history.set_defaults(handler=show_history)
 
     state = commands.add_parser(
@@ -85,7 +81,7 @@ def register(commands: Any) -> None:
         "the last version recorded at or before it",
     )
     state.add_argument("--json", action="store_true", help="print JSON")
-    _add_graph_option(state)
+    add_graph_option(state)
     state.set_defaults(handler=show_state)
 
     diff = commands.add_parser(
@@ -100,7 +96,7 @@ def register(commands: Any) -> None:
     diff.add_argument("a", metavar="A", help="the version (or checkpoint id) to compare from")
     diff.add_argument("b", metavar="B", help="the version (or checkpoint id) to compare to")
     diff.add_argument("--json", action="store_true", help="print JSON")
-    _add_graph_option(diff)
+    add_graph_option(diff)
     diff.set_defaults(handler=show_diff)
 
     fork = commands.add_parser(
@@ -125,11 +121,13 @@ def register(commands: Any) -> None:
         help="the new thread's id (default THREAD~N, then THREAD~N.2, ...)",
     )
     fork.add_argument("--json", action="store_true", help="print JSON")
-    _add_graph_option(fork)
+    add_graph_option(fork)
     fork.set_defaults(handler=run_fork)
 
 
-def _add_graph_option(parser: argparse.ArgumentParser) -> None:
+def add_graph_option(parser: argparse.ArgumentParser) -> None:
+    """`--graph NAME=PATH.py:ATTR`, for a command that reads threads: the graphs whose
+    state reducers it may need (`load_graph_reducers`)."""
     parser.add_argument(
         "--graph",
         action="append",
@@ -141,12 +139,17 @@ def _add_graph_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def load_graph_reducers(specs: list[str], store: Workflows) -> None:
+    """Compile the graphs of `--graph` on `store`, which registers their reducers."""
+    for spec in specs:
+        load_graph(parse_graph_spec(spec), store)
+
+
 @contextmanager
 def _reading(args: argparse.Namespace) -> Iterator[Workflows]:
     """The store (which must exist), with the reducers of the graphs given registered."""
     with open_store(existing=True) as store:
-        for spec in args.graph:
-            load_graph(parse_graph_spec(spec), store)
+        load_graph_reducers(args.graph, store)
         yield store
 
 
@@ -192,7 +195,7 @@ def show_history(args: argparse.Namespace) -> int:
 def show_state(args: argparse.Namespace) -> int:
     with _reading(args) as store:
         if args.at is not None:
-            state = state_at_time(store, args.thread_id, parse_moment(args.at))
+            state = state_at_time(store, args.thread_id, parse_moment("--at", args.at))
         else:
             state = state_at_version(store, args.thread_id, args.version)
     if args.json:
@@ -237,19 +240,6 @@ def run_fork(args: argparse.Namespace) -> int:
 
 
 # -- reading the arguments and writing the answers --------------------------
-
-
-def parse_moment(text: str) -> datetime:
-    """An ISO 8601 date or time, UTC when it has no offset; BadTimestampError if not."""
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        msg = (
-            f"--at {text!r} is not an ISO 8601 date or time "
-            "(e.g. 2025-03-01 or 2025-03-01T09:30:00Z)"
-        )
-        raise BadTimestampError(msg) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def describe(event: VersionEvent) -> str:

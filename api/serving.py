@@ -20,8 +20,8 @@ from domain.store import open_store, redacted
 # How long a thread may hold the GIL while another waits for it (Python's default: 5 ms).
 # The event loop and the thread that runs the graphs take turns: with 5 ms slices a
 # request's reply can wait a whole slice behind a run. Measured with 8 SDK clients on 2
-# cores, alternating A/B rounds (bench/http.py's cycle): resume p99 0.82-0.94 x, cycles/s
-# 1.00-1.07 x at 0.5 ms.
+# cores, three sets of alternating A/B rounds (bench/http.py's cycle): resume p99
+# 0.82-0.94 x, cycles/s 1.01-1.08 x at 0.5 ms.
 SWITCH_INTERVAL_SECONDS = 0.0005
 
 
