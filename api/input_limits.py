@@ -26,29 +26,11 @@ from starlette.requests import Request
 from api.problems import Problem, respond
 from api.request_log import ASGIApp, Receive, Scope, Send, replay_body
 from domain.json_limits import MAX_JSON_DEPTH, json_text_problem
+from domain.thread_ids import thread_id_problem
 
-THREAD_ID_MAX = 256
-THREAD_ID_RULE = (
-    f"1 to {THREAD_ID_MAX} printable characters, none of / \\ ? # %, "
-    "not . or .., without leading or trailing spaces"
-)
-# The part of the rule that a JSON Schema pattern can say (the OpenAPI document shows it).
-THREAD_ID_PATTERN = r"^[^/\\?#%\x00-\x1f\x7f]+$"
-_URL_SYNTAX = frozenset("/\\?#%")
 _CONTROL = re.compile(rb"[\x00-\x1f\x7f]")
 _CONTROL_TEXT = re.compile(r"[\x00-\x1f\x7f]")
 _BODY_METHODS = ("POST", "PUT", "PATCH")
-
-
-def thread_id_problem(thread_id: str) -> str | None:
-    """Why a thread id may not be recorded over HTTP, or None when it may."""
-    if not 1 <= len(thread_id) <= THREAD_ID_MAX:
-        return f"it has {len(thread_id)} characters; a thread id is {THREAD_ID_RULE}"
-    bad = next((c for c in thread_id if c in _URL_SYNTAX or not c.isprintable()), None)
-    if bad is not None or thread_id in (".", "..") or thread_id != thread_id.strip(" "):
-        what = f"it has {bad!r}" if bad is not None else f"{thread_id!r} is not allowed"
-        return f"{what}; a thread id is {THREAD_ID_RULE}"
-    return None
 
 
 def check_thread_id(thread_id: str) -> str:

@@ -7,7 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
-from api.input_limits import THREAD_ID_MAX, THREAD_ID_PATTERN, THREAD_ID_RULE, check_thread_id
+from api.input_limits import check_thread_id
+from domain.thread_ids import THREAD_ID_MAX, THREAD_ID_PATTERN, THREAD_ID_RULE
 
 # Checked by `check_thread_id`, whose message states the whole rule; the document shows
 # the part of it that JSON Schema can say.

@@ -14,9 +14,6 @@ from typing import Any
 from domain.errors import InvalidUpdateError
 from domain.hashing import to_json
 
-DECISIONS = ("approve", "reject", "edit", "respond", "escalate")
-
-
 @lru_cache(maxsize=1)
 def _os_user() -> str:
     try:

@@ -16,8 +16,14 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Snapshot
 from eventsourcing.persistence import AggregateRecorder, IntegrityError, StoredEvent
 
-from domain.errors import ConcurrentUpdateError, ThreadCancelledError, ThreadNotFoundError
+from domain.errors import (
+    ConcurrentUpdateError,
+    OversightError,
+    ThreadCancelledError,
+    ThreadNotFoundError,
+)
 from domain.hashing import to_json
+from domain.identity import RefusedAttempt
 from domain.thread import CANCELLED, WorkflowThread, thread_uuid
 from domain.verify import RecordedEvent
 
@@ -245,6 +251,24 @@ class Workflows(Application[Any]):
         if self.snapshots is not None and (first - 1) // interval != last // interval:
             self.snapshots.put([WorkflowThread.Snapshot.take(thread)])
         return recordings[-1].notification.id
+
+    def record_refusal(
+        self,
+        error: OversightError,
+        actor: dict[str, Any],
+        action: str,
+        target: str | None,
+        request: dict[str, Any] | None = None,
+    ) -> None:
+        """Record that a hold point's rule refused `actor` (an AccessRefused, listed with the
+        API's refusals). `request`: the HTTP request the attempt came in, as
+        {"action": "POST /path", "target": id}, which then names the attempt."""
+        if request:
+            action, target = str(request.get("action") or action), request.get("target")
+        attempt = RefusedAttempt.refuse(
+            actor=actor, action=action, target=target, reason=error.reason, message=str(error)
+        )
+        self.save(attempt)
 
     def assign(
         self, thread_id: str, interrupt_id: str, reviewer_id: str | None, actor: dict[str, Any]

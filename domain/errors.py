@@ -7,6 +7,7 @@ is lenient Holdpoint is strict. `api/errors.py` maps them to HTTP statuses.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -21,11 +22,18 @@ class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name, kept for port
     exception swallows it, so catch narrower exceptions around `interrupt()`.
     """
 
-    def __init__(self, index: int, value: Any, policy: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        index: int,
+        value: Any,
+        policy: dict[str, Any] | None = None,
+        reasked: str | None = None,
+    ) -> None:
         super().__init__(value)
         self.index = index
         self.value = value
         self.policy = policy or {}
+        self.reasked = reasked  # the interrupt whose answer was for another question
 
 
 class NodeTimeoutError(HoldpointError, TimeoutError):
@@ -246,3 +254,85 @@ class InvalidRoleError(HoldpointError, ValueError):
 
 class InvalidPrincipalError(HoldpointError, ValueError):
     """A principal id is empty, too long or not printable."""
+
+
+# -- hold points (domain/hold_points.py) --------------------------------------
+
+
+class OversightError(HoldpointError, PermissionError):
+    """A hold point's rules refuse the caller this: the refusal is recorded, nothing else.
+
+    `reason` is the refusal's code on record (`domain.identity.REFUSAL_REASONS`).
+    """
+
+    reason = "forbidden"
+
+
+class WrongRoleError(OversightError):
+    """The caller's role may not answer this interrupt (or may not decide at all)."""
+
+    reason = "wrong_role"
+
+
+class SeparationOfDutiesError(OversightError):
+    """The caller shaped what is to be decided (started, fed, edited or forked the
+    thread), so may not decide it."""
+
+    reason = "separation_of_duties"
+
+
+class HoldPointError(OversightError):
+    """A change of state, or of the flow, at a hold point by someone who may not decide it."""
+
+    reason = "hold_point"
+
+
+class RepeatedApprovalError(OversightError):
+    """The same principal approved an interrupt that needs approvals by different ones."""
+
+    reason = "four_eyes"
+
+
+class QuestionChangedError(OversightError):
+    """The decider was shown a payload other than the interrupt's recorded one."""
+
+    reason = "question_changed"
+
+    def __init__(self, interrupt_id: str, shown: str, recorded: str) -> None:
+        super().__init__(
+            f"Interrupt {interrupt_id} asks the question with digest {recorded}, but the "
+            f"decision was made on {shown}: read the interrupt again and decide on what it "
+            "asks; nothing was recorded"
+        )
+        self.interrupt_id = interrupt_id
+        self.shown = shown
+        self.recorded = recorded
+
+
+class ReasonRequiredError(InvalidUpdateError):
+    """The answer (or the edit standing in for a node) needs a reason and has none."""
+
+
+class DecisionContradictionError(InvalidUpdateError):
+    """An approve or reject whose resume value says otherwise."""
+
+    def __init__(self, decision: str, resume: Any, expected: Any) -> None:
+        super().__init__(
+            f"decision {decision!r} resumes with {_json_text(expected)}, not "
+            f"{_json_text(resume)}: send the decision the value means (edit to change the "
+            "answer), or leave resume out"
+        )
+        self.decision = decision
+        self.resume = resume
+        self.expected = expected
+
+
+class InvalidThreadIdError(InvalidUpdateError):
+    """A thread id that no URL can name, or that is not text."""
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)

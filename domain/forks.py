@@ -13,8 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.application import Workflows
-from domain.errors import HoldpointError, ThreadExistsError
+from domain.errors import HoldpointError, OversightError, ThreadExistsError
+from domain.hold_points import check_may_fork
 from domain.snapshots import fork_thread_id
+from domain.thread import START, WorkflowThread
+from domain.thread_ids import checked_thread_id
 from domain.time_travel import VersionNotFoundError, head_version
 
 
@@ -51,8 +54,9 @@ def fork_at_version(
     """Record a new thread that starts as `thread_id` stood at `version`.
 
     `new_thread_id` defaults to `<thread>~<version>` (then `~<version>.2`, ...).
-    Raises ThreadNotFoundError, VersionNotFoundError, NothingToForkError or
-    ThreadExistsError having written nothing.
+    Raises ThreadNotFoundError, VersionNotFoundError, NothingToForkError,
+    InvalidThreadIdError, ThreadExistsError or HoldPointError (see `branch`) having
+    written nothing but, for the last, the refusal.
     """
     head = head_version(store, thread_id)
     if not 1 <= version <= head:
@@ -62,10 +66,12 @@ def fork_at_version(
     assert source.version == version
     if source.checkpoint is None:
         raise NothingToForkError(thread_id, version)
-    new_id = new_thread_id or fork_thread_id(store, thread_id, version)
-    if store.thread(new_id) is not None:
-        raise ThreadExistsError(new_id)
-    fork = source.fork(new_id, actor)
+    try:
+        fork = branch(store, source, actor, new_thread_id)
+    except OversightError as error:
+        store.record_refusal(error, actor, "fork", thread_id)
+        raise
+    new_id = fork.thread_id
     reraised = [
         fork.raise_interrupt(
             step=record["step"],
@@ -98,3 +104,46 @@ def _policy(record: dict[str, Any]) -> dict[str, Any]:
         policy["deadline_seconds"] = on_expiry["seconds"]
         policy["on_expiry"] = {key: value for key, value in on_expiry.items() if key != "seconds"}
     return policy
+
+
+def branch(
+    store: Workflows,
+    source: WorkflowThread,
+    actor: dict[str, Any],
+    new_thread_id: object = None,
+    run_id: str | None = None,
+) -> WorkflowThread:
+    """A new thread (not yet recorded) that starts as `source` stands, at its checkpoint.
+
+    The one way every fork is made (a run or an edit from a past checkpoint,
+    `fork_at_version`). `new_thread_id` (default `<thread>~<version>`) follows the
+    thread-id rule. A fork at a checkpoint inside a decision's run needs someone who
+    may decide it (`hold_points.check_may_fork`: HoldPointError, which the caller
+    records as a refusal).
+    A fork at a run's input checkpoint applies that input again, as it was recorded,
+    so that the run starts over from it as LangGraph's does.
+    """
+    version = source.version
+    check_may_fork(source, actor, version)
+    if new_thread_id is None:
+        new_id = fork_thread_id(store, source.thread_id, version)
+    else:
+        new_id = checked_thread_id(new_thread_id, "fork_thread_id")
+    if store.thread(new_id) is not None:
+        raise ThreadExistsError(new_id)
+    fork = source.fork(new_id, actor, run_id)
+    if START in source.next and START not in source.done:
+        recorded = store.thread_events(source.thread_id, gt=version, lte=version + 1)
+        start = next((e for e in recorded if isinstance(e, WorkflowThread.NodeCompleted)), None)
+        if start is not None and start.node == START:
+            fork.record(
+                WorkflowThread.NodeCompleted,
+                step=start.step,
+                node=START,
+                task_id=fork.task_id(START),
+                update=start.update,
+                routes=start.routes,
+                duration_ms=0.0,
+                applied=None,
+            )
+    return fork

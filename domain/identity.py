@@ -39,6 +39,9 @@ REFUSAL_REASONS = (
     "conflict",
     "forbidden",
     "rate_limited",
+    "hold_point",
+    "four_eyes",
+    "question_changed",
 )
 KEY_PREFIX = "hp_"
 PRINCIPAL_ID_MAX = 128
@@ -224,20 +227,25 @@ class RefusedAttempt(Aggregate):
     def refuse(
         cls,
         *,
-        principal: Principal | None,
+        principal: Principal | None = None,
+        actor: dict[str, Any] | None = None,
         action: str,
         target: str | None,
         reason: str,
         message: str,
     ) -> RefusedAttempt:
-        """Record one refusal. Caller-supplied text is cut to a bounded length,
-        so that an anonymous caller cannot make a refusal record large."""
+        """Record one refusal of `principal` (authenticated), or of the `actor` a domain rule
+        refused (None for both: unauthenticated). Caller-supplied text is cut to a bounded
+        length, so that an anonymous caller cannot make a refusal record large."""
         if reason not in REFUSAL_REASONS:
             msg = f"Unknown refusal reason {reason!r}: use one of {', '.join(REFUSAL_REASONS)}"
             raise ValueError(msg)
+        if principal is not None:
+            actor = {"id": principal.id, "role": principal.role}
+        actor = actor or {}
         return cls(
-            principal_id=None if principal is None else principal.id,
-            role=None if principal is None else principal.role,
+            principal_id=None if actor.get("id") is None else str(actor["id"]),
+            role=None if actor.get("role") is None else str(actor["role"]),
             action=_cut(action, ACTION_MAX),
             target=None if target is None else _cut(target, ACTION_MAX),
             reason=reason,

@@ -191,7 +191,7 @@ def _replay_node(
 def _run_node(graph: CompiledStateGraph, thread: WorkflowThread, node: str) -> Outcome:
     """Run `node` as the runtime did: on the step's state, with the answers it had."""
     spec = graph.builder.nodes[node]
-    context = TaskContext(node=node, durable=True, resume_values=list(thread.answers.get(node, ())))
+    context = TaskContext(node=node, durable=True, answers=list(thread.answers.get(node, ())))
     config = {"configurable": {"thread_id": thread.thread_id}, "metadata": thread.metadata}
     token = enter_task(context)
     try:  # on a copy of the values, so that the fold stays intact whatever the node does

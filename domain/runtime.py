@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
-from domain import snapshots
-from domain.actor import DECISIONS, resolve_actor
+from domain import hold_points, snapshots
+from domain.actor import resolve_actor
 from domain.errors import (
     AmbiguousResumeError,
     EmptyInputError,
@@ -31,13 +31,14 @@ from domain.errors import (
     NoCheckpointerError,
     NodeTimeoutError,
     NotInterruptedError,
+    OversightError,
     ThreadBusyError,
     ThreadCancelledError,
-    ThreadExistsError,
     ThreadInterruptedError,
     ThreadNotFoundError,
     UnknownInterruptError,
 )
+from domain.forks import branch
 from domain.hashing import to_json
 from domain.schema import as_state, as_update
 from domain.task_context import TaskContext, call_with_timeout, enter_task, leave_task
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from domain.graph.compiled import CompiledStateGraph
 
 DEFAULT_RECURSION_LIMIT = 10007
+REQUEST_KEY = "holdpoint_request"  # configurable: the HTTP request a run serves
 _INTERRUPT_ID_CHARS = frozenset("0123456789abcdef")
 
 
@@ -80,6 +82,7 @@ class Outcome:
     duration_ms: float = 0.0
     interrupt: GraphInterrupt | None = None
     error: BaseException | None = None
+    applied: list[dict[str, Any]] | None = None  # the answers its interrupt() calls received
 
 
 UNREAD = object()  # Run.begin's `as_read` when the caller has not read the thread
@@ -105,6 +108,8 @@ class Run:
         self.actor = resolve_actor(configurable.get("actor"))
         self.recursion_limit = int(config.get("recursion_limit") or DEFAULT_RECURSION_LIMIT)
         self.run_id = str(configurable.get("run_id") or uuid4())
+        # The HTTP request this run serves, {"action", "target"}: it names a refusal.
+        self.request: dict[str, Any] | None = configurable.get(REQUEST_KEY)
         self.thread: WorkflowThread | None = None
         self.steps_run = 0
         self.ended = False  # ThreadCompleted recorded by this run
@@ -132,8 +137,17 @@ class Run:
         """Check the input against the thread, record it, and commit.
 
         `as_read`: the thread (or None) as the caller has just read it, to be used
-        if nothing was recorded on it since, rather than read again.
+        if nothing was recorded on it since, rather than read again. A hold point's
+        rule that refuses the input raises OversightError, its refusal recorded.
         """
+        try:
+            return self._begin(graph_input, as_read)
+        except OversightError as error:
+            if self.store is not None:
+                self.store.record_refusal(error, self.actor, "invoke", self.thread_id, self.request)
+            raise
+
+    def _begin(self, graph_input: Any, as_read: Any) -> list[tuple[str, Any]]:
         if self.store is not None:
             if as_read is not UNREAD and self.store.unchanged_since(
                 self.thread_id, 0 if as_read is None else as_read.version
@@ -158,16 +172,12 @@ class Run:
         return self._values_chunk()
 
     def _fork(self, store: Workflows, wanted: str) -> WorkflowThread:
-        """Time travel: continue from a past checkpoint on a new thread."""
+        """Time travel: continue from a past checkpoint on a new thread (domain/forks.py)."""
         source = snapshots.load_checkpoint(store, self.thread_id, wanted)
         configurable = self.config.get("configurable") or {}
-        new_id = configurable.get("fork_thread_id") or snapshots.fork_thread_id(
-            store, self.thread_id, source.version
-        )
-        if store.thread(new_id) is not None:
-            raise ThreadExistsError(str(new_id))
-        self.thread_id = str(new_id)
-        return source.fork(self.thread_id, self.actor, self.run_id)
+        fork = branch(store, source, self.actor, configurable.get("fork_thread_id"), self.run_id)
+        self.thread_id = fork.thread_id
+        return fork
 
     def _begin_input(self, graph_input: Any) -> None:
         values = as_update(graph_input)
@@ -190,6 +200,9 @@ class Run:
             )
             raise InvalidUpdateError(msg)
         thread = self._existing_thread("a Command needs a thread to act on")
+        hold_points.check_may_change(
+            thread, self.actor, self.graph.oversight, "A Command(update=..., goto=...)"
+        )
         self._check_accepts_input(thread)
         update = {}
         if command.update is not None:
@@ -214,6 +227,7 @@ class Run:
             update=update,
             routes=routes,
             duration_ms=0.0,
+            applied=None,
         )
 
     def _begin_resume(self, command: Command[Any]) -> None:
@@ -225,37 +239,55 @@ class Run:
             raise ThreadCancelledError(self.thread_id)
         if thread.status != INTERRUPTED:
             raise NotInterruptedError(self.thread_id, thread.status)
+        if command.goto_nodes():
+            msg = (
+                "Command(resume=...) cannot also goto: an answer resumes the interrupted "
+                "node, which routes on; send goto in a Command of its own once the thread "
+                "is no longer paused"
+            )
+            raise InvalidUpdateError(msg)
         answers = self._match_answers(thread, command.resume)
         configurable = self.config.get("configurable") or {}
-        decision = configurable.get("decision") or "respond"
-        if decision not in DECISIONS:
-            msg = f"Unknown decision {decision!r}: use one of {', '.join(DECISIONS)}"
-            raise InvalidUpdateError(msg)
+        decision = str(configurable.get("decision") or "respond")
         reason = configurable.get("reason")
+        reason = None if reason is None else to_json(str(reason), "The reason")
         key = configurable.get("idempotency_key")
+        policy = self.graph.oversight
+        values = {}
         for interrupt_id, value in answers.items():
-            thread.record(
-                WorkflowThread.InterruptResumed,
-                interrupt_id=interrupt_id,
-                resume=to_json(value, "The resume value"),
+            values[interrupt_id] = to_json(value, "The resume value")
+            hold_points.check_may_decide(thread, interrupt_id, self.actor, policy)
+            hold_points.check_answer(
+                interrupt_id,
+                thread.interrupts[interrupt_id],
+                decision,
+                values[interrupt_id],
+                reason,
+                _shown(configurable.get("payload_digest"), interrupt_id),
+            )
+        for interrupt_id, value in values.items():
+            thread.answer(
+                interrupt_id,
+                resume=value,
                 decision=decision,
-                reason=None if reason is None else to_json(str(reason), "The reason"),
+                reason=reason,
                 actor=self.actor,
                 idempotency_key=None if key is None else str(key),
                 run_id=self.run_id,
+                separation_of_duties=policy.separation_of_duties,
             )
         if command.update is not None:
-            values = as_update(command.update)
-            if values is None:
+            update = as_update(command.update)
+            if update is None:
                 msg = "Command(update=...) must be a dict"
                 raise InvalidUpdateError(msg)
             thread.record(
                 WorkflowThread.StateEdited,
-                values=self.graph.filter_update(values, "The Command update"),
+                values=self.graph.filter_update(update, "The Command update"),
                 as_node=None,
                 next=None,
                 actor=self.actor,
-                reason=None if reason is None else to_json(str(reason), "The reason"),
+                reason=reason,
             )
 
     def _match_answers(self, thread: WorkflowThread, resume: Any) -> dict[str, Any]:
@@ -311,7 +343,7 @@ class Run:
         tasks = []
         for node in runnable:
             answers = list(thread.answers.get(node, ()))
-            context = TaskContext(node=node, durable=durable, resume_values=answers)
+            context = TaskContext(node=node, durable=durable, answers=answers)
             tasks.append(Task(node, context, as_state(self.graph.state_schema, dict(base))))
         return tasks
 
@@ -349,7 +381,7 @@ class Run:
             return Outcome(task.node, error=error)
         finally:
             leave_task(token)
-        return self._outcome(task.node, returned, started)
+        return self._outcome(task, returned, started)
 
     async def aexecute(self, task: Task) -> Outcome:
         spec = self.graph.builder.nodes[task.node]
@@ -369,16 +401,17 @@ class Run:
             return Outcome(task.node, error=error)
         finally:
             leave_task(token)
-        return self._outcome(task.node, returned, started)
+        return self._outcome(task, returned, started)
 
-    def _outcome(self, node: str, returned: Any, started: float) -> Outcome:
+    def _outcome(self, task: Task, returned: Any, started: float) -> Outcome:
         duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        node = task.node
         try:
             update, goto = self.graph.node_update(node, returned)
             routes = self.graph.routes(node, self._thread().values, update, goto)
         except HoldpointError as error:
             return Outcome(node, error=error)
-        return Outcome(node, update, routes, duration_ms)
+        return Outcome(node, update, routes, duration_ms, applied=task.context.applied or None)
 
     def complete(self, outcomes: list[Outcome]) -> list[tuple[str, Any]]:
         """Record a superstep's outcomes in one commit; raise a node's error."""
@@ -398,6 +431,7 @@ class Run:
                     update=outcome.update,
                     routes=outcome.routes,
                     duration_ms=outcome.duration_ms,
+                    applied=outcome.applied,
                 )
                 if "updates" in self.modes:
                     chunks.append(("updates", {outcome.node: outcome.update}))
@@ -409,6 +443,7 @@ class Run:
                     index=outcome.interrupt.index,
                     value=outcome.interrupt.value,
                     policy=self.graph.interrupt_policy(outcome.interrupt.policy),
+                    reasked=outcome.interrupt.reasked,
                 )
         failure = next((o.error for o in outcomes if o.error is not None), None)
         for outcome in outcomes:
@@ -509,6 +544,14 @@ def _paused(node: str, pause: GraphInterrupt) -> Outcome:
     except HoldpointError as error:
         return Outcome(node, error=error)
     return Outcome(node, interrupt=pause)
+
+
+def _shown(payload_digest: Any, interrupt_id: str) -> str | None:
+    """The digest of the payload the decider was shown, if the caller sent one: one for
+    the single interrupt answered, or a map by interrupt id."""
+    if isinstance(payload_digest, dict):
+        payload_digest = payload_digest.get(interrupt_id)
+    return None if payload_digest is None else str(payload_digest)
 
 
 def pending_interrupts(thread: WorkflowThread) -> list[Interrupt]:

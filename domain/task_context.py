@@ -10,23 +10,38 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domain.errors import GraphInterrupt, NodeTimeoutError
+from domain.hold_points import digest_of_asked
 
 
 @dataclass(slots=True)
 class TaskContext:
-    """What one node run knows: its answers so far, and where it is."""
+    """What one node run knows: its answers so far, and where it is.
+
+    `answers` are the thread's waiting answers for the node, in order, each with the
+    digest of the question it answered; `applied` collects those its `interrupt()`
+    calls received, for the node's NodeCompleted.
+    """
 
     node: str
     durable: bool
-    resume_values: list[Any] = field(default_factory=list)
+    answers: list[dict[str, Any]] = field(default_factory=list)
     calls: int = 0
+    applied: list[dict[str, Any]] = field(default_factory=list)
 
     def next_resume_value(self, value: Any, policy: dict[str, Any]) -> Any:
+        """The answer to the i-th `interrupt()` call, if it answered this question;
+        otherwise GraphInterrupt, which pauses the node to ask it (again)."""
         index = self.calls
         self.calls += 1
-        if index < len(self.resume_values):
-            return self.resume_values[index]
-        raise GraphInterrupt(index, value, policy)
+        if index >= len(self.answers):
+            raise GraphInterrupt(index, value, policy)
+        answer = self.answers[index]
+        bound = answer["digest"]
+        asked = digest_of_asked(value) if bound is not None else None
+        if bound is not None and asked != bound:
+            raise GraphInterrupt(index, value, policy, reasked=answer["interrupt_id"])
+        self.applied.append({"interrupt_id": answer["interrupt_id"], "digest": asked})
+        return answer["resume"]
 
 
 _current: ContextVar[TaskContext] = ContextVar("holdpoint_task")

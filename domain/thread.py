@@ -14,8 +14,9 @@ Every attribute is plain JSON data so that snapshots store it as it is.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import MISSING, fields
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
@@ -23,6 +24,7 @@ from eventsourcing.domain import Aggregate
 
 from domain.errors import UnknownInterruptError
 from domain.hashing import GENESIS_HASH, event_hash
+from domain.hold_points import question_digest, record_digest
 from domain.schema import resolve_reducer
 
 THREAD_NAMESPACE = uuid5(NAMESPACE_URL, "https://holdpoint.dev/threads")
@@ -60,8 +62,26 @@ def fold_update(
             values[key] = resolve_reducer(name)(values[key], value)
 
 
+@cache
+def _defaults(event_class: type) -> dict[str, Any]:
+    """The fields an event class gives a default: recorded (and hashed) when not passed."""
+    return {f.name: f.default for f in fields(event_class) if f.default is not MISSING}  # type: ignore[arg-type]
+
+
+def _answer(resume: Any, digest: str | None, interrupt_id: str | None) -> dict[str, Any]:
+    """An answer waiting for its node: the value, and the question it answered."""
+    return {"resume": resume, "digest": digest, "interrupt_id": interrupt_id}
+
+
 class WorkflowThread(Aggregate):
-    """One thread of one graph, as its events tell it."""
+    """One thread of one graph, as its events tell it.
+
+    Version 2 of its state (snapshots) keeps each waiting answer with the digest of
+    the question it answered, who shaped the thread since its last decision, and the
+    decisions whose run has not ended (`upcast_v1_v2`).
+    """
+
+    class_version = 2
 
     class Event(Aggregate.Event):
         prev_hash: str
@@ -114,9 +134,21 @@ class WorkflowThread(Aggregate):
             thread.next = list(self.state["next"])
             thread.done = dict(self.state["done"])
             thread.barriers = dict(self.state["barriers"])
-            # Answers given to an interrupted node that has not run again yet (absent
-            # from forks recorded before they were carried over).
-            thread.answers = {n: list(a) for n, a in self.state.get("answers", {}).items()}
+            # Answers given to an interrupted node that has not run again yet, each with
+            # the question it answered ("bound_answers"); forks recorded before digests
+            # carried bare values ("answers"), and before that none.
+            if "bound_answers" in self.state:
+                thread.answers = {n: list(a) for n, a in self.state["bound_answers"].items()}
+            else:
+                legacy = self.state.get("answers", {})
+                thread.answers = {n: [_answer(v, None, None) for v in a] for n, a in legacy.items()}
+            thread.decided = dict(self.state.get("decided", {}))
+            thread.shapers = dict(self.state.get("shapers", {}))
+            source_starter = self.state.get("started_by")
+            if source_starter:
+                thread.shapers.setdefault(
+                    source_starter, f"started thread {self.source_thread_id!r}, forked as it"
+                )
             thread.forked_from = {
                 "thread_id": self.source_thread_id,
                 "version": self.source_version,
@@ -149,7 +181,11 @@ class WorkflowThread(Aggregate):
         self.next: list[str] = []
         self.done: dict[str, dict[str, Any]] = {}
         self.interrupts: dict[str, dict[str, Any]] = {}
-        self.answers: dict[str, list[Any]] = {}
+        self.answers: dict[str, list[dict[str, Any]]] = {}  # by node, see `_answer`
+        # Who sent input or edited the state since the last decision: principal id -> how.
+        self.shapers: dict[str, str] = {}
+        # Answered interrupts whose run has not ended: they govern the state until it does.
+        self.decided: dict[str, dict[str, Any]] = {}
         self.barriers: dict[str, list[str]] = {}
         self.error: dict[str, Any] | None = None
         self.cancelled: dict[str, Any] | None = None
@@ -180,6 +216,25 @@ class WorkflowThread(Aggregate):
 
     def pending_nodes(self) -> list[str]:
         return [n for n in self.next if n not in self.done]
+
+    def holds(self) -> dict[str, dict[str, Any]]:
+        """The hold points standing, by interrupt id: pending interrupts, and answered ones
+        whose run still has nodes to run (domain/hold_points.py)."""
+        held = {
+            interrupt_id: {**hold, "state": f"answered: {hold['decision']} by {hold['by']}"}
+            for interrupt_id, hold in (self.decided.items() if self.next else ())
+        }
+        for interrupt_id, record in self.interrupts.items():
+            held[interrupt_id] = {**record, "state": "pending"}
+        return held
+
+    def shaped_by(self, principal_id: str) -> str | None:
+        """How `principal_id` shaped what the thread's next decision is about, if it did:
+        started or forked it, or sent input or edited it since the last decision."""
+        if self.started_by.get("id") == principal_id:
+            return f"{'forked' if self.forked_from else 'started'} thread {self.thread_id!r}"
+        how = self.shapers.get(principal_id)
+        return None if how is None else f"{how} of thread {self.thread_id!r}"
 
     def current_values(self) -> dict[str, Any]:
         """Values with the updates of the open step's finished nodes applied,
@@ -272,7 +327,10 @@ class WorkflowThread(Aggregate):
                 "next": self.next,
                 "done": self.done,
                 "barriers": self.barriers,
-                "answers": self.answers,
+                "bound_answers": self.answers,
+                "decided": self.decided,
+                "shapers": self.shapers,
+                "started_by": self.started_by.get("id"),
             },
             "run_id": run_id,
         }
@@ -291,9 +349,13 @@ class WorkflowThread(Aggregate):
         self, event_class: type[Event], timestamp: datetime | None = None, **fields: Any
     ) -> None:
         """Append one event, chained to the head, recorded at `timestamp` (default: now).
-        Fields must be plain JSON."""
+        Fields must be plain JSON; those not given take their class's defaults, which are
+        recorded, and so hashed, with the rest."""
         timestamp = timestamp or datetime.now(UTC)
         version = self.version + 1
+        defaults = _defaults(event_class)
+        if defaults.keys() - fields.keys():
+            fields = {**defaults, **fields}
         digest = event_hash(
             event_class.__name__,
             self.thread_id,
@@ -318,8 +380,12 @@ class WorkflowThread(Aggregate):
         index: int,
         value: Any,
         policy: dict[str, Any] | None = None,
+        reasked: str | None = None,
     ) -> str:
-        """Record an interrupt; its id is unique in the thread and stable."""
+        """Record an interrupt; its id is unique in the thread and stable.
+
+        `reasked`: the interrupt whose answer did not apply, because the node asked
+        something else in its place (domain/hold_points.py)."""
         policy = policy or {}
         seed = f"{self.thread_id}\x1f{self.version + 1}\x1f{node}\x1f{index}"
         interrupt_id = hashlib.sha256(seed.encode()).hexdigest()[:32]
@@ -338,6 +404,10 @@ class WorkflowThread(Aggregate):
             reason_required=bool(policy.get("reason_required")),
             due_by=due_by,
             on_expiry=None if seconds is None else {**policy["on_expiry"], "seconds": seconds},
+            digest=question_digest(value),
+            approvals=policy.get("approvals") or 1,
+            decision_values=policy.get("decision_values"),
+            reasked=reasked,
         )
         return interrupt_id
 
@@ -348,6 +418,53 @@ class WorkflowThread(Aggregate):
             raise UnknownInterruptError(self.thread_id, [interrupt_id], list(self.interrupts))
         self.record(
             self.InterruptAssigned, interrupt_id=interrupt_id, reviewer_id=reviewer_id, actor=actor
+        )
+
+    def answer(
+        self,
+        interrupt_id: str,
+        *,
+        resume: Any,
+        decision: str,
+        reason: str | None,
+        actor: dict[str, Any],
+        idempotency_key: str | None,
+        run_id: str,
+        separation_of_duties: bool,
+    ) -> None:
+        """Record an answer to a pending interrupt, bound to the question it answers (the
+        payload's digest). An approval short of the approvals the interrupt needs is an
+        InterruptApproved, and the interrupt stays pending; any other answer resumes it.
+        The caller has checked the answer (domain/hold_points.py)."""
+        record = self.interrupts[interrupt_id]
+        digest = record_digest(record)
+        needed = record.get("approvals", 1)
+        given = len(record.get("approved_by", ())) + 1
+        if decision == "approve" and given < needed:
+            self.record(
+                self.InterruptApproved,
+                interrupt_id=interrupt_id,
+                digest=digest,
+                reason=reason,
+                actor=actor,
+                idempotency_key=idempotency_key,
+                run_id=run_id,
+                approvals=given,
+                needed=needed,
+                separation_of_duties=separation_of_duties,
+            )
+            return
+        self.record(
+            self.InterruptResumed,
+            interrupt_id=interrupt_id,
+            resume=resume,
+            decision=decision,
+            reason=reason,
+            actor=actor,
+            idempotency_key=idempotency_key,
+            run_id=run_id,
+            digest=digest,
+            separation_of_duties=separation_of_duties,
         )
 
     def expire(self, interrupt_id: str, now: datetime) -> bool:
@@ -402,6 +519,8 @@ class WorkflowThread(Aggregate):
             thread.step += 1
             thread.next = [START]
             thread.done = {}
+            thread.decided = {}
+            thread.shapers.setdefault(str(self.actor.get("id")), "sent input")
             thread._mark_checkpoint(self, "input")
 
     class NodeCompleted(Event):
@@ -413,6 +532,9 @@ class WorkflowThread(Aggregate):
         update: dict[str, Any]
         routes: list[str]
         duration_ms: float
+        # The answers its interrupt() calls received, each with the digest of the question
+        # the node asked this time: [{"interrupt_id", "digest"}] (None: it received none).
+        applied: list[dict[str, Any]] | None = None
 
         def fold(self, thread: WorkflowThread) -> None:
             thread.done[self.node] = {"update": self.update, "routes": self.routes}
@@ -448,11 +570,19 @@ class WorkflowThread(Aggregate):
         due_by: str | None = None
         on_expiry: dict[str, Any] | None = None
         reason_required: bool = False
+        # Added with hold points (domain/hold_points.py); older events read as below.
+        digest: str | None = None  # of `value`: the question an answer binds to
+        approvals: int = 1  # distinct principals who must approve it
+        decision_values: dict[str, Any] | None = None  # what approve / reject resume with
+        reasked: str | None = None  # the interrupt whose answer did not apply to this question
 
         def fold(self, thread: WorkflowThread) -> None:
             for other, record in list(thread.interrupts.items()):
                 if record["node"] == self.node and record["index"] == self.index:
                     del thread.interrupts[other]  # the node asked anew
+            answers = thread.answers.get(self.node)
+            if answers and len(answers) > self.index:
+                del answers[self.index :]  # given to questions the node no longer asks
             thread.interrupts[self.interrupt_id] = {
                 "node": self.node,
                 "index": self.index,
@@ -463,6 +593,10 @@ class WorkflowThread(Aggregate):
                 "reason_required": self.reason_required,
                 "due_by": self.due_by,
                 "on_expiry": self.on_expiry,
+                "digest": self.digest or question_digest(self.value),
+                "approvals": self.approvals,
+                "approved_by": [],
+                "decision_values": self.decision_values,
             }
 
     class InterruptExpired(Event):
@@ -480,7 +614,9 @@ class WorkflowThread(Aggregate):
                 record["due_by"] = self.new_due_by
                 return
             record = thread.interrupts.pop(self.interrupt_id)
-            thread.answers.setdefault(record["node"], []).append(self.rule["resume"])
+            answer = _answer(self.rule["resume"], record_digest(record), self.interrupt_id)
+            thread.answers.setdefault(record["node"], []).append(answer)
+            thread._decided(self.interrupt_id, record, self.rule["decision"], "its deadline")
             thread.error = None
 
     class InterruptResumed(Event):
@@ -499,16 +635,41 @@ class WorkflowThread(Aggregate):
         actor: dict[str, Any]
         idempotency_key: str | None
         run_id: str
+        # Added with hold points: the digest of the payload answered (None on older
+        # events: the answer applies by position alone), and whether separation of
+        # duties was in force.
+        digest: str | None = None
+        separation_of_duties: bool | None = None
 
         def fold(self, thread: WorkflowThread) -> None:
             record = thread.interrupts.pop(self.interrupt_id)
-            thread.answers.setdefault(record["node"], []).append(self.resume)
+            answer = _answer(self.resume, self.digest, self.interrupt_id)
+            thread.answers.setdefault(record["node"], []).append(answer)
+            thread._decided(self.interrupt_id, record, self.decision, self.actor.get("id"))
             thread.run_id = self.run_id
             thread.error = None
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["resume"] = state.pop("value")
+
+    class InterruptApproved(Event):
+        """One approval of an interrupt that needs several, by different principals (four
+        eyes): the interrupt stays pending until the last one, an InterruptResumed."""
+
+        interrupt_id: str
+        digest: str
+        reason: str | None
+        actor: dict[str, Any]
+        idempotency_key: str | None
+        run_id: str
+        approvals: int  # given so far, this one included
+        needed: int
+        separation_of_duties: bool
+
+        def fold(self, thread: WorkflowThread) -> None:
+            approval = {"id": self.actor.get("id"), "role": self.actor.get("role")}
+            thread.interrupts[self.interrupt_id].setdefault("approved_by", []).append(approval)
 
     class InterruptAssigned(Event):
         """A reviewer was named for an open interrupt (`reviewer_id` None: the name taken
@@ -529,8 +690,13 @@ class WorkflowThread(Aggregate):
         next: list[str] | None
         actor: dict[str, Any]
         reason: str | None
+        # An edit as_node decides the flow: decision "edit", and whether separation of
+        # duties was in force (None on plain edits and older events).
+        decision: str | None = None
+        separation_of_duties: bool | None = None
 
         def fold(self, thread: WorkflowThread) -> None:
+            thread.shapers.setdefault(str(self.actor.get("id")), "edited the state")
             fold_update(thread.values, self.values, thread.channels)
             if self.next is not None:
                 thread.next = list(self.next)
@@ -545,6 +711,7 @@ class WorkflowThread(Aggregate):
 
         def fold(self, thread: WorkflowThread) -> None:
             thread.run_id = None
+            thread.decided = {}
 
     class ThreadFailed(Event):
         """The run stopped on an error that belongs to no one node."""
@@ -566,7 +733,32 @@ class WorkflowThread(Aggregate):
         def fold(self, thread: WorkflowThread) -> None:
             thread.cancelled = {"actor": self.actor, "reason": self.reason}
             thread.interrupts = {}
+            thread.decided = {}
             thread.run_id = None
+
+    def _decided(
+        self, interrupt_id: str, record: dict[str, Any], decision: str, by: Any
+    ) -> None:
+        """An interrupt was answered: it governs the state until its run ends, and the
+        next decision is shaped only by what happens from now on."""
+        self.decided[interrupt_id] = {
+            "node": record["node"],
+            "required_role": record.get("required_role"),
+            "decision": decision,
+            "by": by,
+        }
+        self.shapers = {}
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        """A snapshot of version 1: bare answers (they apply by position alone), no
+        shapers or running decisions recorded."""
+        state["answers"] = {
+            node: [_answer(value, None, None) for value in values]
+            for node, values in state.get("answers", {}).items()
+        }
+        state.setdefault("shapers", {})
+        state.setdefault("decided", {})
 
     # -- the fold's one piece of logic ---------------------------------
 

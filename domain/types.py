@@ -12,6 +12,8 @@ from datetime import timedelta
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from domain.errors import InvalidUpdateError, NoCheckpointerError
+from domain.hashing import to_json
+from domain.hold_points import DEFAULT_DECISION_VALUES, check_approvals
 from domain.task_context import current_task
 
 N = TypeVar("N")
@@ -80,6 +82,8 @@ def interrupt(
     deadline: float | timedelta | None = None,
     on_expiry: str = "reject",
     reason_required: bool = False,
+    approvals: int | None = None,
+    decision_values: dict[str, Any] | None = None,
 ) -> Any:
     """Pause the running node for a human, or return the human's answer.
 
@@ -92,7 +96,16 @@ def interrupt(
     `on_expiry`: "reject" (the default: the node gets False), "approve"
     (True), or "escalate:ROLE" (the interrupt stays open, now for ROLE, with
     a fresh deadline of the same length); `reason_required`, whether every
-    answer must give a reason (the API answers 422 to one without).
+    answer must give a reason (the API answers 422 to one without);
+    `approvals`, how many different principals must approve (2: four eyes;
+    default: the graph's, see `CompiledStateGraph.set_oversight`), a rejection
+    by any one ending the question; `decision_values`, what `approve` and
+    `reject` resume with (default `True` and `False`), e.g. `{"approve":
+    "approved", "reject": "changes_requested"}`.
+
+    An answer applies only to the question it answered: when the node runs again,
+    an `interrupt()` whose value differs from the one answered does not receive
+    the answer, it asks anew (domain/hold_points.py).
     """
     task = current_task()
     if not task.durable:
@@ -101,7 +114,14 @@ def interrupt(
             "checkpointer=InMemorySaver() or a store from domain.store.open_store()"
         )
         raise NoCheckpointerError(msg)
-    policy = interrupt_policy(required_role, deadline, on_expiry, reason_required=reason_required)
+    policy = interrupt_policy(
+        required_role,
+        deadline,
+        on_expiry,
+        reason_required=reason_required,
+        approvals=approvals,
+        decision_values=decision_values,
+    )
     return task.next_resume_value(value, policy)
 
 
@@ -111,18 +131,35 @@ def interrupt_policy(
     on_expiry: str,
     *,
     reason_required: bool = False,
+    approvals: int | None = None,
+    decision_values: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Who may answer, by when, and what happens after: plain JSON for the event."""
+    """Who may answer, how, by when, and what happens after: plain JSON for the event."""
     seconds = deadline.total_seconds() if isinstance(deadline, timedelta) else deadline
     if seconds is not None and seconds <= 0:
         msg = f"interrupt() deadline must be positive, not {deadline!r}"
         raise InvalidUpdateError(msg)
-    return {
+    policy: dict[str, Any] = {
         "required_role": required_role,
         "deadline_seconds": seconds,
         "on_expiry": None if seconds is None else expiry_rule(on_expiry),
         "reason_required": reason_required,
     }
+    if approvals is not None:
+        policy["approvals"] = check_approvals(approvals)
+    if decision_values is not None:
+        policy["decision_values"] = checked_decision_values(decision_values)
+    return policy
+
+
+def checked_decision_values(values: Any) -> dict[str, Any]:
+    if not isinstance(values, dict) or not set(values) <= set(DEFAULT_DECISION_VALUES):
+        msg = (
+            "interrupt() decision_values must be a dict with keys among "
+            f"{', '.join(DEFAULT_DECISION_VALUES)}, not {values!r}"
+        )
+        raise InvalidUpdateError(msg)
+    return to_json(values, "interrupt() decision_values")  # type: ignore[no-any-return]
 
 
 def expiry_rule(on_expiry: str) -> dict[str, Any]:

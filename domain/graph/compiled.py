@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from domain import snapshots
+from domain import hold_points, snapshots
 from domain.actor import resolve_actor
 from domain.application import Workflows
 from domain.errors import (
@@ -14,11 +14,14 @@ from domain.errors import (
     InvalidUpdateError,
     MissingThreadIdError,
     NoCheckpointerError,
+    OversightError,
 )
+from domain.forks import branch
 from domain.graph.constants import END, START
 from domain.graph.digest import graph_digest
 from domain.hashing import to_json
-from domain.runtime import Run
+from domain.hold_points import Oversight
+from domain.runtime import REQUEST_KEY, Run
 from domain.schema import (
     as_state,
     as_update,
@@ -62,6 +65,7 @@ class CompiledStateGraph:
         # LangGraph's attribute: seconds each node may run (None: no limit); set it after compile().
         self.step_timeout: float | None = None
         self._default_deadline: dict[str, Any] | None = None  # see set_interrupt_deadline
+        self.oversight = Oversight()  # see set_oversight
         self.state_schema = builder.state_schema
         self.digest = graph_digest(builder)
         self.channel_record = schema_as_record(builder.channels)
@@ -89,15 +93,35 @@ class CompiledStateGraph:
         policy = interrupt_policy(None, deadline, on_expiry)
         self._default_deadline = {key: policy[key] for key in ("deadline_seconds", "on_expiry")}
 
+    def set_oversight(
+        self, *, separation_of_duties: bool | None = None, approvals: int | None = None
+    ) -> None:
+        """The hold points' policy for this graph's threads (domain/hold_points.py):
+        `separation_of_duties` (default on: no one who shaped what is decided may decide
+        it) and `approvals`, the distinct approvals each interrupt needs when its
+        `interrupt()` call names no number (default 1; 2 for four eyes). The policy in
+        force is recorded on the events it governs."""
+        current = self.oversight
+        self.oversight = Oversight(
+            separation_of_duties=current.separation_of_duties
+            if separation_of_duties is None
+            else bool(separation_of_duties),
+            approvals=current.approvals if approvals is None else approvals,
+        )
+
     def adopt_settings(self, other: CompiledStateGraph) -> None:
-        """Take what `other` was given after its compile(): `step_timeout` and the
-        interrupts' default deadline (a server recompiles a graph on its own store)."""
+        """Take what `other` was given after its compile(): `step_timeout`, the
+        interrupts' default deadline and the oversight policy (a server recompiles a
+        graph on its own store)."""
         self.step_timeout = other.step_timeout
         self._default_deadline = other._default_deadline
+        self.oversight = other.oversight
 
     def interrupt_policy(self, policy: dict[str, Any]) -> dict[str, Any]:
-        """An interrupt's policy as recorded: the call's, with the graph's deadline if it
-        gave none."""
+        """An interrupt's policy as recorded: the call's, with the graph's deadline and
+        approvals where it gave none."""
+        if self.oversight.approvals > 1 and "approvals" not in policy:
+            policy = {**policy, "approvals": self.oversight.approvals}
         if self._default_deadline is None or policy.get("deadline_seconds") is not None:
             return policy
         return {**policy, **self._default_deadline}
@@ -185,8 +209,33 @@ class CompiledStateGraph:
     def update_state(
         self, config: dict[str, Any], values: Any, as_node: str | None = None
     ) -> dict[str, Any]:
-        """Record a human's edit of the state (StateEdited); return its checkpoint config."""
+        """Record a human's edit of the state (StateEdited); return its checkpoint config.
+
+        Where a hold point is at stake the edit obeys its rules (domain/hold_points.py):
+        at a standing hold point only who may decide it edits; an edit `as_node` is a
+        decision about the flow (a deciding role, `configurable.reason`, separation of
+        duties), recorded with decision "edit". A refused edit raises OversightError
+        and records only the refusal.
+        """
         store = self._store()
+        configurable = config.get("configurable") or {}
+        actor = resolve_actor(configurable.get("actor"))
+        try:
+            return self._update_state(store, config, values, as_node, actor)
+        except OversightError as error:
+            thread_id = str(configurable.get("thread_id"))
+            request = configurable.get(REQUEST_KEY)
+            store.record_refusal(error, actor, "update_state", thread_id, request)
+            raise
+
+    def _update_state(
+        self,
+        store: Workflows,
+        config: dict[str, Any],
+        values: Any,
+        as_node: str | None,
+        actor: dict[str, Any],
+    ) -> dict[str, Any]:
         configurable = config.get("configurable") or {}
         thread_id = configurable.get("thread_id")
         if not thread_id:
@@ -199,30 +248,34 @@ class CompiledStateGraph:
             msg = f"update_state values must be a dict, not {type(values).__name__}"
             raise InvalidUpdateError(msg)
         update = self.filter_update(update, "The state update")
-        actor = resolve_actor(configurable.get("actor"))
+        reason = configurable.get("reason")
+        reason = None if reason is None else to_json(str(reason), "The reason")
         thread = store.thread(thread_id)
         wanted = configurable.get("checkpoint_id")
         if thread is not None and wanted and not snapshots.is_current_checkpoint(thread, wanted):
             source = snapshots.load_checkpoint(store, thread_id, wanted)
-            fork_id = configurable.get("fork_thread_id") or snapshots.fork_thread_id(
-                store, thread_id, source.version
-            )
-            thread = source.fork(fork_id, actor)
+            thread = branch(store, source, actor, configurable.get("fork_thread_id"))
         if thread is None:
             thread = self.start_thread(thread_id, config, actor)
             as_node = as_node or START
         snapshots.check_writable(thread)
+        decides_flow = as_node not in (None, START)
+        if decides_flow:
+            hold_points.check_edit_as_node(thread, actor, self.oversight, str(as_node), reason)
+        else:
+            hold_points.check_may_change(thread, actor, self.oversight, "An edit of the state")
         next_nodes = None
         if as_node is not None and not thread.next:
             next_nodes = self.routes(as_node, thread.values, update)
-        reason = configurable.get("reason")
         thread.record(
             WorkflowThread.StateEdited,
             values=update,
             as_node=as_node,
             next=next_nodes,
             actor=actor,
-            reason=None if reason is None else to_json(str(reason), "The reason"),
+            reason=reason,
+            decision="edit" if decides_flow else None,
+            separation_of_duties=self.oversight.separation_of_duties if decides_flow else None,
         )
         store.record(thread)
         return snapshots.checkpoint_config(thread)

@@ -20,6 +20,7 @@ RECORDED_TOPICS = {
     "domain.thread:WorkflowThread.InterruptResumed",
     "domain.thread:WorkflowThread.InterruptExpired",
     "domain.thread:WorkflowThread.InterruptAssigned",
+    "domain.thread:WorkflowThread.InterruptApproved",
     "domain.thread:WorkflowThread.StateEdited",
     "domain.thread:WorkflowThread.ThreadCompleted",
     "domain.thread:WorkflowThread.ThreadFailed",

@@ -34,6 +34,7 @@ from projections.pending_approvals import PendingApprovals
 from tests.graphs import linear_graph
 
 ALICE = {"id": "alice", "role": "agent"}
+ADA = {"id": "ada", "role": "admin"}  # forks past an answer need who may decide it
 REVIEWER = {"id": "rita", "role": "reviewer"}
 
 
@@ -107,14 +108,14 @@ def test_a_fork_starts_with_thread_forked_naming_source_version_and_hash(store, 
     source_event = versions(store, "t1")[5]
 
     # When
-    result = fork_at_version(store, "t1", 6, ALICE, new_thread_id="t1-b")
+    result = fork_at_version(store, "t1", 6, ADA, new_thread_id="t1-b")
 
     # Then
     [forked] = store.thread_events("t1-b")
     assert isinstance(forked, WorkflowThread.ThreadForked)
     assert (forked.source_thread_id, forked.source_version) == ("t1", 6)
     assert forked.source_hash == source_event.event_hash
-    assert forked.actor == ALICE
+    assert forked.actor == ADA
     assert forked.graph_id == "approval"
     assert (result.thread_id, result.source_hash, result.reraised) == (
         "t1-b",
@@ -126,7 +127,7 @@ def test_a_fork_starts_with_thread_forked_naming_source_version_and_hash(store, 
 
 def test_a_forks_history_leads_back_to_the_source_version_it_was_forked_at(store, approved):
     # Given a fork of t1 at version 6, which then runs on
-    fork_at_version(store, "t1", 6, ALICE, new_thread_id="t1-b")
+    fork_at_version(store, "t1", 6, ADA, new_thread_id="t1-b")
     approved.invoke(None, config("t1-b"))
 
     # When
@@ -145,7 +146,7 @@ def test_a_forks_history_leads_back_to_the_source_version_it_was_forked_at(store
 
 def test_a_fork_has_the_state_as_it_was_at_that_version(store, approved):
     # When
-    fork_at_version(store, "t1", 6, ALICE, new_thread_id="t1-b")
+    fork_at_version(store, "t1", 6, ADA, new_thread_id="t1-b")
 
     # Then
     then, fork = state_at_version(store, "t1", 6), state_at_version(store, "t1-b", 1)
@@ -159,8 +160,8 @@ def test_forking_leaves_the_source_events_byte_for_byte_as_they_were(store, appr
     before = stored(store, "t1")
 
     # When
-    fork_at_version(store, "t1", 4, ALICE)
-    fork_at_version(store, "t1", 7, ALICE)
+    fork_at_version(store, "t1", 4, ADA)
+    fork_at_version(store, "t1", 7, ADA)
 
     # Then
     assert stored(store, "t1") == before
@@ -168,7 +169,7 @@ def test_forking_leaves_the_source_events_byte_for_byte_as_they_were(store, appr
 
 def test_a_fork_continues_on_its_own_and_the_source_does_not_move(store, approved):
     # Given a fork before `pay` ran
-    fork_at_version(store, "t1", 6, ALICE, new_thread_id="t1-b")
+    fork_at_version(store, "t1", 6, ADA, new_thread_id="t1-b")
     before = stored(store, "t1")
 
     # When the fork is continued
@@ -185,7 +186,7 @@ def test_a_fork_inside_a_pause_raises_the_interrupt_again_under_a_new_id(store, 
     [then] = state_at_version(store, "t1", 4).interrupts
 
     # When
-    result = fork_at_version(store, "t1", 4, ALICE, new_thread_id="t1-b")
+    result = fork_at_version(store, "t1", 4, ADA, new_thread_id="t1-b")
 
     # Then
     forked, raised = store.thread_events("t1-b")
@@ -204,7 +205,7 @@ def test_the_reraised_interrupt_is_a_new_pending_approval_of_the_fork(store, app
     assert PendingApprovals(runner.db).page().items == []
 
     # When it is forked at its pause
-    result = fork_at_version(store, "t1", 4, ALICE, new_thread_id="t1-b")
+    result = fork_at_version(store, "t1", 4, ADA, new_thread_id="t1-b")
     runner.catch_up()
 
     # Then
@@ -221,7 +222,7 @@ def test_the_reraised_interrupt_is_a_new_pending_approval_of_the_fork(store, app
 
 def test_answering_the_reraised_interrupt_finishes_the_fork_with_that_answer(store, approved):
     # Given
-    fork_at_version(store, "t1", 4, ALICE, new_thread_id="t1-b")
+    fork_at_version(store, "t1", 4, ADA, new_thread_id="t1-b")
 
     # When a reviewer rejects on the fork
     result = approved.invoke(Command(resume=False), config("t1-b", actor=REVIEWER))
@@ -240,7 +241,7 @@ def test_the_reraised_interrupt_keeps_its_role_reason_rule_and_deadline_length(s
     ]
 
     # When
-    fork_at_version(store, "t1", source.originator_version, ALICE, new_thread_id="t1-b")
+    fork_at_version(store, "t1", source.originator_version, ADA, new_thread_id="t1-b")
 
     # Then
     raised = store.thread_events("t1-b")[1]
@@ -259,7 +260,7 @@ def test_a_fork_between_two_questions_of_one_node_keeps_the_first_answer(store):
     head = store.thread("t1").version
 
     # When it is forked there, and the fork's question is answered "b"
-    result = fork_at_version(store, "t1", head, ALICE, new_thread_id="t1-b")
+    result = fork_at_version(store, "t1", head, ADA, new_thread_id="t1-b")
     [raised] = store.thread_events("t1-b")[1:]
     done = graph.invoke(Command(resume="b"), config("t1-b"))
 
@@ -271,8 +272,8 @@ def test_a_fork_between_two_questions_of_one_node_keeps_the_first_answer(store):
 
 def test_default_fork_ids_are_thread_tilde_version_then_numbered(store, approved):
     # When
-    first = fork_at_version(store, "t1", 6, ALICE)
-    second = fork_at_version(store, "t1", 6, ALICE)
+    first = fork_at_version(store, "t1", 6, ADA)
+    second = fork_at_version(store, "t1", 6, ADA)
 
     # Then
     assert (first.thread_id, second.thread_id) == ("t1~6", "t1~6.2")
@@ -280,10 +281,10 @@ def test_default_fork_ids_are_thread_tilde_version_then_numbered(store, approved
 
 def test_a_fork_of_a_fork_names_its_own_source(store, approved):
     # Given
-    fork_at_version(store, "t1", 6, ALICE, new_thread_id="t1-b")
+    fork_at_version(store, "t1", 6, ADA, new_thread_id="t1-b")
 
     # When
-    fork_at_version(store, "t1-b", 1, ALICE, new_thread_id="t1-c")
+    fork_at_version(store, "t1-b", 1, ADA, new_thread_id="t1-c")
 
     # Then
     assert fork_origin(store, "t1") is None
@@ -313,7 +314,7 @@ def test_a_refused_fork_writes_nothing(store, approved, version, new_id, error, 
 
     # When / Then
     with pytest.raises(error, match=message):
-        fork_at_version(store, "t1", version, ALICE, new_thread_id=new_id)
+        fork_at_version(store, "t1", version, ADA, new_thread_id=new_id)
     assert store.recorder.max_notification_id() == head
 
 
@@ -362,7 +363,7 @@ def test_update_state_from_a_checkpoint_forks_and_leaves_the_source(store, appro
 
 def test_a_fork_continued_to_its_end_records_thread_completed(store, approved):
     # Given a fork of t1 at version 6, before the last node ran
-    fork_at_version(store, "t1", 6, ALICE, new_thread_id="t1-b")
+    fork_at_version(store, "t1", 6, ADA, new_thread_id="t1-b")
 
     # When it is continued to the end
     approved.invoke(None, config("t1-b"))

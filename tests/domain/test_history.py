@@ -500,17 +500,33 @@ def test_update_state_appears_in_history(store):
     assert steps(graph.get_state_history(config(), filter={"source": "update"})) == [3]
 
 
-def test_a_paused_thread_can_still_be_resumed_after_update_state(store):
-    # Given
+def test_an_answer_after_update_state_does_not_apply_to_the_changed_question(store):
+    # Given a thread paused on "Approve $250.0?", then edited to 300
     graph = paused(store)
     graph.update_state(config(), {"refund_amount": 300.0})
+
+    # When the answer given is the one to the question shown
+    result = graph.invoke(Command(resume=True), config())
+
+    # Then the node, asking about $300.0 now, asks anew instead of taking it
+    assert result["approved"] is False
+    assert [i.value for i in result["__interrupt__"]] == [{"question": "Approve $300.0?"}]
+    events = store.thread_events("h1")
+    raised = [e for e in events if isinstance(e, WorkflowThread.InterruptRaised)]
+    assert raised[1].reasked == raised[0].interrupt_id
+
+
+def test_an_edit_that_leaves_the_question_as_it_was_keeps_the_answer(store):
+    # Given a thread paused on "Approve $250.0?", edited where the question does not look
+    graph = paused(store)
+    graph.update_state(config(), {"log": []})
 
     # When
     result = graph.invoke(Command(resume=True), config())
 
-    # Then
+    # Then the question is the one answered, so the answer applies
     assert result == {
-        "refund_amount": 300.0,
+        "refund_amount": 250.0,
         "approved": True,
         "log": ["request_approval", "process_refund approved=True"],
     }

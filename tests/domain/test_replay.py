@@ -217,10 +217,10 @@ def test_a_different_interrupt_payload_is_reported(recorded):
     # When the question's wording changed
     report = replay(recorded, review_graph(recorded, question="Refund {amount}?"))
 
-    # Then
+    # Then: and the answer, given to the recorded question, does not apply to the new one
     assert verdicts(report)[0] == (4, "ask", DIFFERENT_INTERRUPT)
     assert report.steps[0].replayed.value == {"question": "Refund 250.0?"}
-    assert verdicts(report)[1:] == [(6, "ask", MATCH), (7, "pay", MATCH)]
+    assert verdicts(report)[1:] == [(6, "ask", NEW_INTERRUPT), (7, "pay", MATCH)]
 
 
 def test_a_node_that_now_fails_is_reported_with_its_error(recorded):

@@ -16,6 +16,7 @@ import pytest
 
 from domain.errors import ReducerUnavailableError
 from domain.hashing import GENESIS_HASH
+from domain.hold_points import question_digest
 from domain.thread import (
     CANCELLED,
     FAILED,
@@ -67,15 +68,15 @@ def complete(thread: WorkflowThread, node: str, update: dict[str, Any], routes: 
 
 
 def resume(thread: WorkflowThread, interrupt_id: str, value: Any) -> None:
-    thread.record(
-        WorkflowThread.InterruptResumed,
-        interrupt_id=interrupt_id,
+    thread.answer(
+        interrupt_id,
         resume=value,
-        decision="approve",
+        decision="respond",
         reason="looks right",
         actor=ACTOR,
         idempotency_key=None,
         run_id="run-2",
+        separation_of_duties=True,
     )
 
 
@@ -415,11 +416,14 @@ def test_resuming_an_interrupt_answers_it_and_makes_its_node_runnable_again():
     assert isinstance(event, WorkflowThread.InterruptResumed)
     assert event.interrupt_id == interrupt_id
     assert event.resume is False
-    assert event.decision == "approve"
+    assert event.decision == "respond"
     assert event.reason == "looks right"
     assert event.actor == ACTOR
+    assert event.digest == question_digest("q")
     assert thread.interrupts == {}
-    assert thread.answers == {"ask": [False]}
+    assert thread.answers == {
+        "ask": [{"resume": False, "digest": question_digest("q"), "interrupt_id": interrupt_id}]
+    }
     assert thread.status == RUNNING
     assert thread.runnable() == ["ask"]
     assert thread.run_id == "run-2"
@@ -436,7 +440,11 @@ def test_answers_of_a_node_are_kept_in_the_order_given():
     resume(thread, second, "B")
 
     # Then
-    assert thread.answers == {"ask": ["A", "B"]}
+    assert [a["resume"] for a in thread.answers["ask"]] == ["A", "B"]
+    assert [a["digest"] for a in thread.answers["ask"]] == [
+        question_digest("first?"),
+        question_digest("second?"),
+    ]
 
 
 def test_answering_one_of_two_parallel_interrupts_leaves_the_other_pending():
