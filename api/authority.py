@@ -1,10 +1,6 @@
-"""Who may answer an interrupt, and what became of one that is no longer open.
+"""What became of an interrupt that is no longer open, for the 409 that says so.
 
-A reviewer or an admin may answer an interrupt. An interrupt raised with
-`required_role` narrows that: only that role (or an admin) may answer it.
-With separation of duties (on by default) the principal who started the
-thread may answer none of its interrupts, whatever their role. Every refusal
-is recorded (see api/auth.py).
+Who may answer an interrupt is the domain's rule (domain/hold_points.py).
 """
 
 from __future__ import annotations
@@ -19,33 +15,6 @@ from api.services import Services
 from api.wire import iso
 from domain.identity import Principal
 from domain.thread import WorkflowThread
-
-
-def check_may_decide(
-    services: Services,
-    request: Request,
-    principal: Principal,
-    thread: WorkflowThread,
-    interrupt_ids: list[str],
-) -> None:
-    for interrupt_id in interrupt_ids:
-        record = thread.interrupts.get(interrupt_id)
-        if record is None:
-            continue  # not pending: the caller answers that
-        required = record.get("required_role") or "reviewer"
-        if principal.role not in ("admin", required):
-            message = (
-                f"Interrupt {interrupt_id} may be answered by role {required!r} (or admin); "
-                f"principal {principal.id!r} has role {principal.role!r}"
-            )
-            raise refuse(services, request, principal, 403, "wrong_role", message)
-    started_by = thread.started_by.get("id")
-    if services.settings.separation_of_duties and started_by == principal.id:
-        message = (
-            f"Principal {principal.id!r} started thread {thread.thread_id!r}, so may not "
-            "answer its interrupts (separation of duties): another reviewer must"
-        )
-        raise refuse(services, request, principal, 403, "separation_of_duties", message)
 
 
 def fate(services: Services, thread_id: str, interrupt_id: str) -> tuple[str, dict[str, Any]]:

@@ -2,9 +2,14 @@
 
 The answer is claimed before any node runs: the thread records
 InterruptResumed (with the decider from the API key, the decision, the
-reason and the Idempotency-Key) in one commit, and of concurrent answers the
-store lets exactly one commit. The interrupted node then runs again in the
-background, as a run whose id the answer gives.
+reason, the digest of the payload answered and the Idempotency-Key) in one
+commit, and of concurrent answers the store lets exactly one commit. The
+interrupted node then runs again in the background, as a run whose id the
+answer gives. Who may answer, and how, are the domain's rules
+(domain/hold_points.py), which the run checks as it begins: a refusal comes
+back as the domain's error, already recorded. An approval short of the
+approvals an interrupt needs (four eyes) records InterruptApproved and the
+interrupt stays pending.
 
 The answer is rebuilt from the recorded event, never kept aside: a retry
 with the same Idempotency-Key finds the event in the thread and returns the
@@ -18,8 +23,8 @@ from typing import Any
 
 from fastapi import Request
 
-from api.auth import note, refuse
-from api.authority import check_may_decide, not_open
+from api.auth import action_of, note, refuse
+from api.authority import not_open
 from api.interrupt_lookup import thread_of_interrupt
 from api.problems import Problem
 from api.runs import RunRequest
@@ -28,13 +33,16 @@ from api.services import Services
 from api.wire import assistant_id, iso
 from domain.errors import (
     ConcurrentUpdateError,
+    DecisionContradictionError,
     NotInterruptedError,
+    ReasonRequiredError,
     ThreadCancelledError,
     UnknownInterruptError,
 )
 from domain.hashing import canonical_json, to_json
+from domain.hold_points import decision_value
 from domain.identity import Principal
-from domain.runtime import is_interrupt_id
+from domain.runtime import REQUEST_KEY, is_interrupt_id
 from domain.thread import WorkflowThread
 from domain.types import Command
 
@@ -48,25 +56,29 @@ LOST_RACE = (
 )
 
 
-def resume_value(body: DecisionBody) -> Any:
+def resume_value(body: DecisionBody, interrupt: dict[str, Any]) -> Any:
+    """The body's resume, or what its decision resumes with: approve true, reject false
+    (unless the interrupt declares its own), escalate null."""
     if "resume" in body.model_fields_set:
         return body.resume
     if body.decision in ("edit", "respond"):
         msg = f"Invalid body.resume: a decision of {body.decision!r} needs the value to resume with"
         raise Problem(422, msg, code="invalid-request")
-    return {"approve": True, "reject": False}.get(body.decision)
+    return decision_value(body.decision, interrupt)
 
 
-def check_reason(
-    interrupt: dict[str, Any], interrupt_id: str, reason: Any, field: str = "body.reason"
-) -> None:
-    """422 when the graph asked for a reason (`interrupt(..., reason_required=True)`) and none."""
-    if interrupt.get("reason_required") and not (isinstance(reason, str) and reason.strip()):
-        msg = (
-            f"Invalid {field}: interrupt {interrupt_id} asks for a reason with every "
-            "answer; nothing was recorded"
-        )
-        raise Problem(422, msg, code="invalid-request")
+def answer_problem(
+    error: DecisionContradictionError | ReasonRequiredError, fields: dict[str, str]
+) -> Problem:
+    """The 422 for an answer the domain found wrong, naming the request's fields: `fields`
+    says where the request carries the "decision", "resume" and "reason"."""
+    if isinstance(error, DecisionContradictionError):
+        msg = f"Invalid {fields['resume']}: it contradicts {fields['decision']}: {error}"
+        return Problem(422, msg, code="decision-contradicts-resume")
+    return Problem(422, f"Invalid {fields['reason']}: {error}", code="reason-required")
+
+
+DECISION_FIELDS = {"decision": "body.decision", "resume": "body.resume", "reason": "body.reason"}
 
 
 def check_idempotency_key(key: str | None) -> None:
@@ -75,21 +87,32 @@ def check_idempotency_key(key: str | None) -> None:
         raise Problem(422, msg, code="invalid-request")
 
 
-def decision_json(
-    thread_id: str, graph_id: str, event: WorkflowThread.InterruptResumed
-) -> dict[str, Any]:
+_DEFAULT = object()  # a body that gave no resume, in `replay`'s `wanted`
+
+
+def decision_of(event: Any) -> str:
+    return "approve" if isinstance(event, WorkflowThread.InterruptApproved) else event.decision
+
+
+def decision_json(thread_id: str, graph_id: str, event: Any) -> dict[str, Any]:
+    """An answer as recorded: an InterruptResumed, or an InterruptApproved (an approval
+    still short of those needed: `approvals` says how many, and no node ran)."""
     actor = event.actor or {}
+    approved = isinstance(event, WorkflowThread.InterruptApproved)
     return {
         "interrupt_id": event.interrupt_id,
         "thread_id": thread_id,
         "graph_id": graph_id,
-        "decision": event.decision,
+        "decision": decision_of(event),
         "resume": event.resume,
         "reason": event.reason,
+        "payload_digest": event.digest,
         "decided_by": {"id": actor.get("id"), "role": actor.get("role")},
         "decided_at": iso(event.timestamp),
         "idempotency_key": event.idempotency_key,
         "run_id": event.run_id,
+        "approvals": {"given": event.approvals, "needed": event.needed} if approved else None,
+        "resumed": not approved,
         "event": {"version": event.originator_version, "hash": event.event_hash},
     }
 
@@ -109,6 +132,9 @@ def locate(services: Services, request: Request, principal: Principal, interrupt
     return thread_id
 
 
+ANSWERS = (WorkflowThread.InterruptResumed, WorkflowThread.InterruptApproved)
+
+
 def replay(
     services: Services,
     thread_id: str,
@@ -116,20 +142,24 @@ def replay(
     key: str,
     wanted: tuple[str, str, Any, str | None, str],
 ) -> dict[str, Any] | None:
-    """The first answer given with Idempotency-Key `key`, if the thread recorded one."""
+    """The first answer given with Idempotency-Key `key`, if the thread recorded one.
+
+    `wanted`: (interrupt id, decision, resume, reason, decider) of the answer sent again;
+    its resume is compared only when the body gave one."""
     for event in services.store.thread_events(thread_id):
-        if isinstance(event, WorkflowThread.InterruptResumed) and event.idempotency_key == key:
+        if isinstance(event, ANSWERS) and event.idempotency_key == key:
+            resume = event.resume if wanted[2] is _DEFAULT else wanted[2]
             recorded = (
                 event.interrupt_id,
-                event.decision,
+                decision_of(event),
                 canonical_json(event.resume),
                 event.reason,
                 (event.actor or {}).get("id"),
             )
-            if recorded != (*wanted[:2], canonical_json(wanted[2]), *wanted[3:]):
+            if recorded != (*wanted[:2], canonical_json(resume), *wanted[3:]):
                 msg = (
                     f"Idempotency-Key {key!r} was already used at {iso(event.timestamp)} for "
-                    f"another answer ({event.decision} of interrupt {event.interrupt_id}); "
+                    f"another answer ({decision_of(event)} of interrupt {event.interrupt_id}); "
                     "use a new key for a new answer"
                 )
                 raise Problem(422, msg, code="idempotency-key-reused")
@@ -145,12 +175,14 @@ def decide(
     body: DecisionBody,
     key: str | None,
 ) -> tuple[dict[str, Any], int | None]:
-    """Record one answer and start the node again; the answer's body and log position."""
+    """Record one answer (and start the node again, unless more approvals are needed);
+    the answer's body and log position."""
     check_idempotency_key(key)
-    resume = to_json(resume_value(body), "The resume value")
     thread_id = locate(services, request, principal, interrupt_id)
     note(request, thread_id=thread_id, interrupt_id=interrupt_id)
-    wanted = (interrupt_id, body.decision, resume, body.reason, principal.id)
+    given = "resume" in body.model_fields_set
+    sent = to_json(body.resume, "The resume value") if given else _DEFAULT
+    wanted = (interrupt_id, body.decision, sent, body.reason, principal.id)
     for attempt in range(ATTEMPTS):
         thread = services.store.thread(thread_id)
         assert thread is not None, "the read models name only recorded threads"
@@ -161,8 +193,7 @@ def decide(
         if interrupt_id not in thread.interrupts:
             reason = "stale_interrupt" if attempt == 0 else "conflict"
             raise not_open(services, request, principal, thread_id, interrupt_id, reason)
-        check_may_decide(services, request, principal, thread, [interrupt_id])
-        check_reason(thread.interrupts[interrupt_id], interrupt_id, body.reason)
+        resume = to_json(resume_value(body, thread.interrupts[interrupt_id]), "The resume value")
         graph = services.graph_of_thread(thread.graph_id, thread_id)
         configurable = {
             "thread_id": thread_id,
@@ -170,6 +201,8 @@ def decide(
             "decision": body.decision,
             "reason": body.reason,
             "idempotency_key": key,
+            "payload_digest": body.payload_digest,
+            REQUEST_KEY: {"action": action_of(request), "target": interrupt_id},
         }
         run_request = RunRequest(
             graph=graph,
@@ -188,10 +221,12 @@ def decide(
         except Problem as busy:
             refuse(services, request, principal, 409, "conflict", busy.detail)
             raise
+        except (DecisionContradictionError, ReasonRequiredError) as error:
+            raise answer_problem(error, DECISION_FIELDS) from None
         note(request, run_id=record.run_id)
         events = services.store.thread_events(thread_id, gt=thread.version)
         for event in events:
-            if isinstance(event, WorkflowThread.InterruptResumed) and event.run_id == record.run_id:
+            if isinstance(event, ANSWERS) and event.run_id == record.run_id:
                 return decision_json(thread_id, thread.graph_id, event), record.position
         msg = f"The answer to interrupt {interrupt_id} was recorded but cannot be read back"
         raise RuntimeError(msg)

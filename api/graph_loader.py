@@ -26,6 +26,7 @@ from typing import Any
 from domain.application import Workflows
 from domain.errors import HoldpointError, InvalidUpdateError
 from domain.graph import CompiledStateGraph, StateGraph
+from domain.hold_points import check_approvals
 from domain.types import expiry_rule
 
 GRAPH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -55,6 +56,10 @@ class GraphSource:
     # graph's default for interrupts that give no deadline (`set_interrupt_deadline`).
     interrupt_deadline: float | None = None
     on_expiry: str = "reject"
+    # Its hold points' policy (`set_oversight`): `separation_of_duties = false` turns that
+    # rule off for this graph; `approvals`, the approvals its interrupts need by default.
+    separation_of_duties: bool | None = None
+    approvals: int | None = None
 
     def __str__(self) -> str:
         return f"{self.name}={self.path}:{self.attr}"
@@ -106,8 +111,26 @@ def read_config(path: Path) -> tuple[list[GraphSource], dict[str, Any]]:
             msg = f"In {path}, graph {name!r} must be 'path/to/file.py:attr'"
             raise GraphLoadError(msg)
         source = graph_source(str(name), location, path.parent)
-        sources.append(_with_deadline(source, table, path))
+        sources.append(_with_oversight(_with_deadline(source, table, path), table, path))
     return sources, server
+
+
+def _with_oversight(source: GraphSource, table: dict[str, Any], path: Path) -> GraphSource:
+    """`source` with its graph table's hold-point policy, checked now."""
+    separation, approvals = table.get("separation_of_duties"), table.get("approvals")
+    if separation is not None and not isinstance(separation, bool):
+        msg = (
+            f"In {path}, graph {source.name!r}: separation_of_duties must be true or false, "
+            f"not {separation!r}"
+        )
+        raise GraphLoadError(msg)
+    if approvals is not None:
+        try:
+            check_approvals(approvals)
+        except InvalidUpdateError as error:
+            msg = f"In {path}, graph {source.name!r}: {error}"
+            raise GraphLoadError(msg) from None
+    return replace(source, separation_of_duties=separation, approvals=approvals)
 
 
 def _with_deadline(source: GraphSource, table: dict[str, Any], path: Path) -> GraphSource:
@@ -174,6 +197,10 @@ def load_graph(source: GraphSource, store: Workflows) -> CompiledStateGraph:
         graph.adopt_settings(found)
     if source.interrupt_deadline is not None:
         graph.set_interrupt_deadline(source.interrupt_deadline, source.on_expiry)
+    graph.set_oversight(
+        separation_of_duties=False if source.separation_of_duties is False else None,
+        approvals=source.approvals,
+    )
     return graph
 
 

@@ -130,6 +130,8 @@ def document_body_problems(app: FastAPI) -> None:
 # domain error -> (status, problem code); the first matching class wins
 _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
     (errors.AuthenticationError, 401, "unauthenticated"),
+    (errors.QuestionChangedError, 409, "question-changed"),
+    (errors.OversightError, 403, "forbidden"),
     (errors.ThreadNotFoundError, 404, "thread-not-found"),
     (errors.CheckpointNotFoundError, 404, "checkpoint-not-found"),
     (time_travel.VersionNotFoundError, 404, "version-not-found"),
@@ -145,6 +147,9 @@ _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
     (errors.ReducerUnavailableError, 409, "graph-not-loaded"),
     (errors.AmbiguousResumeError, 422, "ambiguous-resume"),
     (errors.EmptyInputError, 422, "empty-input"),
+    (errors.ReasonRequiredError, 422, "reason-required"),
+    (errors.DecisionContradictionError, 422, "decision-contradicts-resume"),
+    (errors.InvalidThreadIdError, 422, "invalid-request"),
     (errors.InvalidUpdateError, 422, "invalid-update"),
     (errors.InvalidRoleError, 422, "invalid-role"),
     (errors.InvalidPrincipalError, 422, "invalid-principal"),
@@ -188,10 +193,15 @@ def from_store_failure(error: Exception) -> Problem:
 
 
 def from_domain_error(error: errors.HoldpointError) -> Problem:
+    """The problem for a domain error; a hold point's refusal (already recorded by the
+    domain) carries its `reason`, as the API's own refusals do."""
     for cls, status, code in _DOMAIN_STATUSES:
         if isinstance(error, cls):
             headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-            return Problem(status, str(error), code=code, headers=headers)
+            extensions = (
+                {"reason": error.reason} if isinstance(error, errors.OversightError) else {}
+            )
+            return Problem(status, str(error), code=code, headers=headers, **extensions)
     return Problem(400, str(error), code="bad-request")
 
 

@@ -29,16 +29,18 @@ from api.auth import (
     record_refusal,
     throttle_async,
 )
+from api.decisions import answer_problem
 from api.positions import POSITION_HEADER
 from api.problems import Problem, problem_responses
 from api.rate_limit import RUNS
 from api.routes_threads import thread_or_404
 from api.run_record import DONE, RunRecord
-from api.run_requests import is_resume, prepare_run, refusal_reason, run_permission
+from api.run_requests import RUN_FIELDS, is_resume, prepare_run, refusal_reason, run_permission
 from api.runs import RunRequest
 from api.schemas import RunCreate
 from api.services import Services, ServicesDep
 from api.wire import output_json
+from domain.errors import DecisionContradictionError, ReasonRequiredError
 from domain.identity import Principal
 
 router = APIRouter(tags=["runs (LangGraph)"])
@@ -73,6 +75,8 @@ async def begin(
 
     try:
         record = await services.runs.launch(prepare, until_done=until_done)
+    except (DecisionContradictionError, ReasonRequiredError) as error:
+        raise answer_problem(error, RUN_FIELDS) from None
     except Exception as error:
         reason = refusal_reason(error) if is_resume(body) else None
         if reason is not None:

@@ -8,7 +8,7 @@ from uuid import uuid4
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import Reader, Runner, note
+from api.auth import Reader, Runner, RunnerOrDecider, action_of, note
 from api.positions import set_position
 from api.problems import Problem, problem_responses
 from api.schemas import HistoryQuery, StateAtCheckpoint, StateUpdate, ThreadCreate, ThreadSearch
@@ -16,8 +16,9 @@ from api.services import Services, ServicesDep
 from api.thread_search import search_threads
 from api.wire import reserved_thread_json, state_json, thread_json
 from domain import snapshots
-from domain.errors import ConcurrentUpdateError
+from domain.errors import ConcurrentUpdateError, ReasonRequiredError
 from domain.identity import Principal
+from domain.runtime import REQUEST_KEY
 from domain.thread import WorkflowThread
 
 router = APIRouter(tags=["threads (LangGraph)"])
@@ -174,9 +175,14 @@ async def update_state(
     request: Request,
     response: Response,
     services: ServicesDep,
-    principal: Runner,
+    principal: RunnerOrDecider,
 ) -> dict[str, Any]:
-    """From a past `checkpoint_id`, the edit forks a new thread (its id is in the answer)."""
+    """From a past `checkpoint_id`, the edit forks a new thread (its id is in the answer).
+
+    Where a hold point is at stake the edit obeys its rules (domain/hold_points.py): while
+    an interrupt is pending (or an answer's run goes on) only who may decide it edits; an
+    edit `as_node` decides the flow, so it needs a role that decides and a `reason`; a fork
+    inside a decision's run needs who may decide it. A refusal is a 403, recorded."""
     if isinstance(body.values, list):
         raise Problem(422, "Invalid body.values: give a dict of state values")
     thread = await run_in_threadpool(services.store.thread, thread_id)
@@ -189,12 +195,20 @@ async def update_state(
     checkpoint_id = body.checkpoint_id or (
         body.checkpoint.checkpoint_id if body.checkpoint else None
     )
-    configurable: dict[str, Any] = {"thread_id": thread_id, "actor": principal.as_actor()}
+    configurable: dict[str, Any] = {
+        "thread_id": thread_id,
+        "actor": principal.as_actor(),
+        "reason": body.reason,
+        REQUEST_KEY: {"action": action_of(request), "target": thread_id},
+    }
     if checkpoint_id:
         configurable["checkpoint_id"] = checkpoint_id
-    config = await run_in_threadpool(
-        graph.update_state, {"configurable": configurable}, body.values, body.as_node
-    )
+    try:
+        config = await run_in_threadpool(
+            graph.update_state, {"configurable": configurable}, body.values, body.as_node
+        )
+    except ReasonRequiredError as error:
+        raise Problem(422, f"Invalid body.reason: {error}", code="reason-required") from None
     set_position(response, await run_in_threadpool(services.read_models.head))
     note(request, thread_id=thread_id)
     configurable_out = dict(config["configurable"])

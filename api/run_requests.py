@@ -1,12 +1,15 @@
 """From a LangGraph run body to a RunRequest: the graph, the input, the config.
 
-A run with `command.resume` answers interrupts, so it needs what a decision
-needs (a reviewer or admin, the interrupt's required role, separation of
-duties); any other run needs the agent's permission. Which of the two is
+A run with `command.resume` answers interrupts, so it needs the permission to
+decide; any other run needs the agent's permission. Which of the two is
 checked first, from the body alone (`run_permission`), before any graph or
-thread is looked up. The refusals of an answer are recorded as a decision's
-are (`refusal_reason`). The actor always comes from the API key: an `actor`
-in the body's config is dropped.
+thread is looked up. The hold points' own rules (the interrupt's required
+role, separation of duties, a reason, a decision that matches its value, who
+may change a thread that stands at one) are the domain's, checked as the run
+begins, which records their refusals; the other refusals of an answer (an
+unknown thread, a lost race) are recorded here as a decision's are
+(`refusal_reason`). The actor always comes from the API key: an `actor` in
+the body's config is dropped.
 """
 
 from __future__ import annotations
@@ -16,10 +19,8 @@ from uuid import uuid4
 
 from fastapi import Request
 
-from api.auth import Permission
-from api.authority import check_may_decide
-from api.decisions import LOST_RACE, check_reason
-from api.input_limits import thread_id_problem
+from api.auth import Permission, action_of
+from api.decisions import LOST_RACE
 from api.problems import Problem
 from api.runs import RunRequest
 from api.schemas import RunCreate
@@ -27,11 +28,25 @@ from api.services import Services
 from api.wire import assistant_id
 from domain.errors import ConcurrentUpdateError, ThreadNotFoundError
 from domain.identity import Principal
-from domain.runtime import is_interrupt_id
+from domain.runtime import REQUEST_KEY
+from domain.thread_ids import thread_id_problem
 from domain.types import Command
 
 STREAM_MODES = ("values", "updates")
-RESERVED_CONFIGURABLE = ("actor", "thread_id", "run_id", "checkpoint_id", "idempotency_key")
+RESERVED_CONFIGURABLE = (
+    "actor",
+    "thread_id",
+    "run_id",
+    "checkpoint_id",
+    "idempotency_key",
+    REQUEST_KEY,
+)
+# Where a resume run carries what a decision's body does (api/decisions.py `answer_problem`).
+RUN_FIELDS = {
+    "decision": "body.config.configurable.decision",
+    "resume": "body.command.resume",
+    "reason": "body.config.configurable.reason",
+}
 
 
 def stream_modes(value: str | list[str]) -> tuple[str, ...]:
@@ -93,8 +108,8 @@ def prepare_run(
 ) -> RunRequest:
     """Check the request against the thread; raise the problem, or return the run.
 
-    The caller has checked `run_permission` already; the interrupts' own rules
-    (required role, separation of duties) are checked here.
+    The caller has checked `run_permission` already; the hold points' rules are the
+    domain's, checked as the run begins.
     """
     graph = services.graph(body.assistant_id)
     if body.interrupt_before or body.interrupt_after:
@@ -131,15 +146,12 @@ def prepare_run(
         for key, value in (user_config.get("configurable") or {}).items()
         if key not in RESERVED_CONFIGURABLE
     }
-    if is_resume(body) and thread is not None:
-        answered = _answered(body, thread)
-        check_may_decide(services, request, principal, thread, answered)
-        for interrupt_id in answered:
-            if interrupt_id in thread.interrupts:
-                reason = configurable.get("reason")
-                field = "body.config.configurable.reason"
-                check_reason(thread.interrupts[interrupt_id], interrupt_id, reason, field)
-    configurable.update(thread_id=thread_id, actor=principal.as_actor(), run_id=str(uuid4()))
+    configurable.update(
+        thread_id=thread_id,
+        actor=principal.as_actor(),
+        run_id=str(uuid4()),
+        **{REQUEST_KEY: {"action": action_of(request), "target": thread_id}},
+    )
     checkpoint_id = body.checkpoint_id or (
         body.checkpoint.checkpoint_id if body.checkpoint else None
     )
@@ -170,13 +182,6 @@ def prepare_run(
         streamed=streamed,
         thread_as_read=thread,
     )
-
-
-def _answered(body: RunCreate, thread: Any) -> list[str]:
-    resume = body.command.resume if body.command else None
-    if isinstance(resume, dict) and resume and all(map(is_interrupt_id, resume)):
-        return list(resume)
-    return list(thread.interrupts)
 
 
 def _kwargs(body: RunCreate, modes: tuple[str, ...], stateless: bool) -> dict[str, Any]:

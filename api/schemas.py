@@ -89,6 +89,8 @@ class CheckpointRef(LangGraphBody):
 class StateUpdate(LangGraphBody):
     values: dict[str, Any] | list[Any] | None = None
     as_node: str | None = None
+    # Holdpoint's: an edit as_node decides the flow, and needs a reason.
+    reason: str | None = Field(default=None, max_length=4000)
     checkpoint_id: str | None = None
     checkpoint: CheckpointRef | None = None
 
@@ -145,6 +147,12 @@ class DecisionBody(BaseModel):
         "reject to false, escalate to null; edit and respond need one.",
     )
     reason: str | None = Field(default=None, max_length=4000)
+    payload_digest: str | None = Field(
+        default=None,
+        pattern=r"^sha256:[0-9a-f]{64}$",
+        description="The digest of the payload the decider was shown (the queue's "
+        "`payload_digest`): a decision made on another payload is refused with 409",
+    )
 
 
 class AssignBody(BaseModel):

@@ -58,6 +58,8 @@ class Services:
         for graph in graphs.values():
             if graph.step_timeout is None:
                 graph.step_timeout = settings.step_timeout
+            if not settings.separation_of_duties:  # off for the server: off for every graph
+                graph.set_oversight(separation_of_duties=False)
 
         runs = RunManager(
             workers=settings.run_workers,

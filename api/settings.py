@@ -38,7 +38,9 @@ class ServerSettings:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    # The principal who started a thread may not decide its interrupts.
+    # No one who shaped what is decided (started, fed, edited or forked the thread) may
+    # decide it (domain/hold_points.py); false turns it off for every served graph, a
+    # graph table's `separation_of_duties = false` for one.
     separation_of_duties: bool = True
     # Run the read models' projector (and the deadline worker) in this process.
     projector: bool = True

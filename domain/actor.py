@@ -14,6 +14,7 @@ from typing import Any
 from domain.errors import InvalidUpdateError
 from domain.hashing import to_json
 
+
 @lru_cache(maxsize=1)
 def _os_user() -> str:
     try:

@@ -281,7 +281,7 @@ class SeparationOfDutiesError(OversightError):
     reason = "separation_of_duties"
 
 
-class HoldPointError(OversightError):
+class HoldPointBypassError(OversightError):
     """A change of state, or of the flow, at a hold point by someone who may not decide it."""
 
     reason = "hold_point"

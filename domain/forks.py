@@ -55,7 +55,7 @@ def fork_at_version(
 
     `new_thread_id` defaults to `<thread>~<version>` (then `~<version>.2`, ...).
     Raises ThreadNotFoundError, VersionNotFoundError, NothingToForkError,
-    InvalidThreadIdError, ThreadExistsError or HoldPointError (see `branch`) having
+    InvalidThreadIdError, ThreadExistsError or HoldPointBypassError (see `branch`) having
     written nothing but, for the last, the refusal.
     """
     head = head_version(store, thread_id)
@@ -118,7 +118,7 @@ def branch(
     The one way every fork is made (a run or an edit from a past checkpoint,
     `fork_at_version`). `new_thread_id` (default `<thread>~<version>`) follows the
     thread-id rule. A fork at a checkpoint inside a decision's run needs someone who
-    may decide it (`hold_points.check_may_fork`: HoldPointError, which the caller
+    may decide it (`hold_points.check_may_fork`: HoldPointBypassError, which the caller
     records as a refusal).
     A fork at a run's input checkpoint applies that input again, as it was recorded,
     so that the run starts over from it as LangGraph's does.

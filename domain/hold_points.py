@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from domain.errors import (
     DecisionContradictionError,
+    HoldPointBypassError,
     HoldpointError,
-    HoldPointError,
     InvalidUpdateError,
     QuestionChangedError,
     ReasonRequiredError,
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from domain.thread import WorkflowThread
 
 DECIDING_ROLES = ("reviewer", "admin")
+RUNNING_ROLES = ("agent", "admin")  # who feeds a thread that stands at no hold point
 DECISIONS = ("approve", "reject", "edit", "respond", "escalate")
 # What approve and reject resume with, unless the interrupt declares otherwise.
 DEFAULT_DECISION_VALUES: dict[str, Any] = {"approve": True, "reject": False}
@@ -186,11 +187,28 @@ def record_digest(record: dict[str, Any]) -> str:
 def check_may_change(
     thread: WorkflowThread, actor: dict[str, Any], policy: Oversight, change: str
 ) -> None:
-    """HoldPointError or SeparationOfDutiesError unless `actor` may decide every hold point
-    standing on the thread: `change` (an edit, a command) would alter what it is about."""
+    """Unless `actor` may make `change` (an edit, a command) to the thread: at a standing
+    hold point, who may decide every one standing (HoldPointBypassError,
+    SeparationOfDutiesError); elsewhere, a role that runs threads (WrongRoleError)."""
     if is_owner(actor):
         return
-    for interrupt_id, hold in thread.holds().items():
+    holds = thread.holds()
+    if not holds and actor.get("role") not in RUNNING_ROLES:
+        msg = (
+            f"{change} feeds thread {thread.thread_id!r}, which needs role "
+            f"{' or '.join(RUNNING_ROLES)}; {_who(actor)}"
+        )
+        raise WrongRoleError(msg)
+    check_holds(thread, actor, policy, change)
+
+
+def check_holds(
+    thread: WorkflowThread, actor: dict[str, Any], policy: Oversight, change: str
+) -> None:
+    """HoldPointBypassError or SeparationOfDutiesError unless `actor` may decide every hold
+    point standing on the thread, which `change` would alter."""
+    holds = thread.holds()
+    for interrupt_id, hold in holds.items():
         required = hold.get("required_role") or "reviewer"
         if actor.get("role") not in ("admin", required):
             msg = (
@@ -199,9 +217,9 @@ def check_may_change(
                 f"needs a principal who may decide it (role {required!r} or admin); "
                 f"{_who(actor)}; only this refusal was recorded"
             )
-            raise HoldPointError(msg)
+            raise HoldPointBypassError(msg)
     shaped = thread.shaped_by(str(actor.get("id")))
-    if policy.separation_of_duties and shaped and thread.holds():
+    if policy.separation_of_duties and shaped and holds:
         msg = (
             f"Principal {actor.get('id')!r} {shaped}, so may not decide its hold points "
             f"(separation of duties), nor make {change[0].lower()}{change[1:]} while one "
@@ -227,7 +245,7 @@ def check_edit_as_node(
             f"a decision about the flow: it needs role {' or '.join(DECIDING_ROLES)}; "
             f"{_who(actor)}; only this refusal was recorded"
         )
-        raise HoldPointError(msg)
+        raise HoldPointBypassError(msg)
     shaped = thread.shaped_by(str(actor.get("id")))
     if policy.separation_of_duties and shaped:
         msg = (
@@ -242,11 +260,11 @@ def check_edit_as_node(
             "was recorded"
         )
         raise ReasonRequiredError(msg)
-    check_may_change(thread, actor, policy, f"An edit as_node={as_node!r}")
+    check_holds(thread, actor, policy, f"An edit as_node={as_node!r}")
 
 
 def check_may_fork(source: WorkflowThread, actor: dict[str, Any], version: int) -> None:
-    """HoldPointError unless `actor` may decide every decision whose run was still going at
+    """HoldPointBypassError unless `actor` may decide every decision whose run was still going at
     the checkpoint forked: the fork would run on under that decision. A fork of a
     thread paused at an interrupt asks it again (a new pending approval), so is free."""
     if is_owner(actor) or not source.next:
@@ -261,4 +279,4 @@ def check_may_fork(source: WorkflowThread, actor: dict[str, Any], version: int) 
                 f"principal who may decide it (role {required!r} or admin); {_who(actor)}; "
                 "fork from the checkpoint before the answer to have it asked again"
             )
-            raise HoldPointError(msg)
+            raise HoldPointBypassError(msg)

@@ -265,6 +265,8 @@ class Run:
                 reason,
                 _shown(configurable.get("payload_digest"), interrupt_id),
             )
+        if command.update is not None:  # it changes what every hold point is about
+            hold_points.check_holds(thread, self.actor, policy, "A Command(update=...)")
         for interrupt_id, value in values.items():
             thread.answer(
                 interrupt_id,

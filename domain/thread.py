@@ -65,7 +65,7 @@ def fold_update(
 @cache
 def _defaults(event_class: type) -> dict[str, Any]:
     """The fields an event class gives a default: recorded (and hashed) when not passed."""
-    return {f.name: f.default for f in fields(event_class) if f.default is not MISSING}  # type: ignore[arg-type]
+    return {f.name: f.default for f in fields(event_class) if f.default is not MISSING}
 
 
 def _answer(resume: Any, digest: str | None, interrupt_id: str | None) -> dict[str, Any]:
@@ -444,6 +444,7 @@ class WorkflowThread(Aggregate):
             self.record(
                 self.InterruptApproved,
                 interrupt_id=interrupt_id,
+                resume=resume,
                 digest=digest,
                 reason=reason,
                 actor=actor,
@@ -658,6 +659,7 @@ class WorkflowThread(Aggregate):
         eyes): the interrupt stays pending until the last one, an InterruptResumed."""
 
         interrupt_id: str
+        resume: Any  # what the interrupt resumes with once approved
         digest: str
         reason: str | None
         actor: dict[str, Any]
@@ -736,9 +738,7 @@ class WorkflowThread(Aggregate):
             thread.decided = {}
             thread.run_id = None
 
-    def _decided(
-        self, interrupt_id: str, record: dict[str, Any], decision: str, by: Any
-    ) -> None:
+    def _decided(self, interrupt_id: str, record: dict[str, Any], decision: str, by: Any) -> None:
         """An interrupt was answered: it governs the state until its run ends, and the
         next decision is shaped only by what happens from now on."""
         self.decided[interrupt_id] = {

@@ -165,7 +165,7 @@ class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
         with self.datastore.get_connection(commit=False) as connection, _library_errors():
             cursor = connection.cursor()
             if tuples:
-                cursor.row_factory = None
+                cursor.row_factory = None  # type: ignore[attr-defined]  # a sqlite3.Cursor
             cursor.execute(statement, params)
             return cursor.fetchall()  # type: ignore[no-any-return]
 

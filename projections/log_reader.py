@@ -233,7 +233,8 @@ class LogReader:
         return self.store.mapper.to_domain_event(StoredEvent(uuid, version, topic, bytes(state)))
 
     def _class(self, topic: str) -> type:
-        self._classes[topic] = cls = resolve_topic(topic)
+        cls: type = resolve_topic(topic)
+        self._classes[topic] = cls
         return cls
 
 

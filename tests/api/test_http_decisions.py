@@ -174,7 +174,7 @@ def test_an_interrupt_that_requires_a_reason_refuses_an_answer_without_one(serve
     # Then the first two are 422 naming the field, and only the third is recorded
     for refused in (without, blank):
         assert refused.status_code == 422
-        assert refused.json()["detail"].startswith("Invalid body.reason: interrupt ")
+        assert refused.json()["detail"].startswith("Invalid body.reason: Interrupt ")
         assert "asks for a reason" in refused.json()["detail"]
     assert given.status_code == 200
     assert [e.reason for e in decisions_recorded(server, thread_id)] == ["Figures checked"]

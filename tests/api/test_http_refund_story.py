@@ -167,8 +167,10 @@ def test_history_and_time_travel(server):
     assert [h["checkpoint_id"] for h in older] == [history[1]["checkpoint_id"]]
     at = agent.threads.get_state(thread_id, checkpoint_id=history[1]["checkpoint_id"])
     assert at["next"] == ["__start__"]
-    # An edit from the current checkpoint is recorded on the thread
-    edited = agent.threads.update_state(thread_id, {"refund_amount": 12.0})
+    # An edit from the current checkpoint is recorded on the thread; paused at a hold
+    # point, only who may decide it edits (the agent is refused: tests/api/test_http_hold_points.py)
+    reviewer = server.sdk("reviewer")
+    edited = reviewer.threads.update_state(thread_id, {"refund_amount": 12.0})
     assert edited["checkpoint"]["thread_id"] == thread_id
     assert agent.threads.get_state(thread_id)["values"]["refund_amount"] == 12.0
     # A run from a past checkpoint forks a new thread; the original is untouched
