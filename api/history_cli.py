@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +31,7 @@ from api.time_travel_json import diff_json, event_json, plain, state_json
 from domain.actor import local_actor
 from domain.application import Workflows
 from domain.forks import fork_at_version
+from domain.keyring import Keyring
 from domain.store import open_store
 from domain.time_travel import (
     StateDiff,
@@ -107,7 +109,13 @@ def register(commands: Any) -> None:
             "version and that version's event hash) and the state as it stood then. "
             "Forked inside a pause, the interrupts pending then are raised again on the "
             "new thread, as new pending approvals. The source thread is not changed. "
-            "Runs no graph code: continue the new thread through the API."
+            "Runs no graph code: continue the new thread through the API. A fork at a "
+            "version inside the run a decision began (after the answer, before the run "
+            "ended) would run on under that decision, so it needs the API key of a "
+            "principal who may decide it (--api-key, or HOLDPOINT_API_KEY); it is "
+            "recorded as that principal's. Without a key the fork is recorded as the "
+            "local user's, with no role, and such a fork is refused (exit 2, the "
+            "refusal on record)."
         ),
     )
     fork.add_argument("thread_id", metavar="THREAD", help="the thread to fork")
@@ -119,6 +127,13 @@ def register(commands: Any) -> None:
         dest="new_id",
         metavar="NEW_ID",
         help="the new thread's id (default THREAD~N, then THREAD~N.2, ...)",
+    )
+    fork.add_argument(
+        "--api-key",
+        metavar="KEY",
+        default=os.environ.get("HOLDPOINT_API_KEY"),
+        help="act as this key's principal (default: $HOLDPOINT_API_KEY; none: the local "
+        "user, with no role)",
     )
     fork.add_argument("--json", action="store_true", help="print JSON")
     add_graph_option(fork)
@@ -215,10 +230,19 @@ def show_diff(args: argparse.Namespace) -> int:
     return 0
 
 
+def cli_actor(store: Workflows, api_key: str | None) -> dict[str, Any]:
+    """Who a command acts as: the API key's principal, or the local user with no role
+    (which the hold points' rules bind, unlike a Python caller's: domain/hold_points.py)."""
+    if api_key:
+        return Keyring(store).authenticate(api_key).as_actor()
+    return {**local_actor(), "via": "cli"}
+
+
 def run_fork(args: argparse.Namespace) -> int:
     with _reading(args) as store:
+        actor = cli_actor(store, args.api_key)
         result = fork_at_version(
-            store, args.thread_id, args.version, local_actor(), new_thread_id=args.new_id
+            store, args.thread_id, args.version, actor, new_thread_id=args.new_id
         )
     log.info(
         "thread forked",

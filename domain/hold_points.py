@@ -6,8 +6,9 @@ stands:
 
 - only a principal who may decide the interrupt answers it: a deciding role (the
   interrupt's `required_role`, or admin), and, with separation of duties, no one who
-  shaped what is decided (started the thread, sent its input or edited its state since
-  the last decision, or forked it);
+  shaped what is decided (started or forked the thread, or sent its input or edited its
+  state since a decision last took effect: an answer whose question was asked anew does
+  not count, so who edited the question may not answer the new one);
 - an answer applies only to the question it answered: it carries the digest of the
   payload the decider was shown, and an `interrupt()` that asks something else raises
   a new interrupt instead of receiving it (`domain.task_context`);

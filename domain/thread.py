@@ -147,7 +147,9 @@ class WorkflowThread(Aggregate):
             source_starter = self.state.get("started_by")
             if source_starter:
                 thread.shapers.setdefault(
-                    source_starter, f"started thread {self.source_thread_id!r}, forked as it"
+                    source_starter,
+                    f"started thread {self.source_thread_id!r}, which {self.thread_id!r} "
+                    "was forked from",
                 )
             thread.forked_from = {
                 "thread_id": self.source_thread_id,
@@ -182,7 +184,8 @@ class WorkflowThread(Aggregate):
         self.done: dict[str, dict[str, Any]] = {}
         self.interrupts: dict[str, dict[str, Any]] = {}
         self.answers: dict[str, list[dict[str, Any]]] = {}  # by node, see `_answer`
-        # Who sent input or edited the state since the last decision: principal id -> how.
+        # Who sent input or edited the state since a decision last took effect (its node
+        # ran with the answer): principal id -> how, in words.
         self.shapers: dict[str, str] = {}
         # Answered interrupts whose run has not ended: they govern the state until it does.
         self.decided: dict[str, dict[str, Any]] = {}
@@ -233,8 +236,7 @@ class WorkflowThread(Aggregate):
         started or forked it, or sent input or edited it since the last decision."""
         if self.started_by.get("id") == principal_id:
             return f"{'forked' if self.forked_from else 'started'} thread {self.thread_id!r}"
-        how = self.shapers.get(principal_id)
-        return None if how is None else f"{how} of thread {self.thread_id!r}"
+        return self.shapers.get(principal_id)
 
     def current_values(self) -> dict[str, Any]:
         """Values with the updates of the open step's finished nodes applied,
@@ -521,7 +523,8 @@ class WorkflowThread(Aggregate):
             thread.next = [START]
             thread.done = {}
             thread.decided = {}
-            thread.shapers.setdefault(str(self.actor.get("id")), "sent input")
+            who = str(self.actor.get("id"))
+            thread.shapers.setdefault(who, f"sent input to thread {thread.thread_id!r}")
             thread._mark_checkpoint(self, "input")
 
     class NodeCompleted(Event):
@@ -540,6 +543,8 @@ class WorkflowThread(Aggregate):
         def fold(self, thread: WorkflowThread) -> None:
             thread.done[self.node] = {"update": self.update, "routes": self.routes}
             thread.answers.pop(self.node, None)
+            if self.applied and not thread.interrupts:  # the decisions took effect: who
+                thread.shapers = {}  # shapes the next question is counted anew
             if all(node in thread.done for node in thread.next):
                 thread._close_step(self)
 
@@ -698,7 +703,8 @@ class WorkflowThread(Aggregate):
         separation_of_duties: bool | None = None
 
         def fold(self, thread: WorkflowThread) -> None:
-            thread.shapers.setdefault(str(self.actor.get("id")), "edited the state")
+            who = str(self.actor.get("id"))
+            thread.shapers.setdefault(who, f"edited the state of thread {thread.thread_id!r}")
             fold_update(thread.values, self.values, thread.channels)
             if self.next is not None:
                 thread.next = list(self.next)
@@ -739,15 +745,13 @@ class WorkflowThread(Aggregate):
             thread.run_id = None
 
     def _decided(self, interrupt_id: str, record: dict[str, Any], decision: str, by: Any) -> None:
-        """An interrupt was answered: it governs the state until its run ends, and the
-        next decision is shaped only by what happens from now on."""
+        """An interrupt was answered: it governs the state until its run ends."""
         self.decided[interrupt_id] = {
             "node": record["node"],
             "required_role": record.get("required_role"),
             "decision": decision,
             "by": by,
         }
-        self.shapers = {}
 
     @staticmethod
     def upcast_v1_v2(state: dict[str, Any]) -> None:

@@ -53,6 +53,11 @@ def ask(state: Echo) -> dict[str, Any]:
     return {"answer": interrupt(value)}
 
 
+def four_eyes_payment(state: Payment) -> dict[str, Any]:
+    """Two different reviewers must approve: the interrupt needs two approvals."""
+    return {"paid": interrupt({"question": f"Pay {state['amount']}?"}, approvals=2)}
+
+
 def served_test_graphs(store: Workflows) -> dict[str, CompiledStateGraph]:
     return {
         "echo": linear_graph(store, Echo, ask, name="echo"),
@@ -60,4 +65,5 @@ def served_test_graphs(store: Workflows) -> dict[str, CompiledStateGraph]:
         "explained": linear_graph(store, Publication, review_draft, name="explained"),
         "boom": linear_graph(store, Numbers, explode, name="boom"),
         "parallel": parallel_interrupts_graph(store, join=True, name="parallel"),
+        "four_eyes": linear_graph(store, Payment, four_eyes_payment, name="four_eyes"),
     }
