@@ -2,7 +2,9 @@
 
 A decision goes through `api.decisions.decide`, the code behind `POST
 /approvals/{interrupt_id}/decision`: the same roles, separation of duties,
-one winner among concurrent answers, idempotency and refusals on record.
+one winner among concurrent answers, idempotency and refusals on record. The
+form carries the digest of the payload the page showed, so that a decision is
+made on that question or refused (409).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from api.auth import Permission, throttle
 from api.authority import fate
 from api.decisions import decide
 from api.interrupt_lookup import thread_of_interrupt
-from api.problems import Problem
+from api.problems import Problem, from_domain_error
 from api.rate_limit import DECISIONS
 from api.schemas import DecisionBody
 from api.services import Services, ServicesDep
@@ -28,6 +30,8 @@ from api.ui.access import DecidingViewer, QueueViewer, Viewer
 from api.ui.forms import check_form, read_form
 from api.ui.pages import PageRoute, render
 from api.ui.thread_timeline import completed, thread_timeline
+from domain.errors import HoldpointError
+from domain.hold_points import record_digest
 
 router = APIRouter(route_class=PageRoute)
 DECISIONS_OFFERED = ("approve", "reject", "edit", "escalate")
@@ -74,6 +78,8 @@ def _page_context(services: Services, viewer: Viewer, interrupt_id: str) -> dict
         "reason_required": reason_required(record),
         "decisions": DECISIONS_OFFERED,
         "idempotency_key": f"ui-{secrets.token_hex(16)}",
+        # What the reviewer is shown: a decision is made on this payload, or refused (409)
+        "payload_digest": record_digest(record) if record is not None else None,
         "form": {"reason": "", "resume": json.dumps(payload, indent=2, ensure_ascii=False)},
         "error": None,
     }
@@ -97,6 +103,8 @@ def body_of(form: dict[str, str], needs_reason: bool) -> DecisionBody:
         msg = f"Give a reason: this graph asks for one ({decision} was not recorded)"
         raise Problem(422, msg)
     fields: dict[str, Any] = {"decision": decision, "reason": reason or None}
+    if form.get("payload_digest"):
+        fields["payload_digest"] = form["payload_digest"]
     if decision == "edit":
         try:
             fields["resume"] = json.loads(form.get("resume", ""))
@@ -141,7 +149,8 @@ async def post_decision(
     check_form(services, request, form, viewer.session.csrf_token, viewer.principal)
     try:
         await run_in_threadpool(_decide, services, request, viewer, interrupt_id, form)
-    except Problem as problem:
+    except (Problem, HoldpointError) as error:  # a refusal is the domain's, recorded
+        problem = error if isinstance(error, Problem) else from_domain_error(error)
         if problem.status == 404:
             raise
         context = await run_in_threadpool(_page_context, services, viewer, interrupt_id)

@@ -3,8 +3,11 @@ are the API's own (same checks, same records). No browser needed."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from domain.hold_points import question_digest
 from domain.identity import parse_key
 from domain.thread import WorkflowThread
 from tests.api.ui.story import decided, paused
@@ -336,3 +339,53 @@ def test_the_dashboard_period_picker_refuses_bad_dates_clearly(server, ui):
     assert "&#39;from&#39; must be on or before &#39;to&#39;" in backwards.text
     assert chosen.status_code == 200
     assert 'data-key="period.since">2026-03-01T00:00:00.000000Z' in chosen.text
+
+
+DIGEST = re.compile(r'name="payload_digest" value="([^"]*)"')
+
+
+def test_a_decision_in_the_browser_binds_to_the_payload_the_page_showed(server, ui):
+    # Given the page of an open interrupt
+    thread_id, interrupt_id = paused(server)
+    ui.sign_in(server.keys["reviewer"])
+    page = ui.get(f"/ui/approvals/{interrupt_id}")
+    [shown] = DIGEST.findall(page.text)
+    assert shown == question_digest({"question": "Approve a $300.0 refund?"})
+    form = decision_form(ui, interrupt_id, decision="approve", payload_digest=shown)
+    before = len(refusals(server))
+
+    # When the form comes back naming another payload than the interrupt asks
+    other = question_digest({"question": "Approve a $3.0 refund?"})
+    refused = ui.post_form(
+        f"/ui/approvals/{interrupt_id}/decision", {**form, "payload_digest": other}
+    )
+    accepted = ui.post_form(f"/ui/approvals/{interrupt_id}/decision", form)
+
+    # Then it is refused with the API's 409, on record; the page's own digest is accepted
+    assert refused.status_code == 409
+    assert other in refused.text
+    assert [r["reason"] for r in refusals(server)[before:]] == ["question_changed"]
+    assert accepted.status_code == 303
+    [recorded] = decisions_of(server, thread_id)
+    assert recorded.digest == shown
+
+
+def test_the_decision_page_counts_the_approvals_of_four_eyes(server, ui):
+    # Given an interrupt that needs two approvals, approved once
+    _, interrupt_id = paused(server, graph="four_eyes", values={"amount": 900.0})
+    ui.sign_in(server.keys["reviewer"])
+    form = decision_form(ui, interrupt_id, decision="approve")
+
+    # When
+    first = ui.post_form(f"/ui/approvals/{interrupt_id}/decision", form)
+    page = ui.get(f"/ui/approvals/{interrupt_id}")
+
+    # Then it is still open, 1 of 2, and the same reviewer is refused a second approval
+    assert first.status_code == 303
+    assert "1 of 2 (approved by reviewer)" in page.text
+    again = ui.post_form(
+        f"/ui/approvals/{interrupt_id}/decision",
+        decision_form(ui, interrupt_id, decision="approve"),
+    )
+    assert again.status_code == 403
+    assert "already approved" in again.text
