@@ -21,6 +21,7 @@ import structlog
 
 from api.cli import main
 from api.graph_loader import GraphSource, load_graph
+from domain.keyring import Keyring
 from domain.snapshots import get_state_history
 from domain.store import open_store
 from domain.thread import WorkflowThread, thread_uuid
@@ -294,9 +295,30 @@ def test_fork_inside_a_pause_starts_a_new_thread_with_a_new_pending_approval(sto
     assert {(row.thread_id, row.interrupt_id) for row in rows} >= {("t1-b", raised.interrupt_id)}
 
 
+def reviewer_key(story: Story) -> str:
+    with open_store(story.url) as store:
+        return Keyring(store).create("rita", "reviewer", note="test")[1]
+
+
+def test_fork_past_an_answer_needs_the_key_of_who_may_decide_it(story, cli):
+    # Given version 6 of t1: approved, its `pay` not yet run
+    head = story.head()
+
+    # When it is forked there without a key (the local user, with no role)
+    done = cli("fork", "t1", "--version", "6", "--as", "t1-b")
+
+    # Then it is refused, on record, and no thread is made
+    assert done.code == 2
+    assert "a fork there would run under that decision" in done.err
+    with open_store(story.url) as store:
+        assert store.thread("t1-b") is None
+        [refusal] = Keyring(store).refusals(after=head)
+    assert (refusal.reason, refusal.action, refusal.role) == ("hold_point", "fork", None)
+
+
 def test_fork_without_as_names_the_new_thread_after_its_source_and_version(story, cli):
-    # When
-    body = cli("fork", "t1", "--version", "6", "--json").json()
+    # When (a reviewer's key: version 6 is past the answer, see above)
+    body = cli("fork", "t1", "--version", "6", "--api-key", reviewer_key(story), "--json").json()
 
     # Then
     assert body["thread_id"] == "t1~6"
