@@ -338,3 +338,19 @@ def test_a_run_from_the_first_checkpoint_replays_the_thread(server):
     output = sdk.runs.wait(thread_id, "refund", input=None, checkpoint_id=first["checkpoint_id"])
 
     assert output == {"refund_amount": 5, "outcome": "Refund of $5 processed."}
+
+
+def test_an_agent_run_with_a_command_at_a_hold_point_is_refused(server):
+    thread_id, _ = paused(server)
+    before, position = names(server, thread_id), server.head()
+    body = {
+        "assistant_id": "refund",
+        "command": {"update": {"refund_amount": 1}, "goto": "check_and_process"},
+    }
+    with server.http("agent") as agent:
+        refused = agent.post(f"/threads/{thread_id}/runs/wait", json=body)
+
+    assert (refused.status_code, refused.json()["reason"]) == (403, "hold_point")
+    assert "A Command(update=..., goto=...)" in refused.json()["detail"]
+    assert names(server, thread_id) == before
+    assert [r[:2] for r in refusals_after(server, position)] == [("agent", "hold_point")]
