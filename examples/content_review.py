@@ -37,7 +37,9 @@ def resume_workflow(approval: str) -> dict:
 
 def request_review(state: ReviewState):
     approval = interrupt(
-        {"content": state["content"], "reason": "Please approve or request changes."}
+        {"content": state["content"], "reason": "Please approve or request changes."},
+        # what approve and reject resume with (the API's default: true and false)
+        decision_values={"approve": "approved", "reject": "changes_requested"},
     )
     return resume_workflow(approval)
 
@@ -62,13 +64,15 @@ def main(decision: str = "approved", thread_id: str = "content-review-1") -> dic
     print("Interrupt payload:", result["__interrupt__"][0].value)
 
     # Step 3: a named reviewer answers; the review node runs again with the answer.
+    approving = decision.lower() in ("approved", "approve", "yes")
     reviewer = {
         "thread_id": thread_id,
         "actor": {"id": "rita", "role": "reviewer"},
-        "decision": "approve" if decision.lower() in ("approved", "approve", "yes") else "reject",
+        "decision": "approve" if approving else "reject",
         "reason": "Checked against the style guide.",
     }
-    state = graph.invoke(Command(resume=decision), {"configurable": reviewer})
+    answer = "approved" if approving else "changes_requested"
+    state = graph.invoke(Command(resume=answer), {"configurable": reviewer})
     print("After resume:", state)
     return state
 

@@ -391,7 +391,7 @@ def test_update_state_records_state_edited_with_actor_and_reason(store):
 
     # When
     graph.update_state(
-        config(actor={"id": "alice", "role": "reviewer"}, reason="customer called back"),
+        config(actor={"id": "alice", "role": "agent"}, reason="customer called back"),
         {"approved": False},
     )
 
@@ -401,7 +401,7 @@ def test_update_state_records_state_edited_with_actor_and_reason(store):
     assert edited.values == {"approved": False}
     assert edited.as_node is None
     assert edited.actor["id"] == "alice"
-    assert edited.actor["role"] == "reviewer"
+    assert edited.actor["role"] == "agent"
     assert edited.reason == "customer called back"
 
 

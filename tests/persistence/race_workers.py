@@ -117,7 +117,7 @@ def race_once(store: Workflows, name: str, job: dict[str, Any], start: Barrier) 
     graph = GRAPHS[job["race"]](store)
     if job["race"] == "resume":
         config = config_for(job["thread_id"], worker_actor(name))
-        config["configurable"]["decision"] = "approve"
+        config["configurable"]["decision"] = "respond"  # its value names the worker
         start.wait(BARRIER_TIMEOUT)
         return graph.invoke(Command(resume=resume_value(name)), config)
     config = config_for(job["thread_id"], worker_actor(name), recursion_limit=50)

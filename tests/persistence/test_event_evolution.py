@@ -26,7 +26,7 @@ from tests.graphs import linear_graph
 
 FIXTURE = json.loads((Path(__file__).parent.parent / "fixtures" / "v1_events.json").read_text())
 THREADS = sorted(FIXTURE["expected_values"])
-ADDED_AFTER_V1 = {"InterruptExpired", "InterruptAssigned"}
+ADDED_AFTER_V1 = {"InterruptExpired", "InterruptAssigned", "InterruptApproved"}
 
 
 class Refund(TypedDict):
@@ -120,9 +120,9 @@ def test_old_threads_list_their_history(v1_store, thread_id):
 def test_a_thread_paused_under_v1_resumes_under_v2_and_its_chain_still_verifies(v1_store):
     # Given the thread "edited", paused at a v1 InterruptRaised
     graph = linear_graph(v1_store, Refund, check, book, name="refund")
-    config = {"configurable": {"thread_id": "edited", "actor": {"id": "rita", "role": "reviewer"}}}
+    config = {"configurable": {"thread_id": "edited", "actor": {"id": "rob", "role": "reviewer"}}}
     assert v1_store.thread("edited").status == "interrupted"
-    # When a reviewer answers it with today's code
+    # When a reviewer (not rita, who started it) answers it with today's code
     result = graph.invoke(Command(resume=True), config)
     # Then it runs to the end, and old and new events chain together
     assert result["log"] == ["check", "booked"]
