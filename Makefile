@@ -31,13 +31,15 @@ run: $(STAMP)  ## the HTTP API on the embedded SQLite store, projections in-proc
 demo: $(STAMP)  ## the refund story in one process, with its events and hash chain
 	$(BIN)/holdpoint demo
 
-test: $(STAMP)  ## the whole suite
+test: $(STAMP)  ## the whole suite, after the linters
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 bench: $(VENV)/.bench $(LANGGRAPH_VENV)/.installed  ## Holdpoint and LangGraph side by side; writes BENCHMARKS.md
 	$(BIN)/python -m bench.run
