@@ -16,20 +16,41 @@ DETAILS: dict[str, tuple[str, ...]] = {
     "ThreadStarted": ("graph_id", "graph_digest", "metadata"),
     "ThreadForked": ("graph_id", "source_thread_id", "source_version", "source_hash", "run_id"),
     "InputReceived": ("run_id", "input"),
-    "NodeCompleted": ("step", "node", "update", "routes", "duration_ms"),
+    "NodeCompleted": ("step", "node", "update", "routes", "duration_ms", "applied"),
     "NodeFailed": ("step", "node", "error_type", "message"),
-    "InterruptRaised": ("step", "node", "interrupt_id", "value", "required_role", "due_by"),
+    "InterruptRaised": (
+        "step",
+        "node",
+        "interrupt_id",
+        "value",
+        "digest",
+        "required_role",
+        "due_by",
+        "approvals",
+        "reasked",
+    ),
     "InterruptResumed": (
         "interrupt_id",
         "decision",
         "resume",
         "reason",
+        "digest",
+        "separation_of_duties",
         "idempotency_key",
         "run_id",
     ),
+    "InterruptApproved": (
+        "interrupt_id",
+        "reason",
+        "digest",
+        "approvals",
+        "needed",
+        "separation_of_duties",
+        "idempotency_key",
+    ),
     "InterruptExpired": ("interrupt_id", "due_by", "rule", "new_due_by"),
     "InterruptAssigned": ("interrupt_id", "reviewer_id"),
-    "StateEdited": ("values", "as_node", "reason"),
+    "StateEdited": ("values", "as_node", "reason", "decision", "separation_of_duties"),
     "ThreadCompleted": ("step",),
     "ThreadFailed": ("step", "error_type", "message"),
     "ThreadCancelled": ("step", "reason"),
@@ -55,11 +76,18 @@ def summary(event: WorkflowThread.Event) -> str:
             return f"node {event.node!r} failed: {event.error_type}: {event.message}"
         case WorkflowThread.InterruptRaised():
             role = f" (for role {event.required_role})" if event.required_role else ""
-            return f"node {event.node!r} asked a human{role}: interrupt {event.interrupt_id}"
+            again = f", again in place of {event.reasked}" if event.reasked else ""
+            return f"node {event.node!r} asked a human{role}: interrupt {event.interrupt_id}{again}"
         case WorkflowThread.InterruptResumed():
             role = f" ({actor.get('role')})" if actor.get("role") else ""
             reason = f": {event.reason}" if event.reason else ""
             return f"{who}{role} decided {event.decision} on {event.interrupt_id}{reason}"
+        case WorkflowThread.InterruptApproved():
+            role = f" ({actor.get('role')})" if actor.get("role") else ""
+            return (
+                f"{who}{role} approved {event.interrupt_id}: {event.approvals} of "
+                f"{event.needed} approvals"
+            )
         case WorkflowThread.InterruptExpired():
             return (
                 f"interrupt {event.interrupt_id} passed its deadline ({event.rule.get('action')})"
@@ -69,6 +97,8 @@ def summary(event: WorkflowThread.Event) -> str:
                 return f"{who} took the reviewer off {event.interrupt_id}"
             return f"{who} assigned {event.interrupt_id} to {event.reviewer_id}"
         case WorkflowThread.StateEdited():
+            if event.decision == "edit":
+                return f"{who} decided the flow: edited the state as node {event.as_node!r}"
             return f"{who} edited the state"
         case WorkflowThread.ThreadCompleted():
             return "the run reached the end"

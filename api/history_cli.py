@@ -280,6 +280,7 @@ def describe(event: VersionEvent) -> str:
         "NodeFailed": f"{data.get('node')} failed: {data.get('error_type')}: {data.get('message')}",
         "InterruptRaised": f"{data.get('node')} asks {_compact(data.get('value'))}",
         "InterruptResumed": f"{who} decided {data.get('decision')}: {_compact(data.get('resume'))}",
+        "InterruptApproved": f"{who} approved ({data.get('approvals')} of {data.get('needed')})",
         "InterruptExpired": f"deadline passed ({(data.get('rule') or {}).get('action')})",
         "InterruptAssigned": f"{who} assigned it to {data.get('reviewer_id') or 'no one'}",
         "StateEdited": f"{who} edited {_compact(data.get('values'))}",

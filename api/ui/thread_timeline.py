@@ -18,6 +18,7 @@ NEUTRAL = {
     "ThreadForked": "the thread was forked",
     "InputReceived": "input arrived",
     "InterruptResumed": "a human decided",
+    "InterruptApproved": "a human approved, more approvals needed",
     "InterruptAssigned": "a reviewer was assigned",
     "StateEdited": "the state was edited",
     "ThreadCancelled": "the thread was cancelled",
