@@ -354,3 +354,25 @@ def test_an_agent_run_with_a_command_at_a_hold_point_is_refused(server):
     assert "A Command(update=..., goto=...)" in refused.json()["detail"]
     assert names(server, thread_id) == before
     assert [r[:2] for r in refusals_after(server, position)] == [("agent", "hold_point")]
+
+
+def test_the_audit_timeline_shows_each_approval_and_a_question_asked_again(server):
+    # Given a four-eyes interrupt approved once, and a refund whose question was edited
+    four_eyes_thread, asked = paused(server, "four_eyes", {"amount": 900.0})
+    decide(server, "reviewer", asked["id"], decision="approve")
+    refund_thread, first = paused(server)
+    server.sdk("reviewer2").threads.update_state(refund_thread, {"refund_amount": 260})
+    decided = decide(server, "reviewer", first["id"], decision="approve")
+    server.sdk("agent").runs.join(refund_thread, decided.json()["run_id"])
+
+    # When the auditor reads the timelines
+    with server.http("auditor") as auditor:
+        approvals = auditor.get(f"/threads/{four_eyes_thread}/audit").json()["entries"]
+        refund = auditor.get(f"/threads/{refund_thread}/audit").json()["entries"]
+
+    # Then
+    assert f"reviewer (reviewer) approved {asked['id']}: 1 of 2 approvals" in [
+        e["summary"] for e in approvals
+    ]
+    asked_again = [e for e in refund if e["event"] == "InterruptRaised"][-1]
+    assert asked_again["summary"].endswith(f"again in place of {first['id']}")
