@@ -520,3 +520,48 @@ def test_a_run_from_the_first_checkpoint_replays_the_input(store):
     # Then it runs from the start on a fork, as LangGraph replays it
     assert result == {"refund_amount": 5.0, "outcome": "Refund of $5.0 processed."}
     assert event_names(store, "t1~2")[:2] == ["ThreadForked", "NodeCompleted"]
+
+
+# -- an answer carried into a fork ------------------------------------------
+
+
+@pytest.fixture
+def answered_checkpoint(store: Workflows, paused: CompiledStateGraph) -> str:
+    """The checkpoint of t1 where rita's approval waits for its node: a resume sent with an
+    update records the answer, then the edit (a checkpoint), then the node runs."""
+    command = Command(resume=True, update={"outcome": "pending"})
+    paused.invoke(command, config(actor=RITA, decision="approve"))
+    [edited] = [h for h in paused.get_state_history(config()) if h.metadata["source"] == "update"]
+    return str(edited.config["configurable"]["checkpoint_id"])
+
+
+def test_an_answer_carried_into_a_fork_applies_to_the_same_question(
+    store, paused, answered_checkpoint
+):
+    # When a reviewer runs on from there, on a fork
+    result = paused.invoke(None, config(actor=ROB, checkpoint_id=answered_checkpoint))
+
+    # Then the node gets the answer: it asks what was answered
+    assert result["outcome"] == "Refund of $250.0 processed."
+
+
+def test_an_answer_carried_into_a_fork_does_not_apply_to_another_question(
+    store, paused, answered_checkpoint
+):
+    # Given rob forks there (as the forker he may not edit it: separation of duties)
+    with pytest.raises(SeparationOfDutiesError, match="'rob' forked thread"):
+        paused.update_state(
+            config(actor=ROB, checkpoint_id=answered_checkpoint), {"refund_amount": 999.0}
+        )
+    version = next(
+        v.version for v in versions(store, "t1") if v.checkpoint_id == answered_checkpoint
+    )
+    fork_at_version(store, "t1", version, ROB, new_thread_id="t1-b")
+
+    # When an admin changes the amount on the fork, and the fork runs on
+    paused.update_state(config("t1-b", actor=ADA), {"refund_amount": 999.0})
+    result = paused.invoke(None, config("t1-b", actor=AMY))
+
+    # Then the node asks anew about what it now pays
+    assert result["outcome"] == "pending"
+    assert result["__interrupt__"][0].value == {"question": "Approve a $999.0 refund?"}
