@@ -356,7 +356,7 @@ class WorkflowThread(Aggregate):
         timestamp = timestamp or datetime.now(UTC)
         version = self.version + 1
         defaults = _defaults(event_class)
-        if defaults.keys() - fields.keys():
+        if defaults and not defaults.keys() <= fields.keys():
             fields = {**defaults, **fields}
         digest = event_hash(
             event_class.__name__,
