@@ -28,6 +28,7 @@ from domain.thread import (
     fold_update,
     thread_uuid,
 )
+from domain.verify import verify_thread
 
 ACTOR = {"id": "alice", "role": "reviewer", "authenticated": True, "via": "test"}
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
@@ -717,3 +718,17 @@ def test_every_event_chains_to_the_hash_of_the_one_before():
         assert after.prev_hash == before.event_hash
     assert len({e.event_hash for e in events}) == len(events)
     assert thread.head_hash == events[-1].event_hash
+
+
+def test_a_field_left_to_its_default_is_recorded_and_hashed_with_the_rest(store):
+    # Given a NodeCompleted recorded without `applied` (the fields of a later version)
+    thread = new_thread()
+    receive_input(thread, {"log": ["in"]}, [])
+
+    # When it is stored and read back
+    store.record(thread)
+    [*_, completed] = store.recorded_events(thread.thread_id)
+
+    # Then the default is in the record, and the chain verifies as stored
+    assert completed.state["applied"] is None
+    assert verify_thread(store, thread.thread_id).ok
