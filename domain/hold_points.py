@@ -102,6 +102,15 @@ def _who(actor: dict[str, Any]) -> str:
     return f"principal {actor.get('id')!r} has role {actor.get('role')!r}"
 
 
+def deciding_role(record: dict[str, Any]) -> str:
+    """The role an interrupt (or a hold point standing for one) is decided by, besides admin."""
+    return str(record.get("required_role") or "reviewer")
+
+
+def holds_role_for(actor: dict[str, Any], record: dict[str, Any]) -> bool:
+    return actor.get("role") in ("admin", deciding_role(record))
+
+
 # -- answering ----------------------------------------------------------------
 
 
@@ -113,10 +122,10 @@ def check_may_decide(
     if is_owner(actor):
         return
     record = thread.interrupts[interrupt_id]
-    required = record.get("required_role") or "reviewer"
-    if actor.get("role") not in ("admin", required):
-        msg = f"Interrupt {interrupt_id} may be answered by role {required!r} (or admin); " + _who(
-            actor
+    if not holds_role_for(actor, record):
+        msg = (
+            f"Interrupt {interrupt_id} may be answered by role {deciding_role(record)!r} "
+            f"(or admin); {_who(actor)}"
         )
         raise WrongRoleError(msg)
     shaped = thread.shaped_by(str(actor.get("id")))
@@ -206,19 +215,18 @@ def check_may_change(
 def check_holds(
     thread: WorkflowThread, actor: dict[str, Any], policy: Oversight, change: str
 ) -> None:
-    """HoldPointBypassError or SeparationOfDutiesError unless `actor` may decide every hold
-    point standing on the thread, which `change` would alter."""
+    """HoldPointBypassError or SeparationOfDutiesError unless `actor` may decide every
+    hold point standing on the thread, which `change` would alter."""
     if is_owner(actor):
         return
     holds = thread.holds()
     for interrupt_id, hold in holds.items():
-        required = hold.get("required_role") or "reviewer"
-        if actor.get("role") not in ("admin", required):
+        if not holds_role_for(actor, hold):
             msg = (
                 f"Thread {thread.thread_id!r} stands at a hold point: interrupt "
                 f"{interrupt_id} of node {hold['node']!r} ({hold['state']}). {change} "
-                f"needs a principal who may decide it (role {required!r} or admin); "
-                f"{_who(actor)}; only this refusal was recorded"
+                f"needs a principal who may decide it (role {deciding_role(hold)!r} or "
+                f"admin); {_who(actor)}; only this refusal was recorded"
             )
             raise HoldPointBypassError(msg)
     shaped = thread.shaped_by(str(actor.get("id")))
@@ -267,19 +275,19 @@ def check_edit_as_node(
 
 
 def check_may_fork(source: WorkflowThread, actor: dict[str, Any], version: int) -> None:
-    """HoldPointBypassError unless `actor` may decide every decision whose run was still going at
-    the checkpoint forked: the fork would run on under that decision. A fork of a
-    thread paused at an interrupt asks it again (a new pending approval), so is free."""
+    """HoldPointBypassError unless `actor` may decide every decision whose run was still
+    going at the checkpoint forked: the fork would run on under that decision. A fork of
+    a thread paused at an interrupt asks it again (a new pending approval), so is free."""
     if is_owner(actor) or not source.next:
         return
     for interrupt_id, hold in source.decided.items():
-        required = hold.get("required_role") or "reviewer"
-        if actor.get("role") not in ("admin", required):
+        if not holds_role_for(actor, hold):
             msg = (
                 f"Thread {source.thread_id!r} at version {version} runs on from the answer "
                 f"to interrupt {interrupt_id} of node {hold['node']!r} ({hold['decision']} by "
                 f"{hold['by']}): a fork there would run under that decision, so it needs a "
-                f"principal who may decide it (role {required!r} or admin); {_who(actor)}; "
-                "fork from the checkpoint before the answer to have it asked again"
+                f"principal who may decide it (role {deciding_role(hold)!r} or admin); "
+                f"{_who(actor)}; fork from the checkpoint before the answer to have it "
+                "asked again"
             )
             raise HoldPointBypassError(msg)
