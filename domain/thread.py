@@ -442,33 +442,20 @@ class WorkflowThread(Aggregate):
         digest = record_digest(record)
         needed = record.get("approvals", 1)
         given = len(record.get("approved_by", ())) + 1
+        answer = {
+            "interrupt_id": interrupt_id,
+            "resume": resume,
+            "digest": digest,
+            "reason": reason,
+            "actor": actor,
+            "idempotency_key": idempotency_key,
+            "run_id": run_id,
+            "separation_of_duties": separation_of_duties,
+        }
         if decision == "approve" and given < needed:
-            self.record(
-                self.InterruptApproved,
-                interrupt_id=interrupt_id,
-                resume=resume,
-                digest=digest,
-                reason=reason,
-                actor=actor,
-                idempotency_key=idempotency_key,
-                run_id=run_id,
-                approvals=given,
-                needed=needed,
-                separation_of_duties=separation_of_duties,
-            )
-            return
-        self.record(
-            self.InterruptResumed,
-            interrupt_id=interrupt_id,
-            resume=resume,
-            decision=decision,
-            reason=reason,
-            actor=actor,
-            idempotency_key=idempotency_key,
-            run_id=run_id,
-            digest=digest,
-            separation_of_duties=separation_of_duties,
-        )
+            self.record(self.InterruptApproved, **answer, approvals=given, needed=needed)
+        else:
+            self.record(self.InterruptResumed, **answer, decision=decision)
 
     def expire(self, interrupt_id: str, now: datetime) -> bool:
         """Record that a pending interrupt's deadline passed, and apply its rule.
