@@ -1,171 +1,231 @@
 """The oversight log: every interrupt and what became of it, for Article 14 reports.
 
-One row per interrupt: raised (graph, node, thread, required role), then
-decided (decision, reviewer, reason, seconds to decide), cancelled with its
-thread, or superseded when its node asked anew. Cancellations are kept with
-their reasons (the Art. 14(4)(e) stop). Reports read these rows; they never
-replay events.
+One row per interrupt: raised (graph, node, thread, required role, the digest
+of its payload, the approvals it needs), then decided (decision, reviewer,
+reason, seconds to decide, the approvals given), cancelled with its thread,
+or superseded when its node asked anew. Cancellations are kept with their
+reasons (the Art. 14(4)(e) stop). Reports read these rows; they never replay
+events.
+
+An answer binds to the question it answered (`domain/hold_points.py`), so each
+row also says what became of its answer once its node ran past it, in
+`applied`: 'applied' when the node's NodeCompleted lists the interrupt with
+the digest of the question asked (an answer recorded before digests were
+lists none: it applied by position); 'reasked' when the node asked another
+question in its place (the new interrupt's row names this one in `reasked`);
+'unapplied' when the node completed while the interrupt was open or decided
+without applying its answer, which the domain never records: the check exists
+to catch a regression that would. NULL until then.
+
+The hold points' other records are kept beside: the edits `as_node` (each a
+decision about the flow) and the attempts their rules refused, which are
+events of no thread (`RefusedAttempt`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
+from domain.hold_points import question_digest
+from domain.identity import RefusedAttempt
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.log_reader import Entry
-from projections.rows import (
-    INTERRUPT_CHANGES,
-    INTERRUPT_EVENTS,
-    ReaderIndex,
-    Row,
-    Rows,
-    TableShape,
-    continued_threads,
+from projections.oversight_tables import (
+    APPLIED,
+    CANCELLATION_SHAPE,
+    CANCELLATIONS,
+    FLOW_EDIT_SHAPE,
+    INTERRUPTS,
+    LOG_SHAPE,
+    READER_INDEXES,
+    REASKED,
+    REFUSAL_SHAPE,
+    TABLES,
+    UNAPPLIED,
+    UNSETTLED,
+    create_tables,
 )
+from projections.rows import INTERRUPT_CHANGES, INTERRUPT_EVENTS, Row, Rows, continued_threads
 from projections.runner import Projection
-from projections.threads import STARTS, Thread
+from projections.threads import Thread
 from projections.timestamps import parse_utc_text, utc_text_or_none
 
-INTERRUPTS = "holdpoint_interrupt_log"
-CANCELLATIONS = "holdpoint_cancellations"
+__all__ = ["CANCELLATIONS", "INTERRUPTS", "READER_INDEXES", "OversightProjection"]
+
+# The refusals the oversight log keeps: those of the hold points' own rules.
+HOLD_POINT_REFUSALS = frozenset({"hold_point", "four_eyes", "question_changed"})
+# Read whole, and rare: decoded ahead with the interrupt changes.
+RARE_EVENTS = (WorkflowThread.StateEdited, RefusedAttempt.AccessRefused)
+SETTLING = ("open", "decided", "expired")  # the outcomes of UNSETTLED
+# What an event is to the model, by class: found once per class, as a batch asks it of
+# every entry (a chain of issubclass calls per entry is a rebuild's cost).
+REFUSED, COMPLETED, EDITED, CANCELLED = "refused", "completed", "edited", "cancelled"
+RAISED, EXPIRED, APPROVED, RESUMED = "raised", "expired", "approved", "resumed"
+KINDS: tuple[tuple[type, str], ...] = (
+    (WorkflowThread.InterruptRaised, RAISED),
+    (WorkflowThread.InterruptResumed, RESUMED),
+    (WorkflowThread.NodeCompleted, COMPLETED),
+    (WorkflowThread.InterruptExpired, EXPIRED),
+    (WorkflowThread.InterruptApproved, APPROVED),
+    (WorkflowThread.StateEdited, EDITED),
+    (WorkflowThread.ThreadCancelled, CANCELLED),
+    (RefusedAttempt.AccessRefused, REFUSED),
+)
+INTERRUPT_KINDS = frozenset({RAISED, EXPIRED, APPROVED, RESUMED})
+NAMING = frozenset({RESUMED, EXPIRED, APPROVED})  # the kinds naming an interrupt raised before
+
+
+@cache
+def kind_of(cls: type) -> str:
+    """What an event of class `cls` is to the oversight log: a kind of KINDS, or "other"
+    (a thread's start: its thread is all the model needs of it)."""
+    return next((kind for kinds, kind in KINDS if issubclass(cls, kinds)), "other")
 
 
 class OversightProjection(Projection):
     name = "oversight"
-    event_classes = INTERRUPT_EVENTS
-    decoded_classes = INTERRUPT_CHANGES
+    # 2: the digest, approvals, re-asks and applied answers; flow edits and refusals.
+    version = 2
+    tables = TABLES
+    event_classes = (*INTERRUPT_EVENTS, WorkflowThread.NodeCompleted, *RARE_EVENTS)
+    # NodeCompleted is not: most never need their fields, only those of a thread with an
+    # answer waiting, decoded as they are met.
+    decoded_classes = (*INTERRUPT_CHANGES, *RARE_EVENTS)
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:
-        cursor.execute(
-            f"CREATE TABLE IF NOT EXISTS {db.table(INTERRUPTS)} ("
-            "interrupt_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, graph_id TEXT NOT NULL, "
-            "node TEXT NOT NULL, idx INTEGER NOT NULL, raised_at TEXT NOT NULL, "
-            "required_role TEXT, due_by TEXT, escalations INTEGER NOT NULL DEFAULT 0, "
-            "outcome TEXT NOT NULL, closed_at TEXT, decision TEXT, "
-            "reviewer_id TEXT, reviewer_role TEXT, reason TEXT, "
-            "seconds_to_decision DOUBLE PRECISION)"
-        )
-        cursor.execute(  # the batch's loads find a thread's open interrupts by it
-            f"CREATE INDEX IF NOT EXISTS {INTERRUPTS}_thread "
-            f"ON {db.table(INTERRUPTS)} (thread_id, outcome)"
-        )
-        for index in READER_INDEXES:
-            index.create(cursor, db)
-        if db.dialect == "postgres":  # true group counts, so the report's grouping is hashed
-            cursor.execute(
-                f"CREATE STATISTICS IF NOT EXISTS {db.table(INTERRUPTS + '_decided_groups')} "
-                f"(ndistinct) ON (substr(closed_at, 1, 10)), decision, reviewer_id, graph_id "
-                f"FROM {db.table(INTERRUPTS)}"
-            )
-        cursor.execute(
-            f"CREATE TABLE IF NOT EXISTS {db.table(CANCELLATIONS)} ("
-            "thread_id TEXT PRIMARY KEY, graph_id TEXT NOT NULL, cancelled_at TEXT NOT NULL, "
-            "actor_id TEXT, actor_role TEXT, reason TEXT)"
-        )
+        create_tables(cursor, db)
 
     def clear(self, cursor: Cursor, db: Database) -> None:
         for index in READER_INDEXES:
             index.drop(cursor, db)
-        for table in (INTERRUPTS, CANCELLATIONS):
+        for table in TABLES:
             db.clear_table(cursor, db.table(table))
 
     def apply_batch(self, entries: Sequence[Entry], cursor: Cursor, db: Database) -> None:
-        log, cancellations = Rows(LOG_SHAPE, group_by="thread_id"), Rows(CANCELLATION_SHAPE)
-        log.load(cursor, db, "thread_id", continued_threads(entries), "outcome = 'open'")
-        log.load(cursor, db, "interrupt_id", _answered(entries))
+        log = Rows(LOG_SHAPE, group_by="thread_id")
+        cancellations, edits, refusals = (
+            Rows(CANCELLATION_SHAPE),
+            Rows(FLOW_EDIT_SHAPE),
+            Rows(REFUSAL_SHAPE),
+        )
+        log.load(cursor, db, "thread_id", continued_threads(entries), UNSETTLED)
+        log.load(cursor, db, "interrupt_id", _named(entries))
         for entry in entries:
-            thread, cls, at = entry.thread, entry.cls, entry.at
-            if thread is None or issubclass(cls, STARTS):
-                continue
-            event = entry.event
-            if issubclass(cls, WorkflowThread.InterruptRaised):
-                for earlier in _open(log, thread.thread_id):
-                    if earlier["node"] == event.node and earlier["idx"] == event.index:
-                        earlier["outcome"], earlier["closed_at"] = "superseded", at
-                log.put(_raised(event, thread, at))
-            elif issubclass(cls, WorkflowThread.InterruptExpired):
-                row = log.get(event.interrupt_id)
-                if row is None:
-                    continue
-                if event.rule["action"] == "escalate":
-                    row["escalations"] += 1
-                    row["required_role"] = event.rule["role"]
-                    row["due_by"] = utc_text_or_none(event.new_due_by)
-                else:
-                    _close_as_decided(row, event, at, "expired", {}, None)
-            elif issubclass(cls, WorkflowThread.InterruptResumed):
-                row = log.get(event.interrupt_id)
-                if row is not None:
-                    _close_as_decided(row, event, at, event.decision, event.actor, event.reason)
-            elif issubclass(cls, WorkflowThread.ThreadCancelled):
-                for waiting in _open(log, thread.thread_id):
-                    waiting["outcome"], waiting["closed_at"] = "cancelled", at
-                cancellations.put(
-                    {
-                        "thread_id": thread.thread_id,
-                        "graph_id": thread.graph_id,
-                        "cancelled_at": at,
-                        "actor_id": event.actor.get("id"),
-                        "actor_role": event.actor.get("role"),
-                        "reason": event.reason,
-                    }
-                )
-        for rows in (log, cancellations):
+            thread, kind = entry.thread, kind_of(entry.cls)
+            if thread is None:
+                if kind == REFUSED:
+                    _refused(refusals, entry)
+            elif kind == COMPLETED:
+                waiting = _unsettled(log, thread.thread_id)
+                if waiting:  # only now is the event decoded
+                    _node_completed(waiting, entry.event)
+            elif kind in INTERRUPT_KINDS:
+                _interrupt_changed(log, entry, kind, thread)
+            elif kind == EDITED:
+                if entry.event.decision == "edit":
+                    _flow_edit(edits, entry, thread)
+            elif kind == CANCELLED:
+                _cancelled(log, cancellations, entry, thread)
+        for rows in (log, cancellations, edits, refusals):
             rows.write(cursor, db)
 
 
-READER_INDEXES = (  # the report's
-    ReaderIndex(f"{INTERRUPTS}_raised", INTERRUPTS, "(raised_at, graph_id)"),
-    ReaderIndex(f"{INTERRUPTS}_closed", INTERRUPTS, "(closed_at)"),  # decisions, breaches
-    ReaderIndex(  # decisions, grouped by day (read in index order)
-        f"{INTERRUPTS}_decided_day",
-        INTERRUPTS,
-        "(substr(closed_at, 1, 10), decision, reviewer_id, graph_id, outcome, closed_at, "
-        "seconds_to_decision)",
-    ),
-    ReaderIndex(  # the open backlog (partial: other outcomes must not use it)
-        f"{INTERRUPTS}_open", INTERRUPTS, "(graph_id, raised_at) WHERE outcome = 'open'"
-    ),
-)
-LOG_SHAPE = TableShape(
-    INTERRUPTS,
-    "interrupt_id",
-    (
-        "interrupt_id",
-        "thread_id",
-        "graph_id",
-        "node",
-        "idx",
-        "raised_at",
-        "required_role",
-        "due_by",
-        "escalations",
-        "outcome",
-        "closed_at",
-        "decision",
-        "reviewer_id",
-        "reviewer_role",
-        "reason",
-        "seconds_to_decision",
-    ),
-)
-CANCELLATION_SHAPE = TableShape(
-    CANCELLATIONS,
-    "thread_id",
-    ("thread_id", "graph_id", "cancelled_at", "actor_id", "actor_role", "reason"),
-)
+def _interrupt_changed(log: Rows, entry: Entry, kind: str, thread: Thread) -> None:
+    """An interrupt raised, expired, approved once (of several) or answered."""
+    event, at = entry.event, entry.at
+    if kind == RAISED:
+        for earlier in _open(log, thread.thread_id):
+            if earlier["node"] == event.node and earlier["idx"] == event.index:
+                earlier["outcome"], earlier["closed_at"] = "superseded", at
+        reasked = log.get(event.reasked) if event.reasked else None
+        if reasked is not None and reasked["applied"] is None:
+            reasked["applied"] = REASKED
+        log.put(_raised(event, thread, at))
+        return
+    row = log.get(event.interrupt_id)
+    if row is None:
+        return
+    if kind == EXPIRED:
+        if event.rule["action"] == "escalate":
+            row["escalations"] += 1
+            row["required_role"] = event.rule["role"]
+            row["due_by"] = utc_text_or_none(event.new_due_by)
+        else:
+            _close_as_decided(row, event, at, "expired", {}, None)
+    elif kind == APPROVED:
+        row["approvals_given"] = event.approvals  # so far, this one included
+    else:  # RESUMED
+        _close_as_decided(row, event, at, event.decision, event.actor, event.reason)
+        if event.decision == "approve":  # the last (or only) approval
+            row["approvals_given"] += 1
 
 
-def _answered(entries: Sequence[Entry]) -> set[str]:
-    """The interrupts a batch answers or expires, whose rows must be loaded."""
-    answers = (WorkflowThread.InterruptResumed, WorkflowThread.InterruptExpired)
-    return {e.event.interrupt_id for e in entries if issubclass(e.cls, answers)}
+def _cancelled(log: Rows, cancellations: Rows, entry: Entry, thread: Thread) -> None:
+    """A stopped thread: its open interrupts withdrawn, the stop kept with its reason."""
+    event, at = entry.event, entry.at
+    for waiting in _open(log, thread.thread_id):
+        waiting["outcome"], waiting["closed_at"] = "cancelled", at
+    cancellations.put(
+        {
+            "thread_id": thread.thread_id,
+            "graph_id": thread.graph_id,
+            "cancelled_at": at,
+            "actor_id": event.actor.get("id"),
+            "actor_role": event.actor.get("role"),
+            "reason": event.reason,
+        }
+    )
+
+
+def _named(entries: Sequence[Entry]) -> set[str]:
+    """The interrupts a batch answers, approves, expires or re-asks, whose rows must be
+    loaded (a thread's unsettled rows are loaded anyway; these may be settled)."""
+    named = set()
+    for entry in entries:
+        kind = kind_of(entry.cls)
+        if kind in NAMING:
+            named.add(entry.event.interrupt_id)
+        elif kind == RAISED and entry.event.reasked:
+            named.add(entry.event.reasked)
+    return named
 
 
 def _open(log: Rows, thread_id: str) -> list[Row]:
     return [row for row in log.in_group(thread_id) if row["outcome"] == "open"]
+
+
+def _unsettled(log: Rows, thread_id: str) -> list[Row]:
+    """The thread's rows whose answer a node's completion may still settle."""
+    return [
+        row
+        for row in log.in_group(thread_id)
+        if row["applied"] is None and row["outcome"] in SETTLING
+    ]
+
+
+def _node_completed(waiting: list[Row], event: Any) -> None:
+    """Settle the rows of the node that completed: was each one's answer applied, to the
+    question it answered?
+
+    A NodeCompleted recorded before answers were bound has no `applied` at all (not
+    even None): its answers applied by position, so its decided rows count as applied.
+    """
+    mine = [row for row in waiting if row["node"] == event.node]
+    if not mine:
+        return
+    if "applied" not in vars(event):
+        for row in mine:
+            if row["outcome"] != "open":
+                row["applied"] = APPLIED
+        return
+    received = {answer["interrupt_id"]: answer.get("digest") for answer in event.applied or ()}
+    for row in mine:  # a digest None: an answer recorded before answers were bound
+        interrupt_id = row["interrupt_id"]
+        matched = interrupt_id in received and received[interrupt_id] in (None, row["digest"])
+        row["applied"] = APPLIED if matched else UNAPPLIED
 
 
 def _raised(event: Any, thread: Thread, at: str) -> Row:
@@ -186,6 +246,12 @@ def _raised(event: Any, thread: Thread, at: str) -> Row:
         "reviewer_role": None,
         "reason": None,
         "seconds_to_decision": None,
+        # Recorded since hold points; computed from the payload for older events.
+        "digest": event.digest or question_digest(event.value),
+        "approvals_needed": event.approvals,
+        "approvals_given": 0,
+        "reasked": event.reasked,
+        "applied": None,
     }
 
 
@@ -201,3 +267,35 @@ def _close_as_decided(
         reason=reason,
         seconds_to_decision=(event.timestamp - parse_utc_text(row["raised_at"])).total_seconds(),
     )
+
+
+def _flow_edit(edits: Rows, entry: Entry, thread: Thread) -> None:
+    event = entry.event
+    edits.put(
+        {
+            "position": entry.position,
+            "thread_id": thread.thread_id,
+            "graph_id": thread.graph_id,
+            "at": entry.at,
+            "actor_id": event.actor.get("id"),
+            "actor_role": event.actor.get("role"),
+            "as_node": event.as_node,
+            "reason": event.reason,
+        }
+    )
+
+
+def _refused(refusals: Rows, entry: Entry) -> None:
+    event = entry.event
+    if event.reason in HOLD_POINT_REFUSALS:
+        refusals.put(
+            {
+                "position": entry.position,
+                "at": entry.at,
+                "principal_id": event.principal_id,
+                "role": event.role,
+                "reason": event.reason,
+                "action": event.action,
+                "target": event.target,
+            }
+        )

@@ -9,6 +9,8 @@ interrupts raised in the period, the decisions made in it, the open backlog)
 returns one row, or one row per day, kind, reviewer and graph of decision. Read
 row by row are only the seconds each human answer took, which the median, p90
 and histogram need in order, and the cancellations, which the report lists.
+The figures about hold points (re-asked questions, four eyes, edits that
+decided the flow, refused bypasses) are `projections/hold_point_report.py`'s.
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ import statistics
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from projections.database import Cursor, Database
-from projections.oversight import CANCELLATIONS, INTERRUPTS
+from projections.hold_point_report import hold_point_figures, unapplied
+from projections.report_scope import ReportScope
 from projections.timestamps import utc_text
 
 DECISION_KINDS = ("approve", "reject", "edit", "respond", "escalate", "expired")
@@ -42,13 +44,6 @@ HISTOGRAM_EDGES = (
     (4 * 3600, "4 h"),
     (86400, "24 h"),
 )
-DECIDED = "outcome IN ('decided', 'expired') AND closed_at >= %s AND closed_at < %s"
-# On SQLite, the period again as the UTC days decisions are grouped by: SQLite keeps no
-# statistics, and without a range on `substr(closed_at, 1, 10)` it would not read the index
-# on (that day, decision, reviewer_id, graph_id, ...), in GROUP BY order, but sort every
-# decision. PostgreSQL plans from statistics; there the range would only cost two substr()
-# a row.
-SQLITE_DAYS = " AND substr(closed_at, 1, 10) BETWEEN %s AND %s"
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
@@ -63,37 +58,6 @@ def _rate(part: int, whole: int) -> float | None:
     return None if whole == 0 else round(part / whole, 4)
 
 
-@dataclass(frozen=True)
-class _Scope:
-    """The tables, period (as read-model text) and graph filter of one report, and
-    whether the database is SQLite (see SQLITE_DAYS)."""
-
-    log: str
-    cancelled: str
-    start: str
-    end: str
-    graph_id: str | None
-    sqlite: bool
-
-    @property
-    def graph(self) -> str:
-        return " AND graph_id = %s" if self.graph_id else ""
-
-    @property
-    def graph_params(self) -> list[str]:
-        return [self.graph_id] if self.graph_id else []
-
-    @property
-    def decided(self) -> str:
-        """The decisions made in the period (and in the graph)."""
-        return DECIDED + (SQLITE_DAYS if self.sqlite else "") + self.graph
-
-    @property
-    def decided_params(self) -> list[str]:
-        days = [self.start[:10], self.end[:10]] if self.sqlite else []
-        return [self.start, self.end, *days, *self.graph_params]
-
-
 def oversight_report(
     db: Database,
     *,
@@ -104,20 +68,15 @@ def oversight_report(
     now: datetime | None = None,
 ) -> dict[str, Any]:
     now = now or datetime.now(UTC)
-    scope = _Scope(
-        log=db.table(INTERRUPTS),
-        cancelled=db.table(CANCELLATIONS),
-        start=utc_text(since),
-        end=utc_text(until),
-        graph_id=graph_id,
-        sqlite=db.dialect == "sqlite",
-    )
+    scope = ReportScope.of(db, utc_text(since), utc_text(until), graph_id)
     with db.transaction(write=False) as cursor:
         raised, outcomes, breaches = _raised(cursor, scope, now)
         groups = _decision_groups(cursor, scope, rubber_stamp_seconds)
         seconds = _human_seconds(cursor, scope)
         cancellations = _cancellations(cursor, scope)
+        hold_points = hold_point_figures(cursor, scope)
         backlog = _backlog(cursor, scope, now)
+        ran_past = unapplied(cursor, scope)
     return {
         "period": {
             "since": scope.start,
@@ -144,21 +103,26 @@ def oversight_report(
             ],
             "how": "threads stopped (Art. 14(4)(e)) in the period, with who and why",
         },
+        **hold_points,
         "backlog": backlog,
         "coverage": {
             "raised": raised,
             **{name: outcomes[name] for name in COVERAGE},
-            "accounted_for": raised == sum(outcomes.values()),
+            "unapplied": ran_past,
+            "accounted_for": raised == sum(outcomes.values()) and ran_past == 0,
             "how": (
                 "each interrupt raised in the period is decided, expired (its deadline's rule "
                 "decided it), cancelled with its thread, superseded (its node asked again) "
-                "or still open"
+                "or still open; unapplied: those whose node ran past them without applying "
+                "an answer to the question they asked (open, or decided and the answer not "
+                "received with the question's digest); accounted_for: every one has one of "
+                "those outcomes, and none is unapplied"
             ),
         },
     }
 
 
-def _raised(cursor: Cursor, scope: _Scope, now: datetime) -> tuple[int, dict[str, int], int]:
+def _raised(cursor: Cursor, scope: ReportScope, now: datetime) -> tuple[int, dict[str, int], int]:
     """Interrupts raised in the period: how many, how many of each outcome, how many breached."""
     per_outcome = ", ".join(f"COUNT(*) FILTER (WHERE outcome = '{name}')" for name in OUTCOMES)
     cursor.execute(
@@ -172,7 +136,7 @@ def _raised(cursor: Cursor, scope: _Scope, now: datetime) -> tuple[int, dict[str
     return raised, dict(zip(OUTCOMES, counts, strict=True)), breaches
 
 
-def _decision_groups(cursor: Cursor, scope: _Scope, floor: float) -> list[Any]:
+def _decision_groups(cursor: Cursor, scope: ReportScope, floor: float) -> list[Any]:
     """(UTC day, kind, reviewer, graph, decisions, of which faster than `floor`) for the period."""
     cursor.execute(
         "SELECT substr(closed_at, 1, 10), decision, reviewer_id, graph_id, COUNT(*), "
@@ -183,7 +147,7 @@ def _decision_groups(cursor: Cursor, scope: _Scope, floor: float) -> list[Any]:
     return cursor.fetchall()
 
 
-def _human_seconds(cursor: Cursor, scope: _Scope) -> list[float]:
+def _human_seconds(cursor: Cursor, scope: ReportScope) -> list[float]:
     """Seconds to decide, of each human answer in the period, in ascending order."""
     cursor.execute(
         f"SELECT seconds_to_decision FROM {scope.log} WHERE {scope.decided} "
@@ -194,7 +158,7 @@ def _human_seconds(cursor: Cursor, scope: _Scope) -> list[float]:
     return sorted([row[0] for row in cursor.fetchall()])
 
 
-def _cancellations(cursor: Cursor, scope: _Scope) -> list[Any]:
+def _cancellations(cursor: Cursor, scope: ReportScope) -> list[Any]:
     cursor.execute(
         f"SELECT thread_id, graph_id, cancelled_at, actor_id, reason FROM {scope.cancelled} "
         f"WHERE cancelled_at >= %s AND cancelled_at < %s{scope.graph} ORDER BY cancelled_at",
@@ -281,7 +245,7 @@ def _histogram(ordered: Sequence[float]) -> list[dict[str, Any]]:
     ]
 
 
-def _backlog(cursor: Cursor, scope: _Scope, now: datetime) -> dict[str, Any]:
+def _backlog(cursor: Cursor, scope: ReportScope, now: datetime) -> dict[str, Any]:
     """Open interrupts by age at `now`: text order is time order, so the database compares
     each raised_at with `now` less each bucket's limit."""
     younger = [utc_text(now - timedelta(seconds=limit)) for limit, _ in AGE_BUCKETS]

@@ -1,7 +1,10 @@
 """The pending-approval queue: one row per open interrupt.
 
 A row appears when an interrupt is raised and goes when it is answered,
-superseded (the node asked anew) or its thread is cancelled. The count of
+superseded (the node asked anew) or its thread is cancelled. It carries the
+digest of the payload (what a decision binds to: the reviewer sends it back
+with the answer) and, for an interrupt that needs several approvals (four
+eyes), how many it needs and how many it has (InterruptApproved). The count of
 open rows per (graph, node, required role) is kept beside them, so that a
 page's total is a sum over a few rows, not a count over the whole queue. The queue is
 read in a stable order, oldest first (raised_at, then interrupt id), with a
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from domain.hold_points import question_digest
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.log_reader import Entry
@@ -41,6 +45,8 @@ NO_ROLE = ""  # the counts' key for "any role may decide" (a key column cannot b
 
 class PendingApprovalsProjection(Projection):
     name = "pending_approvals"
+    version = 2  # 2: payload_digest, approvals_needed, approvals_given
+    tables = (QUEUE, COUNTS)
     event_classes = INTERRUPT_EVENTS
     decoded_classes = INTERRUPT_CHANGES
 
@@ -50,7 +56,9 @@ class PendingApprovalsProjection(Projection):
             "interrupt_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, graph_id TEXT NOT NULL, "
             "node TEXT NOT NULL, idx INTEGER NOT NULL, payload TEXT NOT NULL, "
             "raised_at TEXT NOT NULL, required_role TEXT, due_by TEXT, assigned_to TEXT, "
-            "position BIGINT NOT NULL)"
+            "position BIGINT NOT NULL, payload_digest TEXT, "
+            "approvals_needed INTEGER NOT NULL DEFAULT 1, "
+            "approvals_given INTEGER NOT NULL DEFAULT 0)"
         )
         cursor.execute(  # the batch's loads find a thread's rows by it
             f"CREATE INDEX IF NOT EXISTS {QUEUE}_thread ON {db.table(QUEUE)} (thread_id)"
@@ -94,8 +102,16 @@ class PendingApprovalsProjection(Projection):
                         "due_by": utc_text_or_none(event.due_by),
                         "assigned_to": None,
                         "position": entry.position,
+                        # Recorded since hold points; computed from the payload before.
+                        "payload_digest": event.digest or question_digest(event.value),
+                        "approvals_needed": event.approvals,
+                        "approvals_given": 0,
                     }
                 )
+            elif issubclass(cls, WorkflowThread.InterruptApproved):
+                row = queue.get(event.interrupt_id)
+                if row is not None:  # the event counts the approvals so far, its own included
+                    row["approvals_given"] = event.approvals
             elif issubclass(cls, WorkflowThread.InterruptExpired):
                 row = queue.get(event.interrupt_id)
                 if event.rule["action"] != "escalate":
@@ -155,6 +171,9 @@ QUEUE_SHAPE = TableShape(
         "due_by",
         "assigned_to",
         "position",
+        "payload_digest",
+        "approvals_needed",
+        "approvals_given",
     ),
 )
 
@@ -171,6 +190,10 @@ class PendingApproval:
     required_role: str | None
     due_by: str | None
     assigned_to: str | None
+    # What a decision binds to (sent back with it), and four eyes' count of approvals.
+    payload_digest: str | None = None
+    approvals_needed: int = 1
+    approvals_given: int = 0
 
 
 @dataclass(frozen=True)
@@ -226,7 +249,8 @@ class PendingApprovals:
             self.db,
             table=self.db.table(QUEUE),
             columns="raised_at, interrupt_id, thread_id, graph_id, node, payload, "
-            "required_role, due_by, assigned_to",
+            "required_role, due_by, assigned_to, payload_digest, approvals_needed, "
+            "approvals_given",
             where=where,
             params=params,
             keys=("raised_at", "interrupt_id"),
@@ -242,7 +266,8 @@ class PendingApprovals:
 
 
 def _approval(row: Any, now: datetime) -> PendingApproval:
-    raised_at, interrupt_id, thread_id, graph_id, node, payload, role, due_by, assigned = row
+    raised_at, interrupt_id, thread_id, graph_id, node, payload, role, due_by, assigned = row[:9]
+    digest, needed, given = row[9:]
     raised = parse_utc_text(raised_at)
     return PendingApproval(
         interrupt_id=interrupt_id,
@@ -255,4 +280,7 @@ def _approval(row: Any, now: datetime) -> PendingApproval:
         required_role=role,
         due_by=due_by,
         assigned_to=assigned,
+        payload_digest=digest,
+        approvals_needed=int(needed),
+        approvals_given=int(given),
     )

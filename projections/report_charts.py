@@ -29,7 +29,14 @@ OUTCOME_COLOURS = {
     "cancelled": "#c62828",
     "open": "#f57f17",
 }
+FOUR_EYES_COLOURS = {
+    "approved": KIND_COLOURS["approve"],
+    "approved_short": "#b71c1c",
+    "rejected": KIND_COLOURS["reject"],
+    "expired": KIND_COLOURS["expired"],
+}
 BAR = "#455a64"
+NOT_OUTCOMES = ("raised", "unapplied")  # the coverage figure's counts that are no outcome
 TICKS = (
     (0.1, "0.1 s"),
     (1.0, "1 s"),
@@ -282,9 +289,21 @@ def _age_chart(figure: dict[str, Any], _floor: float) -> str:
     return bar_chart(rows, "Open interrupts by age") if rows else ""
 
 
-def _per_reviewer_chart(figure: dict[str, Any], _floor: float) -> str:
-    rows = [(k, v, BAR) for k, v in figure.get("by_reviewer", {}).items()]
-    return bar_chart(rows, "Fast decisions by reviewer") if rows else ""
+def _counts_chart(key: str, label: str) -> Callable[[dict[str, Any], float], str]:
+    """A chart of the figure's counts under `key` (by reviewer, by principal), a bar each."""
+
+    def chart(figure: dict[str, Any], _floor: float) -> str:
+        rows = [(k, v, BAR) for k, v in (figure.get(key) or {}).items()]
+        return bar_chart(rows, label) if rows else ""
+
+    return chart
+
+
+def _four_eyes_chart(figure: dict[str, Any], _floor: float) -> str:
+    if not figure.get("value"):
+        return ""
+    rows = [(k, figure.get(k), colour) for k, colour in FOUR_EYES_COLOURS.items()]
+    return bar_chart(rows, "Four-eyes decisions by how they ended")
 
 
 def _rate_chart(figure: dict[str, Any], _floor: float) -> str:
@@ -297,7 +316,8 @@ def _rate_chart(figure: dict[str, Any], _floor: float) -> str:
 
 
 def _outcome_chart(figure: dict[str, Any], _floor: float) -> str:
-    counts = [(k, v) for k, v in figure.items() if k != "raised" and type(v) is int]
+    # What became of them; `unapplied` cuts across outcomes (a count of its own, not a bar).
+    counts = [(k, v) for k, v in figure.items() if k not in NOT_OUTCOMES and type(v) is int]
     rows = [(k, v, OUTCOME_COLOURS.get(k, BAR)) for k, v in counts]
     return bar_chart(rows, "What became of the interrupts raised") if rows else ""
 
@@ -305,8 +325,11 @@ def _outcome_chart(figure: dict[str, Any], _floor: float) -> str:
 CHARTS: dict[str, Callable[[dict[str, Any], float], str]] = {
     "decisions": _decisions_chart,
     "time_to_decision_seconds": time_chart,
-    "fast_decisions": _per_reviewer_chart,
+    "fast_decisions": _counts_chart("by_reviewer", "Fast decisions by reviewer"),
     "override_rate": _rate_chart,
+    "four_eyes": _four_eyes_chart,
+    "flow_edits": _counts_chart("by_reviewer", "Edits as_node by reviewer"),
+    "bypass_attempts": _counts_chart("by_principal", "Refused bypass attempts by principal"),
     "backlog": _age_chart,
     "coverage": _outcome_chart,
 }

@@ -31,6 +31,10 @@ TITLES = {
     "override_rate": "Override rate",
     "deadline_breaches": "Deadline breaches",
     "cancellations": "Cancellations (stop)",
+    "reasked": "Questions asked again: the answer was for another",
+    "four_eyes": "Four eyes: decisions that needed several approvals",
+    "flow_edits": "Edits that decided the flow (as_node)",
+    "bypass_attempts": "Refused attempts to get round a hold point",
     "backlog": "Open backlog by age",
     "coverage": "Coverage",
 }

@@ -162,10 +162,11 @@ def json_text(value: Any, *, sort_keys: bool = False) -> str:
         return json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False)
 
 
-# What a read model of interrupts follows: threads starting, interrupts and their ends
-# (the changes, whose fields it reads).
+# What a read model of interrupts follows: threads starting, interrupts, their approvals
+# and their ends (the changes, whose fields it reads).
 INTERRUPT_CHANGES = (
     WorkflowThread.InterruptRaised,
+    WorkflowThread.InterruptApproved,
     WorkflowThread.InterruptResumed,
     WorkflowThread.InterruptExpired,
     WorkflowThread.InterruptAssigned,

@@ -11,6 +11,10 @@ transaction first and only written under the lock, if the positions are still
 those it was worked out from. Notification ids are visible in commit order
 (the store's insert takes the table lock), so reading "after my position"
 never passes over an event that commits later.
+
+Each model's tables have a shape, its `version`, recorded beside the
+positions: a runner whose code has another version of a model rebuilds it
+from the log (`projections/model_tables.py`).
 """
 
 from __future__ import annotations
@@ -31,8 +35,8 @@ from domain.application import Workflows
 from persistence.failures import STORE_UNAVAILABLE
 from projections.database import Cursor, Database, StagedCursor, database_for
 from projections.log_reader import Entry, LogReader
+from projections.model_tables import POSITIONS, set_up
 
-POSITIONS = "holdpoint_projection_positions"
 # A rebuild's positions per transaction: the write lock is held for a fraction of a second.
 REBUILD_BATCH_SIZE = 10_000
 log = structlog.get_logger()
@@ -47,6 +51,11 @@ class Projection(ABC):
     # The classes of `event_classes` whose fields `apply_batch` reads (the others: only
     # their class and time): decoded ahead, while the previous batch is written.
     decoded_classes: tuple[type, ...] = ()
+    # The shape of the model's tables: bumped whenever a column, a table or the meaning of
+    # a row changes, so that a runner rebuilds the model instead of reading old rows.
+    version: int = 1
+    # The tables the model owns (what `drop_tables` drops when the version changes).
+    tables: tuple[str, ...] = ()
 
     @abstractmethod
     def create_tables(self, cursor: Cursor, db: Database) -> None:
@@ -56,6 +65,12 @@ class Projection(ABC):
     def clear(self, cursor: Cursor, db: Database) -> None:
         """Delete every row, before a rebuild; may drop indexes only readers use, which
         `create_tables` creates again (the rebuild calls it after its last batch)."""
+
+    def drop_tables(self, cursor: Cursor, db: Database) -> None:
+        """Drop the model's tables (their indexes go with them), before they are created
+        in the shape of a new version."""
+        for table in self.tables:
+            cursor.execute(f"DROP TABLE IF EXISTS {db.table(table)}")
 
     @abstractmethod
     def apply_batch(self, entries: Sequence[Entry], cursor: Cursor, db: Database) -> None:
@@ -121,30 +136,10 @@ class ProjectionRunner:
         self.setup()
 
     def setup(self) -> None:
-        """Create the positions table and the models' tables and indexes that are missing.
-
-        On PostgreSQL, another runner's batch locks the positions first and then
-        writes its models' tables; setup takes the positions first too (after a
-        lock that keeps two setups apart), so that creating an index, which
-        locks its table until the commit, never deadlocks with a batch.
-        """
-        with self.db.transaction() as cursor:
-            positions = self.db.table(POSITIONS)
-            if self.db.dialect == "postgres":
-                cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (positions,))
-            cursor.execute(
-                f"CREATE TABLE IF NOT EXISTS {positions} "
-                "(name TEXT PRIMARY KEY, position BIGINT NOT NULL)"
-            )
-            if self.db.dialect == "postgres":
-                cursor.execute(f"LOCK TABLE {positions} IN EXCLUSIVE MODE")
-            for name, projection in self.projections.items():
-                projection.create_tables(cursor, self.db)
-                cursor.execute(
-                    f"INSERT INTO {positions} (name, position) VALUES (%s, 0) "
-                    "ON CONFLICT (name) DO NOTHING",
-                    (name,),
-                )
+        """Create the positions and versions tables and the models' tables and indexes
+        that are missing; rebuild from zero a model whose tables are of another version
+        (`projections.model_tables.set_up`)."""
+        set_up(self.db, self.projections)
 
     def head(self) -> int:
         return int(self.store.recorder.max_notification_id() or 0)

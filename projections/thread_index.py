@@ -33,6 +33,7 @@ STATUSES = ("running", "interrupted", "completed", "failed", "cancelled", "idle"
 
 class ThreadIndexProjection(Projection):
     name = "thread_index"
+    tables = (THREADS,)
     event_classes = (
         WorkflowThread.ThreadStarted,
         WorkflowThread.ThreadForked,

@@ -6,6 +6,9 @@ changes. So the log reader remembers them as it reads the starts, and looks
 up the first event of a thread it has not seen (a projector that starts
 behind a thread's start) in the store's events table, by its primary key.
 The read models then need no map of their own from originator to thread.
+An event of another aggregate has no thread (None): one that creates its
+aggregate (a refused attempt's `AccessRefused`, the only event of its own
+aggregate) says so by its class alone, without a lookup.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from uuid import UUID
 
 import orjson
+from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import get_topic
 
@@ -55,8 +59,8 @@ class ThreadDirectory:
             if issubclass(entry.cls, STARTS):
                 event = entry.event
                 known[entry.key] = Thread(event.thread_id, event.graph_id)
-            elif entry.key not in known:
-                missing.add(entry.key)
+            elif entry.key not in known and not issubclass(entry.cls, Aggregate.Created):
+                missing.add(entry.key)  # (a creation that starts no thread: none to look up)
         if missing:
             for key, thread in self._look_up(missing):
                 known[key] = thread

@@ -19,7 +19,7 @@ from domain.application import Workflows
 from domain.graph import END, START, CompiledStateGraph, StateGraph
 from domain.types import Command, Interrupt, interrupt
 from projections.database import Database
-from projections.oversight import CANCELLATIONS, INTERRUPTS
+from projections.oversight_tables import CANCELLATIONS, FLOW_EDITS, INTERRUPTS, REFUSALS
 from projections.pending_approvals import COUNTS, QUEUE
 from projections.runner import POSITIONS
 from projections.thread_index import THREADS
@@ -187,7 +187,7 @@ def rows(db: Database, table: str) -> list[tuple[Any, ...]]:
 READ_MODEL_TABLES = {
     "pending_approvals": (QUEUE, COUNTS),
     "thread_index": (THREADS,),
-    "oversight": (INTERRUPTS, CANCELLATIONS),
+    "oversight": (INTERRUPTS, CANCELLATIONS, FLOW_EDITS, REFUSALS),
 }
 
 

@@ -6,7 +6,10 @@ where a filter could be off by one: times to decision on the bucket edges and
 the rubber-stamp floor, reviewers missing or empty, interrupts raised exactly a
 bucket's age before `now`, periods that start and end mid-day. Each report is
 compared, figure by figure, with the same figures counted in Python, one row at
-a time, as the report did before it counted in SQL.
+a time, as the report did before it counted in SQL. The hold points' figures
+too: the rows' digests, approvals, re-asks and applied answers, and generated
+flow edits and refused attempts, whose targets are threads, interrupts, or
+nothing the log knows.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from typing import Any
 import pytest
 
 from projections.catalog import runner_for
-from projections.oversight import CANCELLATIONS, INTERRUPTS
 from projections.oversight_report import oversight_report
+from projections.oversight_tables import CANCELLATIONS, FLOW_EDITS, INTERRUPTS, REFUSALS
 from projections.timestamps import utc_text
 
 BASE = datetime(2025, 3, 3, 5, 30, tzinfo=UTC)
@@ -54,9 +57,65 @@ class Row:
     reviewer_role: str | None = None
     reason: str | None = None
     seconds_to_decision: float | None = None
+    digest: str | None = None
+    approvals_needed: int = 1
+    approvals_given: int = 0
+    reasked: str | None = None
+    applied: str | None = None
 
 
-def generated(count: int, seed: int) -> tuple[list[Row], list[tuple[Any, ...]]]:
+COLUMNS = ", ".join(Row.__dataclass_fields__)
+MARKS = ", ".join(["%s"] * len(Row.__dataclass_fields__))
+REFUSAL_REASONS = ("hold_point", "hold_point", "four_eyes", "question_changed")
+
+
+@dataclass
+class History:
+    rows: list[Row]
+    stops: list[tuple[Any, ...]]
+    edits: list[tuple[Any, ...]]  # (position, thread, graph, at, actor, role, as_node, reason)
+    refusals: list[tuple[Any, ...]]  # (position, at, principal, role, reason, action, target)
+
+
+def generated(count: int, seed: int) -> History:
+    rows, stops = generated_rows(count, seed)
+    hold_points(rows, random.Random(seed + 1))  # its own draws: the rows above stay as they were
+    return History(rows, stops, *flow_edits_and_refusals(rows, random.Random(seed + 2)))
+
+
+def hold_points(rows: list[Row], rng: random.Random) -> None:
+    """Digests, approvals (some four eyes), re-asks and what became of the answers."""
+    for n, row in enumerate(rows):
+        row.digest = f"sha256:{n:064x}"
+        row.approvals_needed = rng.choice([1, 1, 1, 2, 3])
+        if row.approvals_needed > 1 and row.decision not in (None, "expired"):
+            row.decision = rng.choice(["approve", "approve", "reject"])
+            row.approvals_given = rng.randrange(row.approvals_needed + 1)
+        if n and rng.random() < 0.1:
+            row.reasked = rows[rng.randrange(n)].interrupt_id
+        if row.outcome in ("open", "decided", "expired"):
+            row.applied = rng.choices([None, "applied", "unapplied", "reasked"], [4, 10, 1, 1])[0]
+
+
+def flow_edits_and_refusals(
+    rows: list[Row], rng: random.Random
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    edits, refusals = [], []
+    for n in range(80):
+        at = utc_text(BASE + timedelta(microseconds=rng.randrange(6 * 86_400 * 10**6)))
+        row = rng.choice(rows)
+        if n % 2:
+            actor = rng.choice(["alice", "bob", None])
+            edits.append((n, row.thread_id, row.graph_id, at, actor, "reviewer", "review", "why"))
+        else:
+            target = rng.choice([row.thread_id, row.interrupt_id, "not-in-the-log", None])
+            principal = rng.choice(["mallory", "agent-7", None])
+            reason = rng.choice(REFUSAL_REASONS)
+            refusals.append((n, at, principal, "agent", reason, "update_state", target))
+    return edits, refusals
+
+
+def generated_rows(count: int, seed: int) -> tuple[list[Row], list[tuple[Any, ...]]]:
     rng = random.Random(seed)
     rows, stops = [], []
     for n in range(count):
@@ -88,8 +147,9 @@ def generated(count: int, seed: int) -> tuple[list[Row], list[tuple[Any, ...]]]:
     return rows, stops
 
 
-def counted(rows: list[Row], stops: list[tuple[Any, ...]], **params: Any) -> dict[str, Any]:
+def counted(history: History, **params: Any) -> dict[str, Any]:
     """The report's figures, `how`s aside, counted one row at a time."""
+    rows, stops = history.rows, history.stops
     start, end = utc_text(params["since"]), utc_text(params["until"])
     graph, floor, now = params.get("graph_id"), params["rubber_stamp_seconds"], params["now"]
     mine = [r for r in rows if graph is None or r.graph_id == graph]
@@ -184,37 +244,116 @@ def counted(rows: list[Row], stops: list[tuple[Any, ...]], **params: Any) -> dic
                 if start <= at < end and graph in (None, g)
             ],
         },
+        **counted_hold_points(history, mine, raised, start, end, graph),
         "backlog": {"value": len(open_ages), "by_age": backlog},
         "coverage": {
             "raised": len(raised),
             **{o: outcomes[o] for o in ("decided", "cancelled", "expired", "superseded", "open")},
-            "accounted_for": True,
+            "unapplied": sum(r.applied == "unapplied" for r in raised),
+            "accounted_for": not any(r.applied == "unapplied" for r in raised),
+        },
+    }
+
+
+def counted_hold_points(
+    history: History, mine: list[Row], raised: list[Row], start: str, end: str, graph: str | None
+) -> dict[str, Any]:
+    """The hold points' figures, counted one row at a time."""
+    four_eyes = [
+        r
+        for r in mine
+        if r.approvals_needed > 1
+        and r.outcome in ("decided", "expired")
+        and r.closed_at
+        and start <= r.closed_at < end
+    ]
+    graph_of = {r.thread_id: r.graph_id for r in history.rows}
+    graph_of |= {r.interrupt_id: r.graph_id for r in history.rows}
+    refused = Counter(
+        (reason, principal or "unknown")
+        for _, at, principal, _, reason, _, target in history.refusals
+        if start <= at < end and (graph is None or graph_of.get(target) == graph)
+    )
+    edited = Counter(
+        actor or "unknown"
+        for _, _, g, at, actor, *_ in history.edits
+        if start <= at < end and graph in (None, g)
+    )
+    reasks = sorted((r for r in raised if r.reasked), key=lambda r: (r.raised_at, r.interrupt_id))
+
+    def of_reason(reason: str) -> int:
+        return sum(n for (why, _), n in refused.items() if why == reason)
+
+    return {
+        "reasked": {
+            "value": len(reasks),
+            "pairs": [
+                {
+                    "interrupt_id": r.interrupt_id,
+                    "reasks": r.reasked,
+                    "thread_id": r.thread_id,
+                    "node": r.node,
+                    "raised_at": r.raised_at,
+                }
+                for r in reasks
+            ],
+            "stale_decisions_refused": of_reason("question_changed"),
+        },
+        "four_eyes": {
+            "value": len(four_eyes),
+            "approved": sum(
+                r.decision == "approve" and r.approvals_given >= r.approvals_needed
+                for r in four_eyes
+            ),
+            "approved_short": sum(
+                r.decision == "approve" and r.approvals_given < r.approvals_needed
+                for r in four_eyes
+            ),
+            "rejected": sum(r.decision == "reject" for r in four_eyes),
+            "expired": sum(r.decision == "expired" for r in four_eyes),
+            "approvals": sum(r.approvals_given for r in four_eyes),
+            "repeat_approvals_refused": of_reason("four_eyes"),
+        },
+        "flow_edits": {"value": edited.total(), "by_reviewer": dict(sorted(edited.items()))},
+        "bypass_attempts": {
+            "value": of_reason("hold_point"),
+            "by_principal": {
+                p: n for (why, p), n in sorted(refused.items()) if why == "hold_point"
+            },
         },
     }
 
 
 @pytest.fixture(scope="module")
-def history() -> tuple[list[Row], list[tuple[Any, ...]]]:
+def history() -> History:
     return generated(600, seed=14)
 
 
 @pytest.fixture
 def db(store, history):
-    rows, stops = history
     runner = runner_for(store)
-    columns = ", ".join(Row.__dataclass_fields__)
-    with runner.db.transaction() as cursor:
+    db = runner.db
+    with db.transaction() as cursor:
         cursor.executemany(
-            f"INSERT INTO {runner.db.table(INTERRUPTS)} ({columns}) "
-            f"VALUES ({', '.join(['%s'] * 16)})",
-            [astuple(row) for row in rows],
+            f"INSERT INTO {db.table(INTERRUPTS)} ({COLUMNS}) VALUES ({MARKS})",
+            [astuple(row) for row in history.rows],
         )
         cursor.executemany(
-            f"INSERT INTO {runner.db.table(CANCELLATIONS)} (thread_id, graph_id, cancelled_at, "
+            f"INSERT INTO {db.table(CANCELLATIONS)} (thread_id, graph_id, cancelled_at, "
             "actor_id, actor_role, reason) VALUES (%s, %s, %s, %s, %s, %s)",
-            stops,
+            history.stops,
         )
-    yield runner.db
+        cursor.executemany(
+            f"INSERT INTO {db.table(FLOW_EDITS)} (position, thread_id, graph_id, at, actor_id, "
+            "actor_role, as_node, reason) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            history.edits,
+        )
+        cursor.executemany(
+            f"INSERT INTO {db.table(REFUSALS)} (position, at, principal_id, role, reason, "
+            "action, target) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            history.refusals,
+        )
+    yield db
     runner.close()
 
 
@@ -235,7 +374,7 @@ CASES = {
 AGE_CASES = {"an hour after": 3600, "four hours after": 4 * 3600, "a week after": 7 * 86400}
 
 
-def check(db: Any, history: tuple[list[Row], list[tuple[Any, ...]]], **case: Any) -> None:
+def check(db: Any, history: History, **case: Any) -> None:
     params = {
         "since": BASE - timedelta(days=1),
         "until": BASE + timedelta(days=8),
@@ -246,7 +385,7 @@ def check(db: Any, history: tuple[list[Row], list[tuple[Any, ...]]], **case: Any
     figures = {
         k: {n: v for n, v in s.items() if n != "how"} for k, s in full.items() if k != "period"
     }
-    assert figures == counted(*history, **params)
+    assert figures == counted(history, **params)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -257,17 +396,15 @@ def test_the_report_counts_what_the_rows_say(db, history, case):
 @pytest.mark.parametrize("age", AGE_CASES)
 def test_the_backlog_ages_are_cut_where_the_rows_say(db, history, age):
     # `now` exactly a bucket's limit after an open interrupt was raised: it is in the older bucket.
-    check(db, history, now=an_open_row_raised(history[0], 3) + timedelta(seconds=AGE_CASES[age]))
+    check(db, history, now=an_open_row_raised(history.rows, 3) + timedelta(seconds=AGE_CASES[age]))
 
 
 def test_an_interrupt_with_no_known_outcome_is_not_accounted_for(db, history):
     # Given one more interrupt in the period whose outcome is none the report knows
     lost = Row("lost-1", "t-lost", "g1", utc_text(BASE + timedelta(hours=1)), None, 0, "vanished")
     with db.transaction() as cursor:
-        columns = ", ".join(Row.__dataclass_fields__)
         cursor.execute(
-            f"INSERT INTO {db.table(INTERRUPTS)} ({columns}) VALUES ({', '.join(['%s'] * 16)})",
-            astuple(lost),
+            f"INSERT INTO {db.table(INTERRUPTS)} ({COLUMNS}) VALUES ({MARKS})", astuple(lost)
         )
 
     # When

@@ -32,6 +32,7 @@ from tests.projections.histories import (
     read_models,
     record_history,
 )
+from tests.projections.hold_point_histories import record_hold_points
 
 NAMES = ("pending_approvals", "thread_index")
 
@@ -212,13 +213,16 @@ def test_a_rebuild_from_zero_gives_identical_rows(store, runner):
 def test_a_rebuild_gives_every_read_model_the_rows_of_catching_up_event_by_event(
     store, rebuild_batch_size
 ):
-    # Given every read model kept up to date one event per batch while two histories were recorded
+    # Given every read model kept up to date one event per batch while two histories were
+    # recorded, the hold points' stories with them (edits as_node, refused attempts)
     runner = ProjectionRunner(
         store, all_projections(), batch_size=1, rebuild_batch_size=rebuild_batch_size
     )
     record_history(store, prefix="a-")
+    record_hold_points(store, prefix="a-")
     runner.catch_up()
     record_history(store, prefix="b-")
+    record_hold_points(store, prefix="b-")
     runner.catch_up()
     every_model = tuple(runner.projections)
     before = read_models(runner.db, every_model)
