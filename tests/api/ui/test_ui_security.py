@@ -389,3 +389,17 @@ def test_the_decision_page_counts_the_approvals_of_four_eyes(server, ui):
     )
     assert again.status_code == 403
     assert "already approved" in again.text
+
+
+def test_the_inbox_shows_one_of_two_approvals(server, ui):
+    # Given a four-eyes interrupt approved once, through the API
+    _, interrupt_id = paused(server, graph="four_eyes", values={"amount": 700.0})
+    with server.http("reviewer") as reviewer:
+        reviewer.post(f"/approvals/{interrupt_id}/decision", json={"decision": "approve"})
+
+    # When another reviewer opens the inbox
+    ui.sign_in(server.keys["reviewer2"])
+    inbox = ui.get("/ui/inbox", params={"graph_id": "four_eyes"})
+
+    # Then
+    assert f'id="approvals-{interrupt_id}">1 of 2 approvals' in inbox.text
