@@ -376,3 +376,23 @@ def test_the_audit_timeline_shows_each_approval_and_a_question_asked_again(serve
     ]
     asked_again = [e for e in refund if e["event"] == "InterruptRaised"][-1]
     assert asked_again["summary"].endswith(f"again in place of {first['id']}")
+
+
+def test_the_oversight_report_shows_the_hold_points_at_work(server):
+    # Given an agent's refused edit, and a question asked again after a reviewer's edit
+    thread_id, asked = paused(server)
+    with server.http("agent") as agent:
+        agent.post(f"/threads/{thread_id}/state", json={"values": {"refund_amount": 9e9}})
+    server.sdk("reviewer2").threads.update_state(thread_id, {"refund_amount": 251})
+    decided = decide(server, "reviewer", asked["id"], decision="approve")
+    server.sdk("agent").runs.join(thread_id, decided.json()["run_id"])
+
+    # When the auditor reads the report
+    with server.http("auditor") as auditor:
+        report = auditor.get("/reports/oversight", params={"wait_for": server.head()}).json()
+
+    # Then
+    assert report["bypass_attempts"]["by_principal"]["agent"] >= 1
+    assert asked["id"] in {pair["reasks"] for pair in report["reasked"]["pairs"]}
+    assert report["coverage"]["unapplied"] == 0
+    assert report["coverage"]["accounted_for"] is True
