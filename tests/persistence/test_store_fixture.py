@@ -1,0 +1,59 @@
+"""A store written before the domain's modules moved reads, verifies and projects as it
+did: `tests/fixtures/store_before_the_move.db` against what it read as then
+(`tests/fixtures/recorded_store.py` says how both were made)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from domain.store import open_store
+from tests.domain.test_event_topics import RECORDED_TOPICS, SNAPSHOT_TOPICS
+from tests.fixtures.recorded_store import EXPECTED, STORE, reading
+
+
+@pytest.fixture(scope="module")
+def expected():
+    return json.loads(EXPECTED.read_text())
+
+
+@pytest.fixture(scope="module")
+def now_read(tmp_path_factory, expected):
+    """The fixture, copied (a store is written to when read models are rebuilt), as the
+    code of today reads it."""
+    copy = tmp_path_factory.mktemp("fixture") / STORE.name
+    shutil.copyfile(STORE, copy)
+    with open_store(f"sqlite:///{copy}") as store:
+        return json.loads(json.dumps(reading(store, sorted(expected["threads"])), default=str))
+
+
+def test_its_events_are_of_topics_still_recorded(expected):
+    assert set(expected["topics"]) <= RECORDED_TOPICS | SNAPSHOT_TOPICS
+    assert len(expected["topics"]) == len(RECORDED_TOPICS)  # one of every kind
+
+
+def test_every_thread_reads_to_the_values_and_status_it_had(expected, now_read):
+    assert now_read["threads"] == expected["threads"]
+    assert expected["snapshots"]["long"] >= 1  # one thread is read through its snapshots
+
+
+def test_the_log_verifies_as_it_did(expected, now_read):
+    assert now_read["verify"] == expected["verify"] == {"events": expected["events"], "problems": 0}
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        "holdpoint_pending_approvals",
+        "holdpoint_pending_counts",
+        "holdpoint_threads",
+        "holdpoint_interrupt_log",
+        "holdpoint_cancellations",
+        "holdpoint_flow_edits",
+        "holdpoint_oversight_refusals",
+    ],
+)
+def test_each_read_model_rebuilds_to_the_rows_it_had(expected, now_read, table):
+    assert now_read["read_models"][table] == expected["read_models"][table]
