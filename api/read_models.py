@@ -24,7 +24,7 @@ import structlog
 
 from api.problems import Problem
 from domain.application import Workflows
-from domain.store import open_store
+from domain.store import backend_of, open_store
 from persistence.sqlite import write_gate
 from projections.catalog import all_projections, runner_for
 from projections.database import Cursor, Database, SQLiteDatabase
@@ -65,7 +65,7 @@ class GatedSQLiteDatabase(SQLiteDatabase):
 
 def _runner(store: Workflows) -> ProjectionRunner:
     """A runner of every read model (`runner_for`); on SQLite, gated, in short batches."""
-    if store.env.get("PERSISTENCE_MODULE") != "persistence.sqlite":
+    if backend_of(store) != "sqlite":
         return runner_for(store)
     path = str(store.env.get("SQLITE_DBNAME"))
     return ProjectionRunner(
@@ -86,7 +86,7 @@ class ReadModels:
         # the projector has a store (a connection pool) of its own, for the log's head and
         # the deadline worker's writes, so that it never queues for a connection behind
         # request threads (it reads the log through its read-model connection).
-        shared = store.url.startswith("memory:") or not projector
+        shared = backend_of(store) == "memory" or not projector
         self.projector_store = store if shared else open_store(store.url)
         self.runner = _runner(self.projector_store)
         self.reader: ProjectionRunner = self.runner if shared else _runner(store)

@@ -20,7 +20,7 @@ from api.wire import assistant_id
 from domain.application import Workflows
 from domain.graph import CompiledStateGraph
 from domain.keyring import Keyring
-from domain.store import open_store
+from domain.store import backend_of, open_store
 from persistence.key_probe import SQLiteKeyProbe
 
 
@@ -123,9 +123,9 @@ def _key_checker(store: Workflows) -> Keyring | None:
     through a store of its own, so that it never waits for a pooled connection either.
     A memory store is read in memory. PostgreSQL is a network round trip: not on the loop.
     """
-    if store.url.startswith("memory:"):
+    if backend_of(store) == "memory":
         return Keyring(store)
-    if store.url.startswith("sqlite:"):
+    if backend_of(store) == "sqlite":
         own = open_store(store.url)
         recorder = own.recorder
         if not isinstance(recorder, SQLiteAggregateRecorder):  # not a file: ask the recorder

@@ -15,7 +15,7 @@ from api.banner import banner
 from api.graph_loader import load_graphs, parse_graph_spec, read_config
 from api.services import Services
 from api.settings import ServerSettings
-from domain.store import open_store, redacted
+from domain.store import backend_of, open_store, redacted
 
 # How long a thread may hold the GIL while another waits for it (Python's default: 5 ms).
 # The event loop and the thread that runs the graphs take turns: with 5 ms slices a
@@ -68,7 +68,7 @@ def serve(
     except SettingsError as error:
         print(f"holdpoint: error: {error}", file=sys.stderr)
         return 2
-    if not settings.projector and not settings.store_url.startswith(("postgresql:", "postgres:")):
+    if not settings.projector and backend_of(settings.store_url) != "postgres":
         print(
             "holdpoint: error: --no-projector needs a PostgreSQL store; on "
             f"{redacted(settings.store_url)} the read models run in the server",

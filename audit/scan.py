@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 from domain.integrity import Row
+from domain.store import backend_of, postgres_params
 
 if TYPE_CHECKING:
     from domain.application import Workflows
@@ -55,22 +56,14 @@ class Scanner(Protocol):
 
 def source_for(store: Workflows) -> Source | None:
     """The store's events table, or None for the memory store (read through the library)."""
-    module = store.env.get("PERSISTENCE_MODULE") or ""
+    backend = backend_of(store)
     table = str(getattr(store.recorder, "events_table_name", ""))
-    if module.endswith("sqlite") and table:
+    if backend == "sqlite" and table:
         return Source("sqlite", table, path=str(store.env.get("SQLITE_DBNAME")))
-    if module.endswith("postgres") and table:
-        params = {
-            "dbname": store.env.get("POSTGRES_DBNAME"),
-            "host": store.env.get("POSTGRES_HOST"),
-            "port": store.env.get("POSTGRES_PORT") or "5432",
-            "user": store.env.get("POSTGRES_USER"),
-            "password": store.env.get("POSTGRES_PASSWORD"),
-            "connect_timeout": int(store.env.get("POSTGRES_CONNECT_TIMEOUT") or 5),
-        }
+    if backend == "postgres" and table:
         schema = store.env.get("POSTGRES_SCHEMA") or "public"
         quoted = '"' + schema.replace('"', '""') + '".' + table
-        return Source("postgres", quoted, params=params)
+        return Source("postgres", quoted, params=postgres_params(store))
     return None
 
 

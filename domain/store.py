@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from eventsourcing.persistence import PersistenceError
@@ -63,6 +64,36 @@ def open_store(url: str | None = None, *, existing: bool = False) -> Workflows:
     except (OSError, PersistenceError) as error:
         msg = f"Cannot open the store {redacted(url)}: {error}"
         raise StoreUnavailableError(msg) from None
+
+
+BACKENDS = {
+    "eventsourcing.popo": "memory",
+    "persistence.sqlite": "sqlite",
+    "persistence.postgres": "postgres",
+}
+SCHEMES = {"memory": "memory", "sqlite": "sqlite", "postgresql": "postgres", "postgres": "postgres"}
+
+
+def backend_of(store: Workflows | str) -> str:
+    """What kind of store a Workflows, or a store URL, is: "memory", "sqlite" or "postgres"
+    ("unknown" for a URL of no scheme Holdpoint knows)."""
+    if isinstance(store, str):
+        return SCHEMES.get(urlsplit(store).scheme, "unknown")
+    return BACKENDS[str(store.env.get("PERSISTENCE_MODULE"))]
+
+
+def postgres_params(store: Workflows) -> dict[str, Any]:
+    """A PostgreSQL store's connection parameters, for a connection of its own (the read
+    models', the verifier's)."""
+    env = store.env
+    return {
+        "dbname": env.get("POSTGRES_DBNAME"),
+        "host": env.get("POSTGRES_HOST"),
+        "port": env.get("POSTGRES_PORT") or "5432",
+        "user": env.get("POSTGRES_USER"),
+        "password": env.get("POSTGRES_PASSWORD"),
+        "connect_timeout": int(env.get("POSTGRES_CONNECT_TIMEOUT") or 5),
+    }
 
 
 def redacted(url: str) -> str:

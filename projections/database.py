@@ -19,6 +19,7 @@ from psycopg import sql
 from psycopg.rows import tuple_row
 
 from domain.application import Workflows
+from domain.store import backend_of, postgres_params
 from persistence.sqlite_checkpointer import hold_checkpointer, take_commit_checkpoints_off
 
 IDLE_PING_SECONDS = 5.0
@@ -283,16 +284,10 @@ class PostgresDatabase(Database):
 
 def database_for(store: Workflows) -> Database:
     """The database that holds `store`'s events, for its read models."""
-    module = store.env.get("PERSISTENCE_MODULE") or ""
-    if module.endswith("sqlite"):
+    backend = backend_of(store)
+    if backend == "sqlite":
         return SQLiteDatabase(str(store.env.get("SQLITE_DBNAME")))
-    if module.endswith("postgres"):
-        params = {
-            "dbname": store.env.get("POSTGRES_DBNAME"),
-            "host": store.env.get("POSTGRES_HOST"),
-            "port": store.env.get("POSTGRES_PORT") or "5432",
-            "user": store.env.get("POSTGRES_USER"),
-            "password": store.env.get("POSTGRES_PASSWORD"),
-        }
-        return PostgresDatabase(params, store.env.get("POSTGRES_SCHEMA") or "public")
+    if backend == "postgres":
+        schema = store.env.get("POSTGRES_SCHEMA") or "public"
+        return PostgresDatabase(postgres_params(store), schema)
     return SQLiteDatabase(":memory:")
