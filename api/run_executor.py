@@ -3,9 +3,8 @@
 Graph code runs in worker threads that share one interpreter lock. Runs that
 only compute end sooner one after another than side by side: side by side
 they take turns on the lock, and every hand-over costs a wait (a run that
-comes back from a SQLite call waits for the lock another run holds). Refund
-cycles at 8 clients, one thread against a pool of 32, alternating A/B runs on
-this project's 2-core box: 16-30 % more cycles/s, resume p99 21-40 % lower.
+comes back from a SQLite call waits for the lock another run holds): see
+BENCHMARKS.md, "Design choices, measured", for one thread against a pool.
 Yet a node that waits on I/O (a model, a web service), or a run that waits
 for its thread's lock, must not hold up every run behind it.
 

@@ -19,9 +19,8 @@ from domain.store import backend_of, open_store, redacted
 
 # How long a thread may hold the GIL while another waits for it (Python's default: 5 ms).
 # The event loop and the thread that runs the graphs take turns: with 5 ms slices a
-# request's reply can wait a whole slice behind a run. Measured with 8 SDK clients on 2
-# cores, three sets of alternating A/B rounds (bench/http.py's cycle): resume p99
-# 0.82-0.94 x, cycles/s 1.01-1.08 x at 0.5 ms.
+# request's reply can wait a whole slice behind a run (BENCHMARKS.md, "Design choices,
+# measured").
 SWITCH_INTERVAL_SECONDS = 0.0005
 
 

@@ -52,7 +52,7 @@ class LogScan:
 def default_jobs() -> int:
     """Processes that check the log: one per CPU (at most 4), this one included, which
     checks ranges while it joins the workers' results. A process more than the CPUs
-    only makes them take turns: on 2 CPUs, 2 processes beat 3 in every A/B measured."""
+    only makes them take turns (BENCHMARKS.md, "Design choices, measured")."""
     return min(os.cpu_count() or 1, 4)
 
 

@@ -20,7 +20,8 @@ from audit.scan import open_scanner
 
 def main() -> None:
     # The rows and summaries a worker makes hold no reference cycles, and it ends when
-    # the log is checked: the cyclic collector would only spend time (about 4 %).
+    # the log is checked: the cyclic collector would only spend time (BENCHMARKS.md,
+    # "Design choices, measured").
     gc.disable()
     read, write = sys.stdin.buffer, sys.stdout.buffer
     source, plan = pickle.load(read)

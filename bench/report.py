@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.backends import HOLDPOINT, HOLDPOINT_FULL, LANGGRAPH, SIDE_ORDER
@@ -10,7 +11,6 @@ from bench.stats import fmt_ratio
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from pathlib import Path
 
 Stats = dict[str, float]
 NOT_MEASURED = "not measured"
@@ -123,8 +123,12 @@ def _table_md(table: Table) -> list[str]:
     return [*lines, ""]
 
 
+DESIGN_CHOICES = Path(__file__).with_name("design_choices.md")
+
+
 def render(results: Sequence[CaseResult], header: Sequence[str], missing: dict[str, str]) -> str:
-    """Render the whole BENCHMARKS.md document."""
+    """Render the whole BENCHMARKS.md document: the run's results, then the design choices
+    measured by hand (`design_choices.md`), which no run measures."""
     lines = ["# Benchmarks: Holdpoint vs LangGraph", "", *header, ""]
     for name, reason in missing.items():
         lines += [f"**{name} was not available**: `{reason}`", ""]
@@ -140,6 +144,7 @@ def render(results: Sequence[CaseResult], header: Sequence[str], missing: dict[s
             lines += _table_md(table)
         for error in case.errors:
             lines += ["Error:", "", "```", error.rstrip(), "```", ""]
+    lines += ["", DESIGN_CHOICES.read_text(encoding="utf-8")]
     return "\n".join(lines).rstrip() + "\n"
 
 

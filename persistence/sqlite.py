@@ -121,8 +121,8 @@ class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
         """The library's query, run as one statement without BEGIN and ROLLBACK around it.
 
         Its rows are plain tuples of the columns an event needs, and the originator's
-        id is converted once, not per row (every row is the one originator's: a UUID
-        parsed from text per event was 8 % of a 1,000-step history listing).
+        id is converted once, not per row (every row is the one originator's; see
+        BENCHMARKS.md, "Design choices, measured").
         """
         key = originator_id.hex if isinstance(originator_id, UUID) else originator_id
         statement = (
