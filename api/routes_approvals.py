@@ -13,6 +13,7 @@ from api.decisions import decide, locate
 from api.positions import set_position
 from api.problems import Problem, problem_responses
 from api.rate_limit import DECISIONS
+from api.responses import ApprovalsPage, Assignment, Cancellation, Decision, answers
 from api.schemas import AssignBody, CancelBody, DecisionBody
 from api.services import Services, ServicesDep
 from api.wire import iso
@@ -38,7 +39,8 @@ WaitFor = Annotated[
 @router.get(
     "/approvals",
     summary="The pending approval queue, oldest first",
-    responses=problem_responses(403, 503),
+    response_model=None,  # documented by `answers`, not validated again
+    responses={**answers(ApprovalsPage), **problem_responses(403, 503)},
 )
 def list_approvals(
     services: ServicesDep,
@@ -89,7 +91,8 @@ def list_approvals(
 @router.post(
     "/approvals/{interrupt_id}/decision",
     summary="Decide an interrupt (approve, reject, edit, respond, escalate)",
-    responses=problem_responses(400, 403, 404, 409, 413, 503),
+    response_model=None,  # documented by `answers`, not validated again
+    responses={**answers(Decision), **problem_responses(400, 403, 404, 409, 413, 503)},
 )
 def post_decision(
     interrupt_id: str,
@@ -120,7 +123,8 @@ def post_decision(
 @router.post(
     "/approvals/{interrupt_id}/assign",
     summary="Assign an open interrupt to a reviewer, or take the assignment off",
-    responses=problem_responses(403, 404, 409, 422, 503),
+    response_model=None,  # documented by `answers`, not validated again
+    responses={**answers(Assignment), **problem_responses(403, 404, 409, 422, 503)},
 )
 def post_assignment(
     interrupt_id: str,
@@ -165,7 +169,8 @@ def _check_reviewer(services: Services, reviewer_id: str) -> None:
 @router.post(
     "/threads/{thread_id}/cancel",
     summary="Cancel a thread for good (the Article 14(4)(e) stop button)",
-    responses=problem_responses(403, 404, 409, 503),
+    response_model=None,  # documented by `answers`, not validated again
+    responses={**answers(Cancellation), **problem_responses(403, 404, 409, 503)},
 )
 async def cancel_thread(
     thread_id: str,

@@ -12,6 +12,7 @@ from fastapi.responses import Response
 from api.audit_timeline import jsonable, recorded_events, timeline
 from api.auth import Auditor
 from api.problems import Problem, problem_responses
+from api.responses import RecordedEvents, RefusalsPage, Timeline, Verification, answers
 from api.routes_approvals import WaitFor
 from api.routes_threads import thread_or_404
 from api.services import ServicesDep
@@ -27,7 +28,8 @@ MEDIA_TYPES = {"json": "application/json", "csv": "text/csv", "html": "text/html
 @router.get(
     "/threads/{thread_id}/events",
     summary="A thread's events as recorded, with their hashes",
-    responses=problem_responses(403, 404),
+    response_model=None,  # documented by `answers`, not validated again
+    responses={**answers(RecordedEvents), **problem_responses(403, 404)},
 )
 def thread_events(
     thread_id: str,
@@ -43,7 +45,8 @@ def thread_events(
 @router.get(
     "/threads/{thread_id}/audit",
     summary="A thread's audit timeline: who did what and when, and its hash chain checked",
-    responses=problem_responses(403, 404),
+    response_model=None,  # documented by `answers`, not validated again
+    responses={**answers(Timeline), **problem_responses(403, 404)},
 )
 def thread_audit(thread_id: str, services: ServicesDep, _: Auditor) -> dict[str, Any]:
     thread_or_404(services, thread_id)
@@ -53,7 +56,8 @@ def thread_audit(thread_id: str, services: ServicesDep, _: Auditor) -> dict[str,
 @router.get(
     "/audit/refusals",
     summary="Refused attempts (no key, wrong role, separation of duties, stale, conflict)",
-    responses=problem_responses(403),
+    response_model=None,  # documented by `answers`, not validated again
+    responses={**answers(RefusalsPage), **problem_responses(403)},
 )
 def refusals(
     services: ServicesDep,
@@ -70,7 +74,8 @@ def refusals(
 @router.get(
     "/audit/verify",
     summary="Verify the record: the whole store (every hash chain, the log's order), or one thread",
-    responses=problem_responses(403, 404, 503),
+    response_model=None,  # documented by `answers`, not validated again
+    responses={**answers(Verification), **problem_responses(403, 404, 503)},
 )
 def verify(
     services: ServicesDep,
