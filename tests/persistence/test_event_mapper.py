@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID
 
 import orjson
 import pytest
@@ -132,12 +132,12 @@ def test_digits_inside_a_string_do_not_leave_the_fast_path(mappers):
         ("a \\u escape", b'{"x":"bell\\u0007"}'),
         (
             "another typed value",
-            b'{"x":{"_type_":"uuid_hex","_data_":"%b"}}' % uuid4().hex.encode(),
+            b'{"x":{"_type_":"uuid_hex","_data_":"6a6de2507345448aab34e697aec32f87"}}',
         ),
         ("NaN, which orjson refuses", b'{"x":NaN}'),
         (
             "a key _type_ spelled with an escape",
-            b'{"\\u005ftype_":"uuid_hex","_data_":"%b"}' % uuid4().hex.encode(),
+            b'{"\\u005ftype_":"uuid_hex","_data_":"17b083e6bdd14832b25ef21bd068d96c"}',
         ),
     ],
 )
