@@ -25,7 +25,6 @@ from fastapi import Request
 
 from api.auth import action_of, note, refuse
 from api.authority import not_open
-from api.interrupt_lookup import thread_of_interrupt
 from api.problems import Problem
 from api.runs import RunRequest
 from api.schemas import DecisionBody
@@ -42,7 +41,7 @@ from domain.errors import (
 from domain.hashing import canonical_json, to_json
 from domain.hold_points import decision_value
 from domain.identity import Principal
-from domain.runtime import REQUEST_KEY, is_interrupt_id
+from domain.runtime import REQUEST_KEY
 from domain.thread import WorkflowThread
 from domain.types import Command
 
@@ -119,13 +118,7 @@ def decision_json(thread_id: str, graph_id: str, event: Any) -> dict[str, Any]:
 
 def locate(services: Services, request: Request, principal: Principal, interrupt_id: str) -> str:
     """The thread of an interrupt; 404 (recorded) when no thread has it."""
-    thread_id = None
-    if is_interrupt_id(interrupt_id):
-        db = services.read_models.db
-        thread_id = thread_of_interrupt(db, interrupt_id)
-        if thread_id is None:  # perhaps raised a moment ago: let the read models catch up
-            services.read_models.catch_up_to_head()
-            thread_id = thread_of_interrupt(db, interrupt_id)
+    thread_id = services.read_models.thread_of_interrupt(interrupt_id)
     if thread_id is None:
         message = f"No interrupt {interrupt_id} was ever raised (see GET /approvals)"
         raise refuse(services, request, principal, 404, "unknown_interrupt", message)

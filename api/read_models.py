@@ -24,11 +24,13 @@ import structlog
 
 from api.problems import Problem
 from domain.application import Workflows
+from domain.runtime import is_interrupt_id
 from domain.store import backend_of, open_store
 from persistence.sqlite import write_gate
 from projections.catalog import all_projections, runner_for
 from projections.database import Cursor, Database, SQLiteDatabase
 from projections.deadlines import expire_overdue
+from projections.pending_approvals import PendingApprovals
 from projections.runner import ProjectionRunner, ProjectionStatus
 
 log = structlog.get_logger()
@@ -181,3 +183,15 @@ class ReadModels:
     def catch_up_to_head(self) -> None:
         """Wait until the read models have applied everything recorded so far."""
         self.wait_for(self.head())
+
+    def thread_of_interrupt(self, interrupt_id: str) -> str | None:
+        """The thread of an interrupt (`PendingApprovals.thread_of`); on a miss, asked again
+        once the read models have caught up (it may have been raised a moment ago)."""
+        if not is_interrupt_id(interrupt_id):
+            return None
+        queue = PendingApprovals(self.db)
+        thread_id = queue.thread_of(interrupt_id)
+        if thread_id is None:
+            self.catch_up_to_head()
+            thread_id = queue.thread_of(interrupt_id)
+        return thread_id

@@ -24,6 +24,7 @@ from domain.hold_points import question_digest
 from domain.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.log_reader import Entry
+from projections.oversight_tables import INTERRUPTS
 from projections.paging import keyset_page
 from projections.rows import (
     INTERRUPT_CHANGES,
@@ -211,6 +212,22 @@ class PendingApprovals:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+
+    def thread_of(self, interrupt_id: str) -> str | None:
+        """The thread an interrupt was raised on, or None if no interrupt of that id is known
+        (yet: the read models may not have applied it). An interrupt id names no thread,
+        so a decision by id looks it up here: in the queue (the open ones), then in the
+        oversight log (every interrupt ever raised, whatever became of it)."""
+        with self.db.transaction(write=False) as cursor:
+            for table in (QUEUE, INTERRUPTS):
+                cursor.execute(
+                    f"SELECT thread_id FROM {self.db.table(table)} WHERE interrupt_id = %s",
+                    (interrupt_id,),
+                )
+                row = cursor.fetchone()
+                if row is not None:
+                    return str(row[0])
+        return None
 
     def page(
         self,

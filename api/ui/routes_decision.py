@@ -21,7 +21,6 @@ from starlette.concurrency import run_in_threadpool
 from api.auth import Permission, throttle
 from api.authority import fate
 from api.decisions import decide
-from api.interrupt_lookup import thread_of_interrupt
 from api.problems import Problem, from_domain_error
 from api.rate_limit import DECISIONS
 from api.schemas import DecisionBody
@@ -44,11 +43,7 @@ def reason_required(record: dict[str, Any] | None) -> bool:
 
 
 def _thread_id(services: Services, interrupt_id: str) -> str:
-    db = services.read_models.db
-    thread_id = thread_of_interrupt(db, interrupt_id)
-    if thread_id is None:
-        services.read_models.catch_up_to_head()
-        thread_id = thread_of_interrupt(db, interrupt_id)
+    thread_id = services.read_models.thread_of_interrupt(interrupt_id)
     if thread_id is None:
         raise Problem(404, f"No interrupt {interrupt_id} was ever raised (see the inbox)")
     return thread_id

@@ -15,6 +15,7 @@ import pytest
 from domain.errors import UnknownInterruptError
 from domain.thread import WorkflowThread
 from domain.types import Command
+from projections.catalog import runner_for
 from projections.pending_approvals import PendingApprovals, PendingApprovalsProjection
 from projections.runner import ProjectionRunner
 from tests.projections.histories import (
@@ -455,3 +456,20 @@ def test_rows_removed_between_pages_are_not_visited_and_none_other_is_skipped(st
 
     # Then the unread removed row is not met, and every other row is met once
     assert walked == [i for i in ids if i != ids[3]]
+
+
+def test_an_interrupts_thread_is_found_open_and_after_it_was_answered(store):
+    # Given an interrupt raised, and one raised then answered
+    graph = approval_graph(store)
+    open_one = ask_for(graph, "open", 10.0)
+    answered = ask_for(graph, "done", 20.0)
+    answer(graph, "done", True)
+    runner = runner_for(store)
+    runner.catch_up()
+
+    # When / Then
+    queue = PendingApprovals(runner.db)
+    assert queue.thread_of(open_one.id) == "open"
+    assert queue.thread_of(answered.id) == "done"
+    assert queue.thread_of("0" * 32) is None
+    runner.close()
