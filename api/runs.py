@@ -30,7 +30,7 @@ from api.run_executor import RunExecutor
 from api.run_record import ERROR, SUCCESS, RunRecord
 from api.wire import output_json
 from domain.graph import CompiledStateGraph
-from domain.runtime import UNREAD, Run, is_interrupt_id
+from domain.runtime import UNREAD, Run, resume_map
 from domain.types import Command
 
 
@@ -281,9 +281,8 @@ def _decisions(request: RunRequest) -> list[str]:
     if not isinstance(command, Command) or command.resume is None:
         return []
     kind = str((request.config.get("configurable") or {}).get("decision") or "respond")
-    resume = command.resume
-    count = len(resume) if isinstance(resume, dict) and all(map(is_interrupt_id, resume)) else 1
-    return [kind] * max(count, 1)
+    answers = resume_map(command.resume)
+    return [kind] * (1 if answers is None else len(answers))
 
 
 def _notify(

@@ -65,6 +65,14 @@ def is_interrupt_id(key: object) -> bool:
     return isinstance(key, str) and len(key) == 32 and set(key) <= _INTERRUPT_ID_CHARS
 
 
+def resume_map(resume: Any) -> dict[str, Any] | None:
+    """`Command(resume=...)`'s value as {interrupt_id: answer} when it is a resume map (a
+    dict whose keys are all interrupt ids), else None: one answer to the one pending."""
+    if isinstance(resume, dict) and resume and all(map(is_interrupt_id, resume)):
+        return dict(resume)
+    return None
+
+
 @dataclass(slots=True)
 class Task:
     node: str
@@ -294,11 +302,12 @@ class Run:
 
     def _match_answers(self, thread: WorkflowThread, resume: Any) -> dict[str, Any]:
         pending = list(thread.interrupts)
-        if isinstance(resume, dict) and resume and all(map(is_interrupt_id, resume)):
-            unknown = [key for key in resume if key not in thread.interrupts]
+        answers = resume_map(resume)
+        if answers is not None:
+            unknown = [key for key in answers if key not in thread.interrupts]
             if unknown:
                 raise UnknownInterruptError(self.thread_id, unknown, pending)
-            return dict(resume)
+            return answers
         if len(pending) > 1:
             raise AmbiguousResumeError(self.thread_id, pending)
         return {pending[0]: resume}
