@@ -186,3 +186,33 @@ def test_a_bad_default_deadline_in_a_graph_table_is_refused(tmp_path, table, mes
     (tmp_path / "holdpoint.toml").write_text(f'[graphs.g]\npath = "g.py:graph"\n{table}\n')
     with pytest.raises(GraphLoadError, match=message):
         read_config(tmp_path / "holdpoint.toml")
+
+
+def test_a_graph_table_sets_its_hold_points_policy(tmp_path):
+    # Given
+    (tmp_path / "pausing.py").write_text(PAUSING_GRAPH)
+    (tmp_path / "holdpoint.toml").write_text(
+        '[graphs.review]\npath = "pausing.py:builder"\n'
+        "separation_of_duties = false\napprovals = 2\n"
+    )
+
+    # When
+    sources, _ = read_config(tmp_path / "holdpoint.toml")
+    graph = load_graphs(sources, InMemorySaver())["review"]
+
+    # Then
+    assert (graph.oversight.separation_of_duties, graph.oversight.approvals) == (False, 2)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('separation_of_duties = "no"', "separation_of_duties must be true or false"),
+        ("approvals = 0", "approvals must be a whole number from 1 to 10"),
+        ("approvals = 2.5", "approvals must be a whole number from 1 to 10"),
+    ],
+)
+def test_a_bad_hold_points_policy_in_a_graph_table_is_refused(tmp_path, table, message):
+    (tmp_path / "holdpoint.toml").write_text(f'[graphs.g]\npath = "g.py:graph"\n{table}\n')
+    with pytest.raises(GraphLoadError, match=message):
+        read_config(tmp_path / "holdpoint.toml")
