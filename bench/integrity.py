@@ -67,8 +67,8 @@ def refund_cycle(index: int) -> list[Any]:
     )
     run_id = f"run-{index:07d}"
     update = {"amount": amount, "approved": False}
-    thread.record(WorkflowThread.InputReceived, run_id=run_id, input=update, actor=AGENT)
-    thread.record(
+    thread._record(WorkflowThread.InputReceived, run_id=run_id, input=update, actor=AGENT)
+    thread._record(
         WorkflowThread.NodeCompleted,
         step=0,
         node=START,
@@ -80,7 +80,7 @@ def refund_cycle(index: int) -> list[Any]:
     question = {"question": f"Approve a ${amount:.2f} refund?", "amount": amount}
     interrupt_id = thread.raise_interrupt(step=1, node="review", index=0, value=question)
     reviewer = {"id": REVIEWERS[index % len(REVIEWERS)], "role": "reviewer", "via": "api_key"}
-    thread.record(
+    thread._record(
         WorkflowThread.InterruptResumed,
         interrupt_id=interrupt_id,
         resume=index % 7 != 0,
@@ -91,7 +91,7 @@ def refund_cycle(index: int) -> list[Any]:
         run_id=run_id,
     )
     for step, node, routes in ((1, "review", ["process"]), (2, "process", [])):
-        thread.record(
+        thread._record(
             WorkflowThread.NodeCompleted,
             step=step,
             node=node,
@@ -100,7 +100,7 @@ def refund_cycle(index: int) -> list[Any]:
             routes=routes,
             duration_ms=1.25 + (index % 13) / 8,
         )
-    thread.record(WorkflowThread.ThreadCompleted, step=2)
+    thread._record(WorkflowThread.ThreadCompleted, step=2)
     return list(thread.collect_events())
 
 

@@ -137,7 +137,7 @@ def paused_thread(index: int, graph_count: int = 5) -> Any:
         metadata={"customer": f"c{index % 97}"},
         actor=BENCH_ACTOR,
     )
-    thread.record(
+    thread._record(
         WorkflowThread.InputReceived,
         run_id=f"run-{index}",
         input={"amount": index},
@@ -612,7 +612,7 @@ def _lag_writer(
         interrupt_id = next(iter(thread.interrupts))
         position = store.record(thread)
         log.append((position, time.perf_counter()))
-        thread.record(
+        thread._record(
             WorkflowThread.InterruptResumed,
             interrupt_id=interrupt_id,
             resume={"approved": True},

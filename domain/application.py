@@ -19,12 +19,11 @@ from eventsourcing.persistence import AggregateRecorder, IntegrityError, StoredE
 from domain.errors import (
     ConcurrentUpdateError,
     OversightError,
-    ThreadCancelledError,
     ThreadNotFoundError,
 )
 from domain.hashing import to_json
 from domain.identity import RefusedAttempt
-from domain.thread import CANCELLED, WorkflowThread, thread_uuid
+from domain.thread import WorkflowThread, thread_uuid
 from domain.verify import RecordedEvent
 
 SNAPSHOT_INTERVAL = 50
@@ -293,8 +292,5 @@ class Workflows(Application[Any]):
         thread = self.thread(thread_id)
         if thread is None:
             raise ThreadNotFoundError(thread_id)
-        if thread.status == CANCELLED:
-            raise ThreadCancelledError(thread_id)
-        reason = None if reason is None else to_json(str(reason), "The reason")
-        thread.record(WorkflowThread.ThreadCancelled, step=thread.step, actor=actor, reason=reason)
+        thread.cancel(actor, None if reason is None else to_json(str(reason), "The reason"))
         return self.record(thread)

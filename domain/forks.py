@@ -136,14 +136,5 @@ def branch(
         recorded = store.thread_events(source.thread_id, gt=version, lte=version + 1)
         start = next((e for e in recorded if isinstance(e, WorkflowThread.NodeCompleted)), None)
         if start is not None and start.node == START:
-            fork.record(
-                WorkflowThread.NodeCompleted,
-                step=start.step,
-                node=START,
-                task_id=fork.task_id(START),
-                update=start.update,
-                routes=start.routes,
-                duration_ms=0.0,
-                applied=None,
-            )
+            fork.complete_node(START, start.update, start.routes)
     return fork

@@ -32,9 +32,7 @@ from domain.errors import (
     NodeTimeoutError,
     NotInterruptedError,
     OversightError,
-    ThreadBusyError,
     ThreadCancelledError,
-    ThreadInterruptedError,
     ThreadNotFoundError,
     UnknownInterruptError,
 )
@@ -196,9 +194,9 @@ class Run:
         if self.thread is None:
             self.thread = self.graph.start_thread(self.thread_id, self.config, self.actor)
         else:
-            self._check_accepts_input(self.thread)
+            self.thread.check_at_rest()  # before the routes run any of the graph's code
         routes = self.graph.routes(START, self.thread.values, update)
-        self._record_start(update, routes)
+        self.thread.receive_input(self.run_id, update, routes, self.actor)
 
     def _begin_command(self, command: Command[Any]) -> None:
         if command.update is None and not command.goto_nodes():
@@ -211,7 +209,7 @@ class Run:
         hold_points.check_may_change(
             thread, self.actor, self.graph.oversight, "A Command(update=..., goto=...)"
         )
-        self._check_accepts_input(thread)
+        thread.check_at_rest()
         update = {}
         if command.update is not None:
             values = as_update(command.update)
@@ -220,23 +218,7 @@ class Run:
                 raise InvalidUpdateError(msg)
             update = self.graph.filter_update(values, "The Command update")
         routes = self.graph.check_targets(command.goto_nodes(), "Command(goto=...)")
-        self._record_start(update, routes)
-
-    def _record_start(self, update: dict[str, Any], routes: list[str]) -> None:
-        thread = self._thread()
-        thread.record(
-            WorkflowThread.InputReceived, run_id=self.run_id, input=update, actor=self.actor
-        )
-        thread.record(
-            WorkflowThread.NodeCompleted,
-            step=thread.step + 1,
-            node=START,
-            task_id=thread.task_id(START),
-            update=update,
-            routes=routes,
-            duration_ms=0.0,
-            applied=None,
-        )
+        thread.receive_input(self.run_id, update, routes, self.actor)
 
     def _begin_resume(self, command: Command[Any]) -> None:
         if self.store is None:
@@ -291,14 +273,7 @@ class Run:
             if update is None:
                 msg = "Command(update=...) must be a dict"
                 raise InvalidUpdateError(msg)
-            thread.record(
-                WorkflowThread.StateEdited,
-                values=self.graph.filter_update(update, "The Command update"),
-                as_node=None,
-                next=None,
-                actor=self.actor,
-                reason=reason,
-            )
+            thread.edit(self.graph.filter_update(update, "The Command update"), self.actor, reason)
 
     def _match_answers(self, thread: WorkflowThread, resume: Any) -> dict[str, Any]:
         pending = list(thread.interrupts)
@@ -328,16 +303,6 @@ class Run:
             raise ThreadNotFoundError(self.thread_id, hint)
         return self.thread
 
-    def _check_accepts_input(self, thread: WorkflowThread) -> None:
-        status = thread.status
-        if status == IDLE:
-            return
-        if status == CANCELLED:
-            raise ThreadCancelledError(self.thread_id)
-        if status == INTERRUPTED:
-            raise ThreadInterruptedError(self.thread_id, list(thread.interrupts))
-        raise ThreadBusyError(self.thread_id, status, thread.pending_nodes())
-
     # -- supersteps ----------------------------------------------------
 
     def plan(self) -> list[Task]:
@@ -363,12 +328,7 @@ class Run:
             f"Recursion limit of {self.recursion_limit} reached without hitting a stop "
             "condition. You can increase the limit by setting the `recursion_limit` config key."
         )
-        thread.record(
-            WorkflowThread.ThreadFailed,
-            step=thread.step + 1,
-            error_type="GraphRecursionError",
-            message=msg,
-        )
+        thread.fail("GraphRecursionError", msg)
         self._commit()
         raise GraphRecursionError(msg)
 
@@ -434,15 +394,12 @@ class Run:
         chunks: list[tuple[str, Any]] = []
         for outcome in outcomes:
             if outcome.update is not None:
-                thread.record(
-                    WorkflowThread.NodeCompleted,
-                    step=step,
-                    node=outcome.node,
-                    task_id=thread.task_id(outcome.node),
-                    update=outcome.update,
-                    routes=outcome.routes,
-                    duration_ms=outcome.duration_ms,
-                    applied=outcome.applied,
+                thread.complete_node(
+                    outcome.node,
+                    outcome.update,
+                    outcome.routes,
+                    outcome.duration_ms,
+                    outcome.applied,
                 )
                 if "updates" in self.modes:
                     chunks.append(("updates", {outcome.node: outcome.update}))
@@ -459,13 +416,7 @@ class Run:
         failure = next((o.error for o in outcomes if o.error is not None), None)
         for outcome in outcomes:
             if outcome.error is not None:
-                thread.record(
-                    WorkflowThread.NodeFailed,
-                    step=step,
-                    node=outcome.node,
-                    error_type=type(outcome.error).__name__,
-                    message=str(outcome.error),
-                )
+                thread.fail_node(outcome.node, outcome.error)
         self._commit()
         if failure is not None:
             raise failure
@@ -534,7 +485,7 @@ class Run:
         thread = self.thread
         begun = thread is not None and (thread.run_id is not None or self.steps_run > 0)
         if thread is not None and begun and not self.ended and thread.status == IDLE:
-            thread.record(WorkflowThread.ThreadCompleted, step=thread.step)
+            thread.complete()
             self.ended = True
         if self.store is not None and self.thread is not None:
             try:

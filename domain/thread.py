@@ -22,7 +22,12 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate
 
-from domain.errors import UnknownInterruptError
+from domain.errors import (
+    ThreadBusyError,
+    ThreadCancelledError,
+    ThreadInterruptedError,
+    UnknownInterruptError,
+)
 from domain.hashing import GENESIS_HASH, event_hash
 from domain.hold_points import question_digest, record_digest
 from domain.schema import resolve_reducer
@@ -347,7 +352,7 @@ class WorkflowThread(Aggregate):
             **fields,
         )
 
-    def record(
+    def _record(
         self, event_class: type[Event], timestamp: datetime | None = None, **fields: Any
     ) -> None:
         """Append one event, chained to the head, recorded at `timestamp` (default: now).
@@ -374,6 +379,100 @@ class WorkflowThread(Aggregate):
             **fields,
         )
 
+    # -- what happens to a thread, each refusing what may not happen -----
+
+    def check_at_rest(self) -> None:
+        """ThreadCancelledError, ThreadInterruptedError or ThreadBusyError unless the thread
+        may take new input: not cancelled, paused, or in the middle of a run."""
+        status = self.status
+        if status == CANCELLED:
+            raise ThreadCancelledError(self.thread_id)
+        if status == INTERRUPTED:
+            raise ThreadInterruptedError(self.thread_id, list(self.interrupts))
+        if status != IDLE:
+            raise ThreadBusyError(self.thread_id, status, self.pending_nodes())
+
+    def receive_input(
+        self, run_id: str, update: dict[str, Any], routes: list[str], actor: dict[str, Any]
+    ) -> None:
+        """A run begins with new input (or a Command's update and goto), which the
+        `__start__` task applies at once. Refused, recording nothing, unless the thread
+        is at rest (`check_at_rest`)."""
+        self.check_at_rest()
+        self._record(self.InputReceived, run_id=run_id, input=update, actor=actor)
+        self.complete_node(START, update, routes)
+
+    def complete_node(
+        self,
+        node: str,
+        update: dict[str, Any],
+        routes: list[str],
+        duration_ms: float = 0.0,
+        applied: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """A node of the open step finished: its update, its routes, the answers it got."""
+        self._record(
+            self.NodeCompleted,
+            step=self.step + 1,
+            node=node,
+            task_id=self.task_id(node),
+            update=update,
+            routes=routes,
+            duration_ms=duration_ms,
+            applied=applied,
+        )
+
+    def fail_node(self, node: str, error: BaseException) -> None:
+        """A node of the open step raised; the step stays open, so it can run again."""
+        self._record(
+            self.NodeFailed,
+            step=self.step + 1,
+            node=node,
+            error_type=type(error).__name__,
+            message=str(error),
+        )
+
+    def fail(self, error_type: str, message: str) -> None:
+        """The run stopped on an error that belongs to no one node (a recursion limit)."""
+        self._record(self.ThreadFailed, step=self.step + 1, error_type=error_type, message=message)
+
+    def complete(self) -> None:
+        """The run reached END."""
+        self._record(self.ThreadCompleted, step=self.step)
+
+    def edit(
+        self,
+        values: dict[str, Any],
+        actor: dict[str, Any],
+        reason: str | None,
+        *,
+        as_node: str | None = None,
+        next_nodes: list[str] | None = None,
+        decision: str | None = None,
+        separation_of_duties: bool | None = None,
+    ) -> None:
+        """A human changed the state (as `as_node`, routing to `next_nodes` if given). The
+        caller has checked the hold points' rules (domain/hold_points.py); a cancelled
+        thread is refused (ThreadCancelledError), recording nothing."""
+        if self.status == CANCELLED:
+            raise ThreadCancelledError(self.thread_id)
+        self._record(
+            self.StateEdited,
+            values=values,
+            as_node=as_node,
+            next=next_nodes,
+            actor=actor,
+            reason=reason,
+            decision=decision,
+            separation_of_duties=separation_of_duties,
+        )
+
+    def cancel(self, actor: dict[str, Any], reason: str | None) -> None:
+        """A human stopped the thread for good; ThreadCancelledError if it already was."""
+        if self.status == CANCELLED:
+            raise ThreadCancelledError(self.thread_id)
+        self._record(self.ThreadCancelled, step=self.step, actor=actor, reason=reason)
+
     def raise_interrupt(
         self,
         *,
@@ -394,7 +493,7 @@ class WorkflowThread(Aggregate):
         seconds = policy.get("deadline_seconds")
         raised_at = datetime.now(UTC)  # due by is counted from the event's own time
         due_by = None if seconds is None else _due(raised_at, seconds)
-        self.record(
+        self._record(
             self.InterruptRaised,
             raised_at,
             step=step,
@@ -418,7 +517,7 @@ class WorkflowThread(Aggregate):
         recording nothing, when it is not pending."""
         if interrupt_id not in self.interrupts:
             raise UnknownInterruptError(self.thread_id, [interrupt_id], list(self.interrupts))
-        self.record(
+        self._record(
             self.InterruptAssigned, interrupt_id=interrupt_id, reviewer_id=reviewer_id, actor=actor
         )
 
@@ -453,9 +552,9 @@ class WorkflowThread(Aggregate):
             "separation_of_duties": separation_of_duties,
         }
         if decision == "approve" and given < needed:
-            self.record(self.InterruptApproved, **answer, approvals=given, needed=needed)
+            self._record(self.InterruptApproved, **answer, approvals=given, needed=needed)
         else:
-            self.record(self.InterruptResumed, **answer, decision=decision)
+            self._record(self.InterruptResumed, **answer, decision=decision)
 
     def expire(self, interrupt_id: str, now: datetime) -> bool:
         """Record that a pending interrupt's deadline passed, and apply its rule.
@@ -469,7 +568,7 @@ class WorkflowThread(Aggregate):
             return False
         rule = record["on_expiry"]
         new_due_by = _due(now, rule["seconds"]) if rule["action"] == "escalate" else None
-        self.record(
+        self._record(
             self.InterruptExpired,
             interrupt_id=interrupt_id,
             due_by=due_by,

@@ -267,13 +267,12 @@ class CompiledStateGraph:
         next_nodes = None
         if as_node is not None and not thread.next:
             next_nodes = self.routes(as_node, thread.values, update)
-        thread.record(
-            WorkflowThread.StateEdited,
-            values=update,
+        thread.edit(
+            update,
+            actor,
+            reason,
             as_node=as_node,
-            next=next_nodes,
-            actor=actor,
-            reason=reason,
+            next_nodes=next_nodes,
             decision="edit" if decides_flow else None,
             separation_of_duties=self.oversight.separation_of_duties if decides_flow else None,
         )

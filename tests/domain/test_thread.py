@@ -14,7 +14,12 @@ from typing import Any
 
 import pytest
 
-from domain.errors import ReducerUnavailableError
+from domain.errors import (
+    ReducerUnavailableError,
+    ThreadBusyError,
+    ThreadCancelledError,
+    ThreadInterruptedError,
+)
 from domain.hashing import GENESIS_HASH
 from domain.hold_points import question_digest
 from domain.thread import (
@@ -52,12 +57,12 @@ def new_thread(
 
 
 def receive_input(thread: WorkflowThread, values: dict[str, Any], routes: list[str]) -> None:
-    thread.record(WorkflowThread.InputReceived, run_id="run-1", input=values, actor=ACTOR)
+    thread._record(WorkflowThread.InputReceived, run_id="run-1", input=values, actor=ACTOR)
     complete(thread, START, values, routes)
 
 
 def complete(thread: WorkflowThread, node: str, update: dict[str, Any], routes: list[str]) -> None:
-    thread.record(
+    thread._record(
         WorkflowThread.NodeCompleted,
         step=thread.step + 1,
         node=node,
@@ -139,7 +144,7 @@ def test_input_received_opens_the_start_step_as_an_input_checkpoint():
     thread.collect_events()
 
     # When
-    thread.record(WorkflowThread.InputReceived, run_id="run-1", input={"log": ["x"]}, actor=ACTOR)
+    thread._record(WorkflowThread.InputReceived, run_id="run-1", input={"log": ["x"]}, actor=ACTOR)
 
     # Then
     [event] = thread.collect_events()
@@ -159,7 +164,7 @@ def test_input_received_opens_the_start_step_as_an_input_checkpoint():
 def test_the_start_task_applies_the_input_and_closes_step_zero_as_a_loop_checkpoint():
     # Given
     thread = new_thread()
-    thread.record(WorkflowThread.InputReceived, run_id="run-1", input={"log": ["x"]}, actor=ACTOR)
+    thread._record(WorkflowThread.InputReceived, run_id="run-1", input={"log": ["x"]}, actor=ACTOR)
     thread.collect_events()
 
     # When
@@ -485,7 +490,7 @@ def test_a_failed_node_marks_the_thread_failed_and_keeps_its_step_open():
     thread = running_at(["a"])
 
     # When
-    thread.record(
+    thread._record(
         WorkflowThread.NodeFailed, step=1, node="a", error_type="ValueError", message="boom"
     )
 
@@ -502,7 +507,7 @@ def test_a_failed_node_marks_the_thread_failed_and_keeps_its_step_open():
 def test_a_failed_node_that_then_completes_clears_the_error():
     # Given
     thread = running_at(["a"])
-    thread.record(
+    thread._record(
         WorkflowThread.NodeFailed, step=1, node="a", error_type="ValueError", message="boom"
     )
 
@@ -519,7 +524,7 @@ def test_thread_failed_records_an_error_that_belongs_to_no_node():
     thread = running_at(["loop"])
 
     # When
-    thread.record(
+    thread._record(
         WorkflowThread.ThreadFailed,
         step=1,
         error_type="GraphRecursionError",
@@ -547,7 +552,7 @@ def test_thread_completed_ends_the_run_and_leaves_the_thread_idle():
     thread.collect_events()
 
     # When
-    thread.record(WorkflowThread.ThreadCompleted, step=thread.step)
+    thread._record(WorkflowThread.ThreadCompleted, step=thread.step)
 
     # Then
     assert names(thread.collect_events()) == ["ThreadCompleted"]
@@ -562,7 +567,7 @@ def test_cancelling_drops_pending_interrupts_and_records_who_and_why():
     thread.collect_events()
 
     # When
-    thread.record(WorkflowThread.ThreadCancelled, step=1, actor=ACTOR, reason="wrong customer")
+    thread._record(WorkflowThread.ThreadCancelled, step=1, actor=ACTOR, reason="wrong customer")
 
     # Then
     [event] = thread.collect_events()
@@ -580,7 +585,7 @@ def test_a_cancelled_thread_stays_cancelled_even_with_work_left():
     thread = running_at(["a", "b"])
 
     # When
-    thread.record(WorkflowThread.ThreadCancelled, step=1, actor=ACTOR, reason=None)
+    thread._record(WorkflowThread.ThreadCancelled, step=1, actor=ACTOR, reason=None)
 
     # Then
     assert thread.next == ["a", "b"]
@@ -597,7 +602,7 @@ def test_state_edited_folds_the_values_and_makes_an_update_checkpoint():
     thread.collect_events()
 
     # When
-    thread.record(
+    thread._record(
         WorkflowThread.StateEdited,
         values={"log": ["manual"], "last": "edited"},
         as_node=None,
@@ -624,7 +629,7 @@ def test_state_edited_with_next_nodes_schedules_them():
     complete(thread, "a", {}, [])
 
     # When
-    thread.record(
+    thread._record(
         WorkflowThread.StateEdited,
         values={"last": "x"},
         as_node="a",
@@ -643,7 +648,7 @@ def test_state_edited_drops_keys_the_schema_does_not_have():
     thread = running_at(["a"])
 
     # When
-    thread.record(
+    thread._record(
         WorkflowThread.StateEdited,
         values={"nope": 1},
         as_node=None,
@@ -679,7 +684,7 @@ def test_input_and_edits_make_checkpoints_and_interrupts_do_not():
     thread = running_at(["ask"])
     twin = running_at(["ask"])
     twin.raise_interrupt(step=1, node="ask", index=0, value="q")
-    twin.record(
+    twin._record(
         WorkflowThread.StateEdited,
         values={},
         as_node=None,
@@ -691,7 +696,7 @@ def test_input_and_edits_make_checkpoints_and_interrupts_do_not():
     fresh = new_thread()
     fresh_twin = new_thread()
     fresh_twin.collect_events()
-    fresh_twin.record(WorkflowThread.InputReceived, run_id="r", input={}, actor=ACTOR)
+    fresh_twin._record(WorkflowThread.InputReceived, run_id="r", input={}, actor=ACTOR)
     [received] = fresh_twin.collect_events()
 
     # Then
@@ -732,3 +737,52 @@ def test_a_field_left_to_its_default_is_recorded_and_hashed_with_the_rest(store)
     # Then the default is in the record, and the chain verifies as stored
     assert completed.state["applied"] is None
     assert verify_thread(store, thread.thread_id).ok
+
+
+# -- the aggregate refuses what may not happen to it -----------------------------
+
+
+def test_a_paused_thread_refuses_new_input_and_records_nothing():
+    # Given
+    thread = running_at(["ask"])
+    thread.raise_interrupt(step=1, node="ask", index=0, value="q")
+    thread.collect_events()
+
+    # When / Then
+    with pytest.raises(ThreadInterruptedError):
+        thread.receive_input("run-2", {"log": ["again"]}, ["ask"], ACTOR)
+    assert thread.collect_events() == []
+
+
+def test_a_thread_in_the_middle_of_a_run_refuses_new_input():
+    thread = running_at(["ask"])
+
+    with pytest.raises(ThreadBusyError):
+        thread.receive_input("run-2", {}, [], ACTOR)
+
+
+def test_a_cancelled_thread_refuses_an_edit_and_a_second_cancel():
+    # Given
+    thread = running_at(["ask"])
+    thread.cancel(ACTOR, "wrong customer")
+    thread.collect_events()
+
+    # When / Then
+    with pytest.raises(ThreadCancelledError):
+        thread.edit({"log": ["x"]}, ACTOR, None)
+    with pytest.raises(ThreadCancelledError):
+        thread.cancel(ACTOR, "again")
+    assert thread.collect_events() == []
+
+
+def test_new_input_starts_a_run_with_the_start_task_done():
+    # Given a thread at rest
+    thread = new_thread()
+
+    # When
+    thread.receive_input("run-1", {"log": ["in"]}, ["ask"], ACTOR)
+
+    # Then
+    names = [type(e).__name__ for e in thread.collect_events()]
+    assert names[-2:] == ["InputReceived", "NodeCompleted"]
+    assert thread.next == ["ask"]

@@ -54,7 +54,7 @@ def _stored(mapper: Any, update: Any) -> StoredEvent:
         metadata={},
         actor={"id": "agent", "role": "agent"},
     )
-    thread.record(
+    thread._record(
         WorkflowThread.NodeCompleted,
         step=1,
         node="n",

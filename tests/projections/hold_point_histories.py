@@ -159,12 +159,14 @@ def _started(thread_id: str, graph_id: str = "refund") -> WorkflowThread:
         metadata={},
         actor=AGENT,
     )
-    thread.record(WorkflowThread.InputReceived, run_id="run-1", input={"amount": 10.0}, actor=AGENT)
+    thread._record(
+        WorkflowThread.InputReceived, run_id="run-1", input={"amount": 10.0}, actor=AGENT
+    )
     return thread
 
 
 def _completed(thread: WorkflowThread, node: str, applied: Any) -> None:
-    thread.record(
+    thread._record(
         WorkflowThread.NodeCompleted,
         step=thread.step + 1,
         node=node,
