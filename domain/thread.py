@@ -536,8 +536,11 @@ class WorkflowThread(Aggregate):
         """Record an answer to a pending interrupt, bound to the question it answers (the
         payload's digest). An approval short of the approvals the interrupt needs is an
         InterruptApproved, and the interrupt stays pending; any other answer resumes it.
-        The caller has checked the answer (domain/hold_points.py)."""
-        record = self.interrupts[interrupt_id]
+        The caller has checked the answer (domain/hold_points.py); an interrupt that is not
+        pending is refused (UnknownInterruptError), recording nothing."""
+        record = self.interrupts.get(interrupt_id)
+        if record is None:
+            raise UnknownInterruptError(self.thread_id, [interrupt_id], list(self.interrupts))
         digest = record_digest(record)
         needed = record.get("approvals", 1)
         given = len(record.get("approved_by", ())) + 1

@@ -19,6 +19,7 @@ from domain.errors import (
     ThreadBusyError,
     ThreadCancelledError,
     ThreadInterruptedError,
+    UnknownInterruptError,
 )
 from domain.hashing import GENESIS_HASH
 from domain.hold_points import question_digest
@@ -786,3 +787,11 @@ def test_new_input_starts_a_run_with_the_start_task_done():
     names = [type(e).__name__ for e in thread.collect_events()]
     assert names[-2:] == ["InputReceived", "NodeCompleted"]
     assert thread.next == ["ask"]
+
+
+def test_an_answer_to_an_interrupt_that_is_not_pending_is_refused():
+    thread = running_at(["ask"])
+
+    with pytest.raises(UnknownInterruptError):
+        resume(thread, "0" * 32, True)
+    assert thread.collect_events() == []
