@@ -182,6 +182,14 @@ def record_unapplied(store: Workflows, thread_id: str, *, answered: bool = True)
     """A thread whose node `approve` completes without applying its interrupt's answer
     (`applied` None), after the answer (or, `answered=False`, with the interrupt open):
     the regression the oversight log's check exists to catch. Its interrupt's id."""
+    thread, interrupt_id = _asked(thread_id, answered=answered)
+    store.save(thread)
+    return interrupt_id
+
+
+def _asked(thread_id: str, *, answered: bool) -> tuple[WorkflowThread, str]:
+    """A thread whose `approve` asked about 10.0 (and was answered, if `answered`), then
+    completed with `applied` None. The thread, and its interrupt's id."""
     thread = _started(thread_id)
     interrupt_id = thread.raise_interrupt(step=1, node="approve", index=0, value=question(10.0))
     if answered:
@@ -196,8 +204,7 @@ def record_unapplied(store: Workflows, thread_id: str, *, answered: bool = True)
             separation_of_duties=True,
         )
     _completed(thread, "approve", None)
-    store.save(thread)
-    return interrupt_id
+    return thread, interrupt_id
 
 
 # The fields hold points added to the events: absent from the ones recorded before.
@@ -211,19 +218,7 @@ LEGACY_FIELDS = {
 def record_legacy(store: Workflows, thread_id: str) -> str:
     """A thread asked, answered and run on before hold points were: its events lack the
     fields they added (none is even None). Its interrupt's id."""
-    thread = _started(thread_id)
-    interrupt_id = thread.raise_interrupt(step=1, node="approve", index=0, value=question(10.0))
-    thread.answer(
-        interrupt_id,
-        resume=True,
-        decision="approve",
-        reason=None,
-        actor=RITA,
-        idempotency_key=None,
-        run_id="run-1",
-        separation_of_duties=True,
-    )
-    _completed(thread, "approve", None)
+    thread, interrupt_id = _asked(thread_id, answered=True)
     events = thread.collect_events()
     for event in events:
         for name in LEGACY_FIELDS.get(type(event), ()):
