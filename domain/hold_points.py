@@ -14,7 +14,9 @@ stands:
   a new interrupt instead of receiving it (`domain.task_context`);
 - the state changes, and the flow moves, only by a decision: an edit, an edit
   `as_node`, a `Command(update=..., goto=...)` or a fork of the thread by someone who
-  may not decide the hold point is refused, and the refusal is recorded.
+  may not decide the hold point is refused, and the refusal is recorded; and a run's
+  `Command(goto=...)` may route a thread only where the graph itself starts it, at a
+  hold point or not (anything else skips nodes, and their hold points).
 
 An edit `as_node` stands in for a node having run, so it is itself a decision about
 the flow: it needs a deciding role and a reason, and obeys separation of duties,
@@ -272,6 +274,25 @@ def check_edit_as_node(
         )
         raise ReasonRequiredError(msg)
     check_holds(thread, actor, policy, f"An edit as_node={as_node!r}")
+
+
+def check_goto(actor: dict[str, Any], goto: list[str], natural: list[str]) -> None:
+    """HoldPointBypassError when a run's `Command(goto=...)` routes the thread to nodes
+    the graph itself would not start it at (`natural`): that stands in for the nodes on
+    the way having run, hold points included, which only an edit as_node does, as a
+    recorded decision (`check_edit_as_node`)."""
+    if is_owner(actor):
+        return
+    skipped = [node for node in goto if node not in natural]
+    if skipped:
+        msg = (
+            f"A Command(goto={goto!r}) routes the thread to {', '.join(map(repr, skipped))}, "
+            f"where the graph does not start it (it starts at {', '.join(map(repr, natural))}"
+            " or nowhere): that skips the nodes on the way, and their hold points. To decide "
+            "the flow, a reviewer edits the state as_node, with a reason; "
+            f"{_who(actor)}; only this refusal was recorded"
+        )
+        raise HoldPointBypassError(msg)
 
 
 def check_may_fork(source: WorkflowThread, actor: dict[str, Any], version: int) -> None:

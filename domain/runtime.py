@@ -218,6 +218,9 @@ class Run:
                 raise InvalidUpdateError(msg)
             update = self.graph.filter_update(values, "The Command update")
         routes = self.graph.check_targets(command.goto_nodes(), "Command(goto=...)")
+        if routes:
+            natural = self.graph.routes(START, thread.values, update)
+            hold_points.check_goto(self.actor, routes, natural)
         thread.receive_input(self.run_id, update, routes, self.actor)
 
     def _begin_resume(self, command: Command[Any]) -> None:
@@ -243,6 +246,13 @@ class Run:
         reason = None if reason is None else to_json(str(reason), "The reason")
         key = configurable.get("idempotency_key")
         policy = self.graph.oversight
+        update = None
+        if command.update is not None:  # checked before anything is recorded
+            given = as_update(command.update)
+            if given is None:
+                msg = "Command(update=...) must be a dict"
+                raise InvalidUpdateError(msg)
+            update = self.graph.filter_update(given, "The Command update")
         values = {}
         for interrupt_id, value in answers.items():
             values[interrupt_id] = to_json(value, "The resume value")
@@ -255,7 +265,7 @@ class Run:
                 reason,
                 _shown(configurable.get("payload_digest"), interrupt_id),
             )
-        if command.update is not None:  # it changes what every hold point is about
+        if update is not None:  # it changes what every hold point is about
             hold_points.check_holds(thread, self.actor, policy, "A Command(update=...)")
         for interrupt_id, value in values.items():
             thread.answer(
@@ -268,12 +278,8 @@ class Run:
                 run_id=self.run_id,
                 separation_of_duties=policy.separation_of_duties,
             )
-        if command.update is not None:
-            update = as_update(command.update)
-            if update is None:
-                msg = "Command(update=...) must be a dict"
-                raise InvalidUpdateError(msg)
-            thread.edit(self.graph.filter_update(update, "The Command update"), self.actor, reason)
+        if update is not None:
+            thread.edit(update, self.actor, reason)
 
     def _match_answers(self, thread: WorkflowThread, resume: Any) -> dict[str, Any]:
         pending = list(thread.interrupts)

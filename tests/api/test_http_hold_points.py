@@ -396,3 +396,26 @@ def test_the_oversight_report_shows_the_hold_points_at_work(server):
     assert asked["id"] in {pair["reasks"] for pair in report["reasked"]["pairs"]}
     assert report["coverage"]["unapplied"] == 0
     assert report["coverage"]["accounted_for"] is True
+
+
+def test_an_agent_may_not_route_a_new_thread_past_its_approval(server):
+    # Given a new refund_approval thread whose values the agent set (no hold point yet)
+    thread_id = created(server)
+    with server.http("agent") as agent:
+        edited = agent.post(
+            f"/threads/{thread_id}/state",
+            json={"values": {"refund_amount": 250000, "approved": True}},
+        )
+        position = server.head()
+        # When it sends the thread straight to the payment
+        refused = agent.post(
+            f"/threads/{thread_id}/runs/wait",
+            json={"assistant_id": "refund_approval", "command": {"goto": "process_refund"}},
+        )
+
+    # Then the payment node never runs, and the refusal is on record
+    assert edited.status_code == 200
+    assert (refused.status_code, refused.json()["reason"]) == (403, "hold_point")
+    events = server.store.thread_events(thread_id)
+    assert not [e for e in events if getattr(e, "node", None) == "process_refund"]
+    assert [r[:2] for r in refusals_after(server, position)] == [("agent", "hold_point")]

@@ -565,3 +565,42 @@ def test_an_answer_carried_into_a_fork_does_not_apply_to_another_question(
     # Then the node asks anew about what it now pays
     assert result["outcome"] == "pending"
     assert result["__interrupt__"][0].value == {"question": "Approve a $999.0 refund?"}
+
+
+# -- a run's goto may not skip the nodes on the way ---------------------------
+
+
+def test_an_agent_may_not_goto_past_the_approval_node(store):
+    # Given a new refund_approval thread, its values edited by the agent (it stands at no
+    # hold point, so the agent may)
+    graph = created(store, AMY)
+    graph.update_state(config(actor=AMY), {"refund_amount": 250000.0, "approved": True})
+    before = event_names(store)
+
+    # When the agent routes it straight to the payment
+    with pytest.raises(HoldPointBypassError, match="skips the nodes on the way"):
+        graph.invoke(Command(goto="process_refund"), config(actor=AMY))
+
+    # Then nothing ran, and the refusal is on record
+    assert event_names(store) == before
+    assert refusals(store) == [("amy", "hold_point")]
+
+
+def test_even_an_admin_decides_the_flow_by_an_edit_as_node_not_by_goto(store):
+    graph = created(store, AMY)
+
+    with pytest.raises(HoldPointBypassError, match="edits the state as_node, with a reason"):
+        graph.invoke(Command(goto="process_refund"), config(actor=ADA))
+
+
+def test_a_goto_where_the_graph_starts_the_thread_is_input_like_any_other(store):
+    # Given
+    graph = created(store, AMY)
+
+    # When
+    result = graph.invoke(
+        Command(update={"refund_amount": 250.0}, goto="request_approval"), config(actor=AMY)
+    )
+
+    # Then the node asks
+    assert result["__interrupt__"][0].value == QUESTION

@@ -73,6 +73,7 @@ operations = st.one_of(  # decisions and edits twice: a re-asked question needs 
     decisions,
     decisions,
     st.tuples(st.just("command"), principals, threads, amounts),
+    st.tuples(st.just("goto_pay"), principals, threads),
 )
 
 
@@ -122,6 +123,8 @@ class History:
         elif kind == "command":
             command = Command(update={"amount": rest[1]}, goto="ask")
             self.attempt(lambda: self.graph.invoke(command, config))
+        elif kind == "goto_pay":  # past the hold point: refused for every named actor
+            self.attempt(lambda: self.graph.invoke(Command(goto="pay"), config))
 
     def fork(self, who: str, thread_id: str, pick: int, amount: float | None) -> None:
         history = list(self.graph.get_state_history({"configurable": {"thread_id": thread_id}}))
@@ -189,6 +192,7 @@ class History:
 @example([("start", "amy", 250.0), ("decide", "rita", 0, "respond"), ("fork", "amy", 0, 1, 300.0)])
 @example([("start", "amy", 250.0), ("fork", "rob", 0, 0, 300.0), ("decide", "rita", 1, "respond")])
 @example([("start", "amy", 250.0), ("command", "ann", 0, 300.0), ("decide", "ada", 0, "respond")])
+@example([("start", "amy", 250.0), ("decide", "rita", 0, "respond"), ("goto_pay", "amy", 0)])
 def test_no_answer_reaches_a_question_it_did_not_answer(steps):
     history = History()
 
@@ -208,5 +212,17 @@ def test_no_answer_reaches_a_question_it_did_not_answer(steps):
         if isinstance(event, WorkflowThread.NodeCompleted):
             for applied in event.applied or ():
                 assert digests[applied["interrupt_id"]] == applied["digest"]
+    # Every payment follows its own answer: since the thread's last payment (or its start,
+    # or a fork that carried a decision over), `ask` ran with an answer applied
+    for thread_id in history.thread_ids + history.forks():
+        answered = False
+        for event in history.store.thread_events(thread_id):
+            if isinstance(event, WorkflowThread.ThreadForked):
+                answered = bool(event.state.get("decided"))
+            elif isinstance(event, WorkflowThread.NodeCompleted) and event.node == "ask":
+                answered = answered or bool(event.applied)
+            elif isinstance(event, WorkflowThread.NodeCompleted) and event.node == "pay":
+                assert answered, f"{thread_id}: pay ran with no answer applied since it last did"
+                answered = False
     # Every refused attempt is on record
     assert history.recorded_refusals() == history.refused
