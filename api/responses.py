@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from domain.keyring import RefusalInfo
+
 
 class Answer(BaseModel):
     """A documented answer: open to keys added later, as clients should be."""
@@ -100,19 +102,8 @@ class Cancellation(Answer):
     reason: str | None
 
 
-class Refusal(Answer):
-    position: int
-    timestamp: str
-    principal_id: str | None
-    role: str | None
-    action: str
-    target: str | None
-    reason: str
-    message: str
-
-
 class RefusalsPage(Answer):
-    data: list[Refusal]
+    data: list[RefusalInfo]
     next_after: int | None
 
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import Reader, Runner, RunnerOrDecider, action_of, note
+from api.decisions import answer_problem
 from api.positions import set_position
 from api.problems import Problem, problem_responses
 from api.schemas import HistoryQuery, StateAtCheckpoint, StateUpdate, ThreadCreate, ThreadSearch
@@ -208,7 +209,7 @@ async def update_state(
             graph.update_state, {"configurable": configurable}, body.values, body.as_node
         )
     except ReasonRequiredError as error:
-        raise Problem(422, f"Invalid body.reason: {error}", code="reason-required") from None
+        raise answer_problem(error, {"reason": "body.reason"}) from None
     set_position(response, await run_in_threadpool(services.read_models.head))
     note(request, thread_id=thread_id)
     configurable_out = dict(config["configurable"])

@@ -76,10 +76,10 @@ SCHEMES = {"memory": "memory", "sqlite": "sqlite", "postgresql": "postgres", "po
 
 def backend_of(store: Workflows | str) -> str:
     """What kind of store a Workflows, or a store URL, is: "memory", "sqlite" or "postgres"
-    ("unknown" for a URL of no scheme Holdpoint knows)."""
+    ("unknown" for a URL, or persistence module, Holdpoint does not know)."""
     if isinstance(store, str):
         return SCHEMES.get(urlsplit(store).scheme, "unknown")
-    return BACKENDS[str(store.env.get("PERSISTENCE_MODULE"))]
+    return BACKENDS.get(str(store.env.get("PERSISTENCE_MODULE")), "unknown")
 
 
 def postgres_params(store: Workflows) -> dict[str, Any]:

@@ -4,12 +4,14 @@ and PostgreSQL, through raw HTTP and the official LangGraph SDK."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from langgraph_sdk.errors import PermissionDeniedError
 
 from domain.hold_points import question_digest
 from domain.thread import WorkflowThread
-from tests.api.http_harness import server_on
+from tests.api.http_harness import postgres_schema_url, running_server, server_on
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -419,3 +421,33 @@ def test_an_agent_may_not_route_a_new_thread_past_its_approval(server):
     events = server.store.thread_events(thread_id)
     assert not [e for e in events if getattr(e, "node", None) == "process_refund"]
     assert [r[:2] for r in refusals_after(server, position)] == [("agent", "hold_point")]
+
+
+def test_four_eyes_holds_across_two_servers_on_one_database(tmp_path):
+    # Given two servers on one PostgreSQL store (their run locks are their own), and an
+    # interrupt that needs two approvals
+    with postgres_schema_url() as url, running_server(url) as one, running_server(url) as two:
+        thread_id, asked = paused(one, "four_eyes", {"amount": 900.0})
+        body = {"decision": "approve"}
+
+        # When two reviewers approve at once, one on each; and one of them twice more
+        calls = [(one, "reviewer"), (two, "reviewer2"), (two, "reviewer"), (one, "reviewer2")]
+        with ThreadPoolExecutor(len(calls)) as pool:
+            answers = list(pool.map(lambda c: decide(c[0], c[1], asked["id"], **body), calls))
+
+        # Then exactly two approvals are recorded, by two principals, and the node ran once
+        events = one.store.thread_events(thread_id)
+        approvals = [
+            e for e in events if type(e).__name__ in ("InterruptApproved", "InterruptResumed")
+        ]
+        assert sorted(e.actor["id"] for e in approvals) == ["reviewer", "reviewer2"]
+        assert [type(e).__name__ for e in approvals] == ["InterruptApproved", "InterruptResumed"]
+        paid = [
+            e
+            for e in events
+            if type(e).__name__ == "NodeCompleted" and e.node == "four_eyes_payment"
+        ]
+        assert len(paid) == 1
+        statuses = sorted(a.status_code for a in answers)
+        assert statuses[:2] == [200, 200]
+        assert set(statuses[2:]) <= {403, 409}  # approved twice, or no longer open
