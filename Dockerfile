@@ -8,7 +8,8 @@ COPY domain ./domain
 COPY api ./api
 COPY projections ./projections
 COPY persistence ./persistence
-COPY audit ./audit
+COPY integrity ./integrity
+COPY service ./service
 # The seed examples: `holdpoint serve` with no --graph serves them.
 COPY examples ./examples
 RUN pip install . && useradd --system --home /app holdpoint

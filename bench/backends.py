@@ -96,7 +96,7 @@ def _holdpoint() -> list[Side]:
     graph = importlib.import_module("domain.graph")
     types = importlib.import_module("domain.types")
     memory_module = importlib.import_module("domain.checkpoint.memory")
-    store_module = importlib.import_module("domain.store")
+    store_module = importlib.import_module("domain.record.store")
 
     @contextmanager
     def memory() -> Iterator[Any]:

@@ -199,8 +199,8 @@ def _holdpoint_keys(store_url: str, clients: int) -> tuple[tuple[str, str], ...]
     """An agent's and a reviewer's key per client, as `holdpoint keys create` makes them:
     each client is a principal of its own, as independent callers are (the per-key rate
     limits then apply to each, not to all the clients together)."""
-    from domain.keyring import Keyring  # noqa: PLC0415
-    from domain.store import open_store  # noqa: PLC0415
+    from domain.access.keyring import Keyring  # noqa: PLC0415
+    from domain.record.store import open_store  # noqa: PLC0415
 
     with open_store(store_url) as store:
         keyring = Keyring(store)
@@ -430,7 +430,7 @@ def http_cycles(runner: Runner) -> CaseResult:
         f"*{HOLDPOINT_POOL}* is for context, not a target: the same server with "
         "`run_turn = 0` in its holdpoint.toml (every run at once on a pool of 32 threads, "
         "contending for the GIL, instead of the default: one after another on one thread "
-        "while their nodes compute, beside it when a node waits; `api/run_executor.py`).",
+        "while their nodes compute, beside it when a node waits; `service/run_executor.py`).",
         [Table(["clients", "side", *(metric.header for metric in METRICS)])],
     )
     postgres_reason = runner.skipped("postgres")

@@ -52,7 +52,7 @@ QUICK_SIZES = Sizes(events=40_000)
 
 def refund_cycle(index: int) -> list[Any]:
     """One thread's refund cycle, recorded on a new aggregate (events not yet saved)."""
-    from domain.thread import START, WorkflowThread  # noqa: PLC0415
+    from domain.record.thread import START, WorkflowThread  # noqa: PLC0415
 
     amount = 100.0 + index % 900 + (index % 100) / 100
     thread = WorkflowThread.start(
@@ -143,7 +143,7 @@ def _time_cli(url: str, args: list[str]) -> tuple[float, dict[str, Any]]:
 
 def verify_case(runner: Runner) -> CaseResult:
     """Benchmark: `holdpoint verify` over 1,000,000 events, SQLite and PostgreSQL."""
-    from audit.verify_log import default_jobs, scan_log  # noqa: PLC0415
+    from integrity.verify_log import default_jobs, scan_log  # noqa: PLC0415
 
     sizes = QUICK_SIZES if runner.settings == QUICK else Sizes()
     result = CaseResult(
@@ -158,7 +158,7 @@ def verify_case(runner: Runner) -> CaseResult:
         "HOLDPOINT_STORE set: interpreter start, every hash chain recomputed, the global "
         f"sequence checked; {default_jobs()} processes, one per CPU, the command itself "
         "included), the same check in process "
-        "(`audit.verify_log.scan_log`) with the default workers and with one process, and "
+        "(`integrity.verify_log.scan_log`) with the default workers and with one process, and "
         "`holdpoint seal` (the check plus the Merkle tree and an Ed25519 signature) and "
         "`holdpoint verify --seal` (the check plus the log compared with the seal). "
         f"events/s = events / wall time. {AT_REST} "
@@ -248,8 +248,8 @@ def _verify_on(
 
 
 def _time_seal(runner: Runner, rows: list[list[str]], backend: str, url: str, events: int) -> None:
-    from audit.signing import generate_key  # noqa: PLC0415
     from bench.backends import scratch_dir  # noqa: PLC0415
+    from integrity.signing import generate_key  # noqa: PLC0415
 
     with scratch_dir() as directory:
         key = directory / "seal.key"

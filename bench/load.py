@@ -123,8 +123,8 @@ async def drive(endpoint: Endpoint, sizes: Sizes, *, sample_lag: bool) -> tuple[
 
 def audit(store_url: str, threads: list[str], cycles: int, since: datetime) -> dict[str, Any]:
     """What the store holds after the run, checked against what the clients did."""
-    from domain.store import open_store  # noqa: PLC0415
-    from domain.verify import verify_thread  # noqa: PLC0415
+    from domain.record.chain import verify_thread  # noqa: PLC0415
+    from domain.record.store import open_store  # noqa: PLC0415
     from projections.catalog import runner_for  # noqa: PLC0415
     from projections.oversight_report import oversight_report  # noqa: PLC0415
 

@@ -84,7 +84,7 @@ def _percentile(values: list[float], fraction: float) -> float:
 @contextmanager
 def fresh_store(backend: str, server: Server | None) -> Iterator[tuple[Any, str]]:
     """A new, empty Holdpoint store on ``backend``; yields (store, its URL)."""
-    from domain.store import open_store  # noqa: PLC0415
+    from domain.record.store import open_store  # noqa: PLC0415
 
     if backend == "postgres":
         assert server is not None
@@ -112,7 +112,7 @@ AT_REST = (
 
 def settle_log(runner: Runner, backend: str, store: Any) -> None:
     """On PostgreSQL, bring a freshly filled events table to rest (`AT_REST`)."""
-    from audit.scan import source_for  # noqa: PLC0415
+    from integrity.scan import source_for  # noqa: PLC0415
 
     if backend != "postgres" or runner.server is None:
         return
@@ -125,7 +125,7 @@ def settle_log(runner: Runner, backend: str, store: Any) -> None:
 
 def paused_thread(index: int, graph_count: int = 5) -> Any:
     """A thread started, given input and paused on an interrupt (events not yet saved)."""
-    from domain.thread import WorkflowThread  # noqa: PLC0415
+    from domain.record.thread import WorkflowThread  # noqa: PLC0415
 
     thread = WorkflowThread.start(
         thread_id=f"bench-{index:07d}",
@@ -602,7 +602,7 @@ def _lag_writer(
 
     ``log`` gets (notification id, time the commit returned) per commit.
     """
-    from domain.thread import WorkflowThread  # noqa: PLC0415
+    from domain.record.thread import WorkflowThread  # noqa: PLC0415
 
     interval = EVENTS_PER_INTERRUPT / rate
     next_at = time.perf_counter()

@@ -20,7 +20,6 @@ if __package__ in (None, ""):  # run as a script: python bench/run.py
     # library's http package.
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from api.bootstrap import configure_logging
 from bench.backends import LANGGRAPH, load_sides
 from bench.cases import CASES
 from bench.harness import QUICK, Progress, Runner, Settings
@@ -32,6 +31,7 @@ from bench.postgres import connect
 from bench.projections import PROJECTION_CASES
 from bench.report import CaseResult, write_report
 from bench.time_travel import TIME_TRAVEL_CASES
+from service.bootstrap import configure_logging
 
 ALL_CASES = {
     **CASES,

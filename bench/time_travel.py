@@ -72,7 +72,7 @@ def _holdpoint_store(url: str) -> Iterator[Any]:
     background; waiting for them keeps their connecting out of the timed read,
     as LangGraph's ``from_conn_string`` connects before it returns.
     """
-    from domain.store import open_store  # noqa: PLC0415
+    from domain.record.store import open_store  # noqa: PLC0415
 
     store = open_store(url)
     try:
@@ -196,8 +196,8 @@ def _get_state(builder: GraphBuilder, at: Config) -> Prepare:
 
 
 def _state_at_version(version: int) -> Prepare:
-    """``domain.time_travel.state_at_version``: what the HTTP route and the CLI call."""
-    from domain.time_travel import state_at_version  # noqa: PLC0415
+    """``domain.history.time_travel.state_at_version``: what the HTTP route and the CLI call."""
+    from domain.history.time_travel import state_at_version  # noqa: PLC0415
 
     return lambda store: partial(state_at_version, store, THREAD_ID, version)
 
@@ -218,7 +218,7 @@ def state_at_once(
     on the same one (``"<read>+again:<position>"``); Holdpoint also reads by
     version number.
     """
-    from domain.application import SNAPSHOT_INTERVAL  # noqa: PLC0415
+    from domain.record.application import SNAPSHOT_INTERVAL  # noqa: PLC0415
 
     steps = WARM_UP_STEPS if warm_up else settings.state_lengths[-1]
     calls = 2 if warm_up else settings.state_calls
@@ -278,7 +278,7 @@ def _state_at_target(backend: str, description: str, stats: Stats | None) -> Tar
     """Judged on the middle version (the issue's figure); the worst spot is in the detail."""
     if stats is None:
         return Target(description, None, "not measured")
-    from domain.application import SNAPSHOT_INTERVAL  # noqa: PLC0415
+    from domain.record.application import SNAPSHOT_INTERVAL  # noqa: PLC0415
 
     middle, worst = _slowest(stats, "middle"), _slowest(stats, "middle+")
     past = f"{SNAPSHOT_INTERVAL - 1} events past a snapshot"
@@ -291,7 +291,7 @@ def _state_at_target(backend: str, description: str, stats: Stats | None) -> Tar
 
 def state_at_case(runner: Runner) -> CaseResult:
     """Time travel 1: the state at a version in the middle of a long thread."""
-    from domain.application import SNAPSHOT_INTERVAL  # noqa: PLC0415
+    from domain.record.application import SNAPSHOT_INTERVAL  # noqa: PLC0415
 
     settings = runner.settings
     steps, calls = settings.state_lengths[-1], settings.state_calls
@@ -311,7 +311,7 @@ def state_at_case(runner: Runner) -> CaseResult:
         "store object on the storage and compile the same builder with it (not timed), time "
         "`graph.get_state(config)` with that checkpoint's `checkpoint_id`, then the same "
         "call again on that store object (context); on Holdpoint's side also, likewise, "
-        "`domain.time_travel.state_at_version` at the same version (what `GET "
+        "`domain.history.time_travel.state_at_version` at the same version (what `GET "
         "/threads/{id}/versions/{version}` and `holdpoint state --version` call). Medians "
         "of the calls, in ms; one thread per side and backend. A new store object is a new "
         "SQLite connection, a new PostgreSQL pool (Holdpoint: `open_store`, then a wait until "

@@ -256,13 +256,13 @@ class InvalidPrincipalError(HoldpointError, ValueError):
     """A principal id is empty, too long or not printable."""
 
 
-# -- hold points (domain/hold_points.py) --------------------------------------
+# -- hold points (domain/oversight/hold_points.py) --------------------------------------
 
 
 class OversightError(HoldpointError, PermissionError):
     """A hold point's rules refuse the caller this: the refusal is recorded, nothing else.
 
-    `reason` is the refusal's code on record (`domain.identity.REFUSAL_REASONS`).
+    `reason` is the refusal's code on record (`domain.access.identity.REFUSAL_REASONS`).
     """
 
     reason = "forbidden"

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
+from domain.engine.task_context import current_task
 from domain.errors import InvalidUpdateError, NoCheckpointerError
-from domain.hashing import to_json
-from domain.hold_points import DEFAULT_DECISION_VALUES, check_approvals
-from domain.task_context import current_task
+from domain.oversight.hold_points import DEFAULT_DECISION_VALUES, check_approvals
+from domain.record.hashing import to_json
 
 N = TypeVar("N")
 
@@ -105,13 +105,13 @@ def interrupt(
 
     An answer applies only to the question it answered: when the node runs again,
     an `interrupt()` whose value differs from the one answered does not receive
-    the answer, it asks anew (domain/hold_points.py).
+    the answer, it asks anew (domain/oversight/hold_points.py).
     """
     task = current_task()
     if not task.durable:
         msg = (
             "interrupt() needs a checkpointer: compile the graph with "
-            "checkpointer=InMemorySaver() or a store from domain.store.open_store()"
+            "checkpointer=InMemorySaver() or a store from domain.record.store.open_store()"
         )
         raise NoCheckpointerError(msg)
     policy = interrupt_policy(

@@ -1,4 +1,4 @@
-"""The per-request key check on SQLite, without the store's pool (see domain/keyring.py)."""
+"""The per-request key check on SQLite, without the store's pool (see domain/access/keyring.py)."""
 
 from __future__ import annotations
 

@@ -252,7 +252,7 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
         *,
         head: bool,
     ) -> tuple[StoredEvent | None, list[StoredEvent], int | None]:
-        """A thread as of `version`, in one round trip (`domain.application.ReadsAtVersion`,
+        """A thread as of `version`, in one round trip (`domain.record.application.ReadsAtVersion`,
         `persistence.version_reads`).
 
         Not prepared: on a connection freshly made, preparing would cost one

@@ -1,6 +1,6 @@
 """A thread as of a version in one query: the statement both SQL stores run.
 
-`domain.application.ReadsAtVersion` is what it answers: the latest snapshot at
+`domain.record.application.ReadsAtVersion` is what it answers: the latest snapshot at
 or before the version, the events from that snapshot's own version (from the
 first without one) to the last wanted, and, when asked, the aggregate's latest
 version. Each row is tagged with its part, and the rows come in part order,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from domain.application import Workflows
+from domain.record.application import Workflows
 from projections.oversight import OversightProjection
 from projections.pending_approvals import PendingApprovalsProjection
 from projections.runner import Projection, ProjectionRunner

@@ -18,8 +18,8 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import tuple_row
 
-from domain.application import Workflows
-from domain.store import backend_of, postgres_params
+from domain.record.application import Workflows
+from domain.record.store import backend_of, postgres_params
 from persistence.sqlite_checkpointer import hold_checkpointer, take_commit_checkpoints_off
 
 IDLE_PING_SECONDS = 5.0

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 
 import structlog
 
-from domain.application import Workflows
 from domain.errors import ConcurrentUpdateError, ReducerUnavailableError
+from domain.record.application import Workflows
 from projections.database import Database
 from projections.pending_approvals import QUEUE
 from projections.timestamps import utc_text

@@ -1,4 +1,4 @@
-"""The oversight report's figures about hold points (`domain/hold_points.py`).
+"""The oversight report's figures about hold points (`domain/oversight/hold_points.py`).
 
 An answer binds to the question it answered, four eyes need two different
 approvers, an edit `as_node` decides the flow, and an attempt to change a

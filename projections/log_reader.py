@@ -29,7 +29,7 @@ import psycopg
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import resolve_topic
 
-from domain.application import Workflows
+from domain.record.application import Workflows
 from persistence.event_mapper import EventMapper
 from projections.database import Database
 from projections.threads import START_TOPICS, Thread, ThreadDirectory

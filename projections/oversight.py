@@ -7,7 +7,7 @@ or superseded when its node asked anew. Cancellations are kept with their
 reasons (the Art. 14(4)(e) stop). Reports read these rows; they never replay
 events.
 
-An answer binds to the question it answered (`domain/hold_points.py`), so each
+An answer binds to the question it answered (`domain/oversight/hold_points.py`), so each
 row also says what became of its answer once its node ran past it, in
 `applied`: 'applied' when the node's NodeCompleted lists the interrupt with
 the digest of the question asked (an answer recorded before digests were
@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from domain.hold_points import question_digest
-from domain.identity import RefusedAttempt
-from domain.thread import WorkflowThread
+from domain.access.identity import RefusedAttempt
+from domain.oversight.hold_points import question_digest
+from domain.record.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.log_reader import Entry
 from projections.oversight_tables import (

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from domain.hold_points import question_digest
-from domain.thread import WorkflowThread
+from domain.oversight.hold_points import question_digest
+from domain.record.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.log_reader import Entry
 from projections.oversight_tables import INTERRUPTS

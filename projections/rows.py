@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from domain.thread import WorkflowThread
+from domain.record.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.log_reader import Entry
 from projections.threads import STARTS

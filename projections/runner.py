@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import structlog
 from eventsourcing.utils import get_topic
 
-from domain.application import Workflows
+from domain.record.application import Workflows
 from persistence.failures import STORE_UNAVAILABLE
 from projections.database import Cursor, Database, StagedCursor, database_for
 from projections.log_reader import Entry, LogReader

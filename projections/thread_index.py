@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from domain.thread import WorkflowThread
+from domain.record.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.log_reader import Entry
 from projections.paging import keyset_page

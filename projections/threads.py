@@ -22,8 +22,8 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import get_topic
 
-from domain.application import Workflows
-from domain.thread import WorkflowThread
+from domain.record.application import Workflows
+from domain.record.thread import WorkflowThread
 from projections.database import Database
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 def holdpoint(store_url: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run `holdpoint ARGS` with HOLDPOINT_STORE set; its exit status, stdout and stderr."""
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", *args],
+        [sys.executable, "-m", "api.cli.main", *args],
         cwd=REPO,
         env={**os.environ, "HOLDPOINT_STORE": store_url},
         capture_output=True,

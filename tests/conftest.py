@@ -17,8 +17,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from domain.application import Workflows
-from domain.store import open_store
+from domain.record.application import Workflows
+from domain.record.store import open_store
 from tests.ci import missing
 
 STORE_KINDS = ["memory", "sqlite", "postgres"]

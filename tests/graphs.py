@@ -13,8 +13,8 @@ import operator
 from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
-from domain.application import Workflows
 from domain.graph import END, START, CompiledStateGraph, StateGraph
+from domain.record.application import Workflows
 from domain.types import interrupt
 
 

@@ -3,7 +3,7 @@
 The key is authenticated by the same keyring as `Authorization: Bearer`; a
 refused key (revoked, unknown) is recorded as a 401 refusal, exactly like the
 API's, and ends the session. Each page needs one of the API's permissions
-(`api.auth.PERMISSIONS`), checked by `api.auth.check`, which records a 403.
+(`api.http.auth.PERMISSIONS`), checked by `api.http.auth.check`, which records a 403.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from api.auth import PERMISSIONS, Permission, check, note, refuse
-from api.services import ServicesDep
+from api.http.auth import PERMISSIONS, Permission, check, note, refuse
 from api.ui.sessions import Session, current_session, session_table
+from domain.access.identity import Principal
 from domain.errors import AuthenticationError
-from domain.identity import Principal
+from service.services import ServicesDep
 
 
 class SignInRequiredError(Exception):

@@ -10,11 +10,11 @@ from urllib.parse import parse_qsl, urlsplit
 
 from fastapi import Request
 
-from api.auth import refuse
-from api.problems import Problem
-from api.services import Services
+from api.http.auth import refuse
+from api.http.problems import Problem
 from api.ui.sessions import tokens_match
-from domain.identity import Principal
+from domain.access.identity import Principal
+from service.services import Services
 
 CSRF_FIELD = "csrf_token"
 CSRF_MESSAGE = (

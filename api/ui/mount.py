@@ -15,11 +15,11 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
-from api.problems import Problem
-from api.services import Services
+from api.http.problems import Problem
 from api.ui import routes_dashboard, routes_decision, routes_inbox, routes_session, routes_thread
 from api.ui.pages import error_page
 from api.ui.sessions import SessionTable
+from service.services import Services
 
 STATIC = Path(__file__).parent / "static"
 PREFIX = "/ui"

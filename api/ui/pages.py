@@ -19,8 +19,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from api.auth import Permission
-from api.problems import Problem, from_domain_error
+from api.http.auth import Permission
+from api.http.problems import Problem, from_domain_error
 from api.ui.access import SignInRequiredError
 from api.ui.sessions import SESSION_COOKIE, clear_cookie, current_session
 from domain.errors import HoldpointError

@@ -1,6 +1,6 @@
 """One interrupt: what it asks, the thread so far, the deadline, and the decision form.
 
-A decision goes through `api.decisions.decide`, the code behind `POST
+A decision goes through `api.http.decisions.decide`, the code behind `POST
 /approvals/{interrupt_id}/decision`: the same roles, separation of duties,
 one winner among concurrent answers, idempotency and refusals on record. The
 form carries the digest of the payload the page showed, so that a decision is
@@ -18,19 +18,19 @@ from fastapi.responses import RedirectResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import Permission, throttle
-from api.authority import fate
-from api.decisions import decide
-from api.problems import Problem, from_domain_error
-from api.rate_limit import DECISIONS
-from api.schemas import DecisionBody
-from api.services import Services, ServicesDep
+from api.http.auth import Permission, throttle
+from api.http.authority import fate
+from api.http.decisions import decide
+from api.http.problems import Problem, from_domain_error
+from api.http.schemas import DecisionBody
 from api.ui.access import DecidingViewer, QueueViewer, Viewer
 from api.ui.forms import check_form, read_form
 from api.ui.pages import PageRoute, render
 from api.ui.thread_timeline import completed, thread_timeline
 from domain.errors import HoldpointError
-from domain.hold_points import record_digest
+from domain.oversight.hold_points import record_digest
+from service.rate_limit import DECISIONS
+from service.services import Services, ServicesDep
 
 router = APIRouter(route_class=PageRoute)
 DECISIONS_OFFERED = ("approve", "reject", "edit", "escalate")

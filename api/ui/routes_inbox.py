@@ -6,12 +6,12 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from api.auth import Permission
-from api.services import ServicesDep
+from api.http.auth import Permission
 from api.ui.access import QueueViewer, Viewer
 from api.ui.inbox_query import AGE_LABELS, SORTS, InboxFilters, read_inbox
 from api.ui.pages import PageRoute, render
 from projections.pending_approvals import PendingApprovals
+from service.services import ServicesDep
 
 router = APIRouter(route_class=PageRoute)
 

@@ -14,8 +14,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import note, refuse
-from api.services import ServicesDep
+from api.http.auth import note, refuse
 from api.ui.forms import check_form, read_form
 from api.ui.pages import PageRoute, render
 from api.ui.sessions import (
@@ -26,8 +25,9 @@ from api.ui.sessions import (
     session_table,
     set_cookie,
 )
+from domain.access.identity import Principal
 from domain.errors import AuthenticationError
-from domain.identity import Principal
+from service.services import ServicesDep
 
 router = APIRouter(route_class=PageRoute)
 HOME = "/ui/inbox"

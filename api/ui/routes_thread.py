@@ -9,17 +9,17 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import Permission
-from api.lineage import lineage
-from api.problems import Problem
-from api.services import Services, ServicesDep
+from api.http.auth import Permission
+from api.http.problems import Problem
 from api.ui.access import AuditingViewer, ReadingViewer, Viewer
 from api.ui.forms import check_form, read_form
 from api.ui.pages import PageRoute, render
 from api.ui.thread_timeline import completed, thread_timeline
-from audit.evidence import export_thread
-from audit.reporting import problem_line
-from domain.time_travel import diff_versions, head_version, state_at_version
+from domain.history.time_travel import diff_versions, head_version, state_at_version
+from integrity.export import export_thread
+from integrity.reporting import problem_line
+from service.lineage import lineage
+from service.services import Services, ServicesDep
 
 router = APIRouter(route_class=PageRoute)
 

@@ -3,15 +3,15 @@
 Auditors read it as `GET /threads/{id}/audit` gives it: actors, summaries that
 name them, and the hash chain's check. Others read what `GET
 /threads/{id}/versions/{n}` gives them: each event and its hashes, without
-who acted (`api.time_travel_json.AUDIT_ONLY`).
+who acted (`api.presenters.time_travel.AUDIT_ONLY`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from api.audit_timeline import timeline
-from domain.application import Workflows
+from api.presenters.audit_timeline import timeline
+from domain.record.application import Workflows
 
 NEUTRAL = {
     "ThreadStarted": "the thread started",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from domain.application import Workflows
-from domain.store import store_env
+from domain.record.application import Workflows
+from domain.record.store import store_env
 
 
 class InMemorySaver(Workflows):

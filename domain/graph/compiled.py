@@ -6,9 +6,8 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from domain import hold_points, snapshots
-from domain.actor import resolve_actor
-from domain.application import Workflows
+from domain.access.actor import resolve_actor
+from domain.engine.runtime import REQUEST_KEY, Run
 from domain.errors import (
     GraphDefinitionError,
     InvalidUpdateError,
@@ -16,20 +15,22 @@ from domain.errors import (
     NoCheckpointerError,
     OversightError,
 )
-from domain.forks import branch
 from domain.graph.constants import END, START
 from domain.graph.digest import graph_digest
-from domain.hashing import to_json
-from domain.hold_points import Oversight
-from domain.runtime import REQUEST_KEY, Run
-from domain.schema import (
+from domain.history import state_snapshots as snapshots
+from domain.history.forks import branch
+from domain.oversight import hold_points
+from domain.oversight.hold_points import Oversight
+from domain.record.application import Workflows
+from domain.record.hashing import to_json
+from domain.record.schema import (
     as_state,
     as_update,
     initial_values,
     register_reducer,
     schema_as_record,
 )
-from domain.thread import WorkflowThread, fold_update
+from domain.record.thread import WorkflowThread, fold_update
 from domain.types import Command, StateSnapshot, interrupt_policy
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class CompiledStateGraph:
         if checkpointer is not None and not isinstance(checkpointer, Workflows):
             msg = (
                 "checkpointer must be a Holdpoint store: InMemorySaver() or "
-                f"domain.store.open_store(url), not {type(checkpointer).__name__}"
+                f"domain.record.store.open_store(url), not {type(checkpointer).__name__}"
             )
             raise GraphDefinitionError(msg)
         self.builder = builder
@@ -96,7 +97,7 @@ class CompiledStateGraph:
     def set_oversight(
         self, *, separation_of_duties: bool | None = None, approvals: int | None = None
     ) -> None:
-        """The hold points' policy for this graph's threads (domain/hold_points.py):
+        """The hold points' policy for this graph's threads (domain/oversight/hold_points.py):
         `separation_of_duties` (default on: no one who shaped what is decided may decide
         it) and `approvals`, the distinct approvals each interrupt needs when its
         `interrupt()` call names no number (default 1; 2 for four eyes). The policy in
@@ -211,7 +212,7 @@ class CompiledStateGraph:
     ) -> dict[str, Any]:
         """Record a human's edit of the state (StateEdited); return its checkpoint config.
 
-        Where a hold point is at stake the edit obeys its rules (domain/hold_points.py):
+        Where a hold point is at stake the edit obeys its rules (domain/oversight/hold_points.py):
         at a standing hold point only who may decide it edits; an edit `as_node` is a
         decision about the flow (a deciding role, `configurable.reason`, separation of
         duties), recorded with decision "edit". A refused edit raises OversightError

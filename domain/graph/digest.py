@@ -15,7 +15,7 @@ from collections.abc import Callable
 from types import CodeType
 from typing import TYPE_CHECKING, Any
 
-from domain.hashing import canonical_json
+from domain.record.hashing import canonical_json
 
 if TYPE_CHECKING:
     from domain.graph.state import StateGraph

@@ -10,7 +10,7 @@ from typing import Any
 from domain.errors import GraphDefinitionError
 from domain.graph.compiled import CompiledStateGraph
 from domain.graph.constants import END, START
-from domain.schema import Channel, channels_of
+from domain.record.schema import Channel, channels_of
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from domain.application import Workflows
 from domain.graph import CompiledStateGraph
+from domain.record.application import Workflows
 from domain.types import interrupt
 from tests.graphs import linear_graph, parallel_interrupts_graph
 

@@ -23,12 +23,12 @@ import uvicorn
 from langgraph_sdk import get_sync_client
 from psycopg import sql
 
-from api.app import create_app
-from api.graph_loader import load_graphs
-from api.services import Services
-from api.settings import ServerSettings
-from domain.application import Workflows
-from domain.store import open_store
+from api.http.app import create_app
+from domain.record.application import Workflows
+from domain.record.store import open_store
+from service.graph_loader import load_graphs
+from service.services import Services
+from service.settings import ServerSettings
 from tests.api.http_graphs import served_test_graphs
 from tests.conftest import POSTGRES_URL, require_postgres
 

@@ -7,7 +7,7 @@ import pytest
 
 from domain.errors import ThreadCancelledError, ThreadNotFoundError
 from domain.graph import END, START, StateGraph
-from domain.thread import WorkflowThread
+from domain.record.thread import WorkflowThread
 from domain.types import Command, interrupt
 
 REVIEWER = {"id": "rita", "role": "reviewer", "authenticated": True, "via": "test"}

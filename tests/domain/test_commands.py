@@ -10,11 +10,11 @@ from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
-from domain.application import Workflows
 from domain.errors import InvalidUpdateError
 from domain.graph import END, START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
-from domain.thread import WorkflowThread
+from domain.record.application import Workflows
+from domain.record.thread import WorkflowThread
 from domain.types import Command, interrupt
 
 

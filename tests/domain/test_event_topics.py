@@ -14,7 +14,7 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.utils import get_topic
 
 import domain
-from domain.thread import WorkflowThread
+from domain.record.thread import WorkflowThread
 
 RECORDED_TOPICS = {
     "domain.thread:WorkflowThread.ThreadStarted",

@@ -15,19 +15,19 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from domain.actor import local_actor
-from domain.application import Workflows
+from domain.access.actor import local_actor
 from domain.errors import ThreadExistsError, ThreadNotFoundError
-from domain.forks import NothingToForkError, fork_at_version
 from domain.graph import END, START, CompiledStateGraph, StateGraph
-from domain.thread import WorkflowThread, thread_uuid
-from domain.time_travel import (
+from domain.history.forks import NothingToForkError, fork_at_version
+from domain.history.time_travel import (
     ForkOrigin,
     VersionNotFoundError,
     fork_origin,
     state_at_version,
     versions,
 )
+from domain.record.application import Workflows
+from domain.record.thread import WorkflowThread, thread_uuid
 from domain.types import Command, interrupt
 from projections.catalog import runner_for
 from projections.pending_approvals import PendingApprovals

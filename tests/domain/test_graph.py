@@ -11,11 +11,11 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from domain.application import Workflows
 from domain.errors import GraphDefinitionError, InvalidUpdateError
 from domain.graph import END, START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
-from domain.thread import WorkflowThread
+from domain.record.application import Workflows
+from domain.record.thread import WorkflowThread
 from tests.graphs import Log, appender
 
 

@@ -15,10 +15,10 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from domain.application import Workflows
 from domain.graph.compiled import CompiledStateGraph
-from domain.store import open_store
-from domain.thread import WorkflowThread
+from domain.record.application import Workflows
+from domain.record.store import open_store
+from domain.record.thread import WorkflowThread
 from domain.types import Command, Interrupt, PregelTask, StateSnapshot, interrupt
 from tests.graphs import linear_graph
 

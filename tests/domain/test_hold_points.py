@@ -1,7 +1,7 @@
 """Hold points through the Python API: the attacks of issue 19, each refused or harmless.
 
 A Python caller names its actor in the config; the rules apply to that actor as they
-do to an API key's principal (domain/hold_points.py). Each refusal records its
+do to an API key's principal (domain/oversight/hold_points.py). Each refusal records its
 AccessRefused and nothing else.
 """
 
@@ -11,7 +11,7 @@ from typing import Any, TypedDict
 
 import pytest
 
-from domain.application import Workflows
+from domain.access.keyring import Keyring
 from domain.errors import (
     DecisionContradictionError,
     HoldPointBypassError,
@@ -24,12 +24,12 @@ from domain.errors import (
     ThreadInterruptedError,
     WrongRoleError,
 )
-from domain.forks import fork_at_version
 from domain.graph import CompiledStateGraph
-from domain.hold_points import question_digest
-from domain.keyring import Keyring
-from domain.thread import WorkflowThread
-from domain.time_travel import versions
+from domain.history.forks import fork_at_version
+from domain.history.time_travel import versions
+from domain.oversight.hold_points import question_digest
+from domain.record.application import Workflows
+from domain.record.thread import WorkflowThread
 from domain.types import Command, interrupt
 from tests.graphs import linear_graph, refund_graph
 

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from eventsourcing.utils import get_topic
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from domain.access.identity import RefusedAttempt
 from domain.checkpoint.memory import InMemorySaver
 from domain.errors import HoldpointError, OversightError
 from domain.graph import CompiledStateGraph
-from domain.hold_points import question_digest
-from domain.identity import RefusedAttempt
-from domain.thread import WorkflowThread
+from domain.oversight.hold_points import question_digest
+from domain.record.thread import WorkflowThread
 from domain.types import Command, interrupt
 from tests.graphs import linear_graph
 
@@ -165,7 +166,7 @@ class History:
 
     def recorded_refusals(self) -> int:
         notifications = self.store.recorder.select_notifications(start=1, limit=100_000)
-        topic = f"{RefusedAttempt.AccessRefused.__module__}:RefusedAttempt.AccessRefused"
+        topic = get_topic(RefusedAttempt.AccessRefused)
         return sum(1 for n in notifications if n.topic == topic)
 
     def thread_events(self) -> list[Any]:

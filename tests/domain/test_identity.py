@@ -14,12 +14,7 @@ from eventsourcing.utils import get_topic
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.errors import (
-    InvalidPrincipalError,
-    InvalidRoleError,
-    KeyAlreadyRevokedError,
-)
-from domain.identity import (
+from domain.access.identity import (
     REFUSAL_REASONS,
     ROLES,
     ApiKey,
@@ -35,6 +30,11 @@ from domain.identity import (
     key_uuid,
     new_key,
     parse_key,
+)
+from domain.errors import (
+    InvalidPrincipalError,
+    InvalidRoleError,
+    KeyAlreadyRevokedError,
 )
 
 ADMIN = {"id": "ada", "role": "admin"}

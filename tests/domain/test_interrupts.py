@@ -14,11 +14,11 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from domain.application import Workflows
 from domain.graph import START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
-from domain.store import open_store
-from domain.thread import WorkflowThread
+from domain.record.application import Workflows
+from domain.record.store import open_store
+from domain.record.thread import WorkflowThread
 from domain.types import Command, Interrupt, interrupt
 from tests.graphs import Refund, linear_graph, parallel_interrupts_graph, refund_graph
 

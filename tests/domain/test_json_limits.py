@@ -7,8 +7,8 @@ import json
 import pytest
 
 from domain.errors import NotSerializableError
-from domain.hashing import to_json
-from domain.json_limits import (
+from domain.record.hashing import to_json
+from domain.record.json_limits import (
     MAX_JSON_DEPTH,
     depth_exceeds,
     has_lone_surrogate_escape,

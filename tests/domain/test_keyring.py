@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from domain.application import Workflows
+from domain.access.identity import ApiKey, Principal, parse_key
+from domain.access.keyring import KeyInfo, Keyring
 from domain.errors import (
     AuthenticationError,
     InvalidPrincipalError,
@@ -22,9 +23,8 @@ from domain.errors import (
     MissingKeyError,
     UnknownKeyError,
 )
-from domain.identity import ApiKey, Principal, parse_key
-from domain.keyring import KeyInfo, Keyring
-from domain.store import open_store
+from domain.record.application import Workflows
+from domain.record.store import open_store
 
 ADMIN = {"id": "ada", "role": "admin"}
 
@@ -245,7 +245,7 @@ def test_list_shows_every_key_newest_first_with_its_revocation_and_never_a_diges
 
 
 def test_list_pages_through_a_long_log(keyring, store, monkeypatch):
-    monkeypatch.setattr("domain.keyring.PAGE", 2)
+    monkeypatch.setattr("domain.access.keyring.PAGE", 2)
     made = [keyring.create(f"p{n}", "agent")[0].key_id for n in range(5)]
 
     assert [k.key_id for k in keyring.list()] == made[::-1]

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from domain.diagnosis import ReferenceHasher, diagnose, reference_transcoder
-from domain.integrity import (
+from domain.integrity.diagnosis import ReferenceHasher, diagnose, reference_transcoder
+from domain.integrity.whole_log import (
     MISSING,
     REORDERED,
     LogCheck,
@@ -15,9 +15,9 @@ from domain.integrity import (
     Row,
     thread_aggregate_id,
 )
-from domain.store import open_store
-from domain.thread import thread_uuid
-from tests.audit.conftest import record_threads
+from domain.record.store import open_store
+from domain.record.thread import thread_uuid
+from tests.integrity.conftest import record_threads
 
 
 @pytest.fixture

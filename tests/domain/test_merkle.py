@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.hashing import canonical_json
-from domain.merkle import (
+from domain.integrity.merkle import (
     MerkleTree,
     chunk_height,
     leaf_data,
@@ -17,6 +16,7 @@ from domain.merkle import (
     node_hash,
     verify_inclusion,
 )
+from domain.record.hashing import canonical_json
 
 
 def rfc6962_root(leaves: list[bytes]) -> bytes:

@@ -13,7 +13,6 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from domain.application import Workflows
 from domain.errors import (
     AmbiguousResumeError,
     EmptyInputError,
@@ -27,6 +26,7 @@ from domain.errors import (
 )
 from domain.graph import START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
+from domain.record.application import Workflows
 from domain.types import Command
 from tests.graphs import Refund, parallel_interrupts_graph, process_refund, refund_graph
 

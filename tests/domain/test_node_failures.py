@@ -16,7 +16,7 @@ import pytest
 from domain.errors import InvalidUpdateError, NodeTimeoutError
 from domain.graph import START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
-from domain.thread import WorkflowThread
+from domain.record.thread import WorkflowThread
 from tests.graphs import Refund
 
 OPERATOR = {"id": "ops", "role": "admin"}

@@ -22,12 +22,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from domain import application
-from domain.application import Workflows
 from domain.graph import START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
-from domain.store import store_env
-from domain.thread import WorkflowThread, thread_uuid
+from domain.record import application
+from domain.record.application import Workflows
+from domain.record.store import store_env
+from domain.record.thread import WorkflowThread, thread_uuid
 from domain.types import Command, interrupt
 
 THREAD = "prop"

@@ -15,11 +15,8 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from domain.actor import local_actor
-from domain.application import Workflows
-from domain.forks import fork_at_version
-from domain.graph import END, START, CompiledStateGraph, StateGraph
-from domain.replay import (
+from domain.access.actor import local_actor
+from domain.engine.replay import (
     DIFFERENT_ERROR,
     DIFFERENT_INTERRUPT,
     DIFFERENT_ROUTE,
@@ -34,8 +31,11 @@ from domain.replay import (
     replay_thread,
     threads_by_graph,
 )
-from domain.thread import thread_uuid
-from domain.time_travel import fork_origin
+from domain.graph import END, START, CompiledStateGraph, StateGraph
+from domain.history.forks import fork_at_version
+from domain.history.time_travel import fork_origin
+from domain.record.application import Workflows
+from domain.record.thread import thread_uuid
 from domain.types import Command, interrupt
 
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from domain.application import Workflows
 from domain.errors import GraphRecursionError
 from domain.graph import START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
-from domain.thread import WorkflowThread
+from domain.record.application import Workflows
+from domain.record.thread import WorkflowThread
 from tests.graphs import Log, Refund, appender, counter_loop_graph
 
 

@@ -6,9 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from domain.integrity import FORGED, MISSING
-from domain.merkle import leaf_hash
-from domain.seal import (
+from domain.integrity.merkle import leaf_hash
+from domain.integrity.seal import (
     Seal,
     SealedLog,
     SealFormatError,
@@ -18,6 +17,7 @@ from domain.seal import (
     seal_statement,
     subtract,
 )
+from domain.integrity.whole_log import FORGED, MISSING
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from domain.store import backend_of, open_store
+from domain.record.store import backend_of, open_store
 
 
 def test_a_store_says_which_backend_it_is(store, store_kind):

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from domain.application import Workflows
 from domain.errors import GraphDefinitionError
 from domain.graph import START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
+from domain.record.application import Workflows
 from domain.types import Command, Interrupt, interrupt
 from tests.graphs import Log, Refund, counter_loop_graph, refund_graph
 

@@ -21,9 +21,10 @@ from domain.errors import (
     ThreadInterruptedError,
     UnknownInterruptError,
 )
-from domain.hashing import GENESIS_HASH
-from domain.hold_points import question_digest
-from domain.thread import (
+from domain.oversight.hold_points import question_digest
+from domain.record.chain import verify_thread
+from domain.record.hashing import GENESIS_HASH
+from domain.record.thread import (
     CANCELLED,
     FAILED,
     IDLE,
@@ -34,7 +35,6 @@ from domain.thread import (
     fold_update,
     thread_uuid,
 )
-from domain.verify import verify_thread
 
 ACTOR = {"id": "alice", "role": "reviewer", "authenticated": True, "via": "test"}
 HEX32 = re.compile(r"^[0-9a-f]{32}$")

@@ -18,12 +18,10 @@ from uuid import UUID
 
 import pytest
 
-from domain.application import Workflows
 from domain.errors import CheckpointNotFoundError, ThreadNotFoundError
 from domain.graph import CompiledStateGraph
-from domain.snapshots import get_state, get_state_history
-from domain.store import open_store
-from domain.time_travel import (
+from domain.history.state_snapshots import get_state, get_state_history
+from domain.history.time_travel import (
     KeyChange,
     NotYetStartedError,
     VersionNotFoundError,
@@ -38,6 +36,8 @@ from domain.time_travel import (
     version_at,
     versions,
 )
+from domain.record.application import Workflows
+from domain.record.store import open_store
 from domain.types import Command, interrupt
 from tests.graphs import linear_graph
 

@@ -17,12 +17,12 @@ from uuid import UUID
 
 import pytest
 
-from domain.application import SNAPSHOT_INTERVAL, Workflows, fold_events
 from domain.errors import CheckpointNotFoundError, ThreadNotFoundError
 from domain.graph import END, START, StateGraph
-from domain.snapshots import checkpoint_id, get_state, get_state_history
-from domain.thread import thread_uuid
-from domain.time_travel import VersionNotFoundError, state_at_version
+from domain.history.state_snapshots import checkpoint_id, get_state, get_state_history
+from domain.history.time_travel import VersionNotFoundError, state_at_version
+from domain.record.application import SNAPSHOT_INTERVAL, Workflows, fold_events
+from domain.record.thread import thread_uuid
 
 STEPS = 130
 # ThreadStarted, InputReceived, NodeCompleted(__start__), one per step, ThreadCompleted
@@ -254,7 +254,7 @@ def test_a_checkpoint_reads_the_same_through_a_new_store_object(store_url_for):
     # Given
     if store_url_for.startswith("memory"):
         pytest.skip("a memory store lives and dies with its process")
-    from domain.store import open_store  # noqa: PLC0415
+    from domain.record.store import open_store  # noqa: PLC0415
 
     with open_store(store_url_for) as first:
         run_loop(first)

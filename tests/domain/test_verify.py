@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from domain.application import Workflows
-from domain.store import open_store
-from domain.thread import WorkflowThread
+from domain.record.application import Workflows
+from domain.record.chain import recompute_hash, verify_chain
+from domain.record.store import open_store
+from domain.record.thread import WorkflowThread
 from domain.types import Command
-from domain.verify import recompute_hash, verify_chain
 from tests.graphs import refund_graph
 
 

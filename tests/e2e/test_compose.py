@@ -31,7 +31,7 @@ def holdpoint(*args: str, store: str | None = None) -> subprocess.CompletedProce
     if store is not None:
         env["HOLDPOINT_STORE"] = store
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", *args],
+        [sys.executable, "-m", "api.cli.main", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,

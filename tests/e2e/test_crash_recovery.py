@@ -24,11 +24,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from domain.store import open_store
-from domain.verify import verify_thread
+from domain.record.chain import verify_thread
+from domain.record.store import open_store
 from projections.catalog import runner_for
+from tests.api.http.test_serve import Serving
 from tests.api.http_harness import postgres_schema_url
-from tests.api.test_http_serve import Serving
 from tests.projections.histories import read_models
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +66,7 @@ REFUND = {"amount": 40.0, "approved": None, "paid": False}
 
 def make_key(store: str, principal: str, role: str) -> str:
     made = subprocess.run(
-        [sys.executable, "-m", "api.cli", "keys", "create", "--principal", principal,
+        [sys.executable, "-m", "api.cli.main", "keys", "create", "--principal", principal,
          "--role", role],
         env={**os.environ, "HOLDPOINT_STORE": store, "PYTHONPATH": str(ROOT)},
         cwd=ROOT, capture_output=True, text=True, check=True,

@@ -22,10 +22,10 @@ import traceback
 from multiprocessing.synchronize import Barrier
 from typing import Any, TypedDict
 
-from domain.application import Workflows
 from domain.errors import HoldpointError
 from domain.graph import CompiledStateGraph
-from domain.store import open_store
+from domain.record.application import Workflows
+from domain.record.store import open_store
 from domain.types import Command, interrupt
 from tests.graphs import linear_graph
 

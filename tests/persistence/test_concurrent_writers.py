@@ -38,11 +38,11 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from domain.application import Workflows
 from domain.errors import GraphRecursionError
-from domain.store import open_store
+from domain.record.application import Workflows
+from domain.record.chain import verify_chain
+from domain.record.store import open_store
 from domain.types import Command
-from domain.verify import verify_chain
 from tests.persistence import race_workers
 
 ROUNDS = {"gated": 15, "free": 10}

@@ -17,11 +17,11 @@ from uuid import UUID
 import pytest
 from eventsourcing.persistence import StoredEvent
 
-from domain import snapshots
-from domain.application import Workflows
-from domain.thread import WorkflowThread
+from domain.history import state_snapshots as snapshots
+from domain.record.application import Workflows
+from domain.record.chain import verify_chain, verify_thread
+from domain.record.thread import WorkflowThread
 from domain.types import Command, interrupt
-from domain.verify import verify_chain, verify_thread
 from tests.graphs import linear_graph
 
 FIXTURE = json.loads((Path(__file__).parent.parent / "fixtures" / "v1_events.json").read_text())

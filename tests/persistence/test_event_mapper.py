@@ -19,8 +19,8 @@ from eventsourcing.persistence import Mapper, StoredEvent
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain.store import open_store
-from domain.thread import WorkflowThread
+from domain.record.store import open_store
+from domain.record.thread import WorkflowThread
 from persistence.event_mapper import EventMapper
 
 json_values = st.recursive(  # what a node's update may hold (the domain refuses NaN)

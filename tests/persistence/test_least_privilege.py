@@ -38,9 +38,9 @@ from eventsourcing.persistence import PersistenceError
 from psycopg import sql
 
 from domain.graph import END, START, StateGraph
-from domain.store import StoreUnavailableError, open_store
+from domain.record.chain import verify_chain
+from domain.record.store import StoreUnavailableError, open_store
 from domain.types import Command, interrupt
-from domain.verify import verify_chain
 
 pytestmark = pytest.mark.postgres
 

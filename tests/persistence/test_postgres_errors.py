@@ -27,7 +27,7 @@ import pytest
 from psycopg import sql
 
 from domain.errors import HoldpointError
-from domain.store import StoreUnavailableError, StoreURLError, open_store
+from domain.record.store import StoreUnavailableError, StoreURLError, open_store
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -114,7 +114,7 @@ def unavailable(request: pytest.FixtureRequest, server: Server, login: Login) ->
 
 def holdpoint_demo(store: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", "demo"],
+        [sys.executable, "-m", "api.cli.main", "demo"],
         cwd=REPO,
         env={**os.environ, "HOLDPOINT_STORE": store},
         capture_output=True,

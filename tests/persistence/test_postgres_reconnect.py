@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from domain.store import open_store
+from domain.record.store import open_store
 from persistence.postgres import (
     RECONNECT_DELAY_CAP,
     CappedBackoff,

@@ -3,7 +3,7 @@
 SQLite in WAL mode needs its -wal and -shm files beside the database, so such a
 store cannot be opened: every command says so in one line, exits 2, and leaves
 the file as it was. (A PostgreSQL store that turns read-only under a running
-server is in tests/api/test_http_store_outage.py.)
+server is in tests/api/http/test_store_outage.py.)
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def read_only_view(folder: Path, view: Path) -> Iterator[Path]:
 
 def holdpoint(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOLDPOINT_STORE": f"sqlite:///{store}"}
-    command = [sys.executable, "-m", "api.cli", *args]
+    command = [sys.executable, "-m", "api.cli.main", *args]
     return subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=60)
 
 

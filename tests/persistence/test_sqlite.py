@@ -15,7 +15,7 @@ from eventsourcing.persistence import (
 )
 
 from domain.graph import END, START, StateGraph
-from domain.store import StoreURLError, open_store
+from domain.record.store import StoreURLError, open_store
 from persistence.sqlite import INSERT_ROWS
 
 

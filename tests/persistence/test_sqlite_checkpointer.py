@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from eventsourcing.persistence import StoredEvent
 
-from domain.application import Workflows
-from domain.store import open_store
+from domain.record.application import Workflows
+from domain.record.store import open_store
 from persistence.sqlite_checkpointer import BACKSTOP_PAGES, checkpointer_of
 from projections.database import SQLiteDatabase
 

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from domain.store import open_store
+from domain.record.store import open_store
 from tests.domain.test_event_topics import RECORDED_TOPICS, SNAPSHOT_TOPICS
 from tests.fixtures.recorded_store import EXPECTED, STORE, reading
 

@@ -15,8 +15,8 @@ import operator
 from datetime import datetime
 from typing import Annotated, Any, TypedDict
 
-from domain.application import Workflows
 from domain.graph import END, START, CompiledStateGraph, StateGraph
+from domain.record.application import Workflows
 from domain.types import Command, Interrupt, interrupt
 from projections.database import Database
 from projections.oversight_tables import CANCELLATIONS, FLOW_EDITS, INTERRUPTS, REFUSALS

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from domain.application import Workflows
 from domain.errors import (
     HoldPointBypassError,
     QuestionChangedError,
@@ -24,8 +23,9 @@ from domain.errors import (
     WrongRoleError,
 )
 from domain.graph import END, START, CompiledStateGraph, StateGraph
-from domain.hold_points import question_digest
-from domain.thread import WorkflowThread
+from domain.oversight.hold_points import question_digest
+from domain.record.application import Workflows
+from domain.record.thread import WorkflowThread
 from domain.types import Command, interrupt
 
 AGENT = {"id": "agent-7", "role": "agent"}

@@ -5,7 +5,7 @@
 The command has no batch-size option, and on a test's history its default
 batch (1,000 positions) makes a catch-up one or two quick transactions, done
 before a test can kill it between them. This runs the same command
-(`api.cli.main`) with every runner applying BATCH_SIZE positions per
+(`api.cli.main.main`) with every runner applying BATCH_SIZE positions per
 transaction, and pausing PAUSE seconds per event inside the transaction that
 writes a batch's rows and positions: on PostgreSQL, after each projection
 applies the batch; on SQLite, where the rows are worked out in a read
@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-from api import cli
+from api.cli import main as cli
 from projections import catalog
 from projections.database import StagedCursor
 from projections.runner import Projection, ProjectionRunner

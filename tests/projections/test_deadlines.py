@@ -8,12 +8,12 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from domain import schema
-from domain.application import Workflows
 from domain.errors import InvalidUpdateError
 from domain.graph import END, START, StateGraph
-from domain.store import open_store
-from domain.thread import WorkflowThread
+from domain.record import schema
+from domain.record.application import Workflows
+from domain.record.store import open_store
+from domain.record.thread import WorkflowThread
 from domain.types import Command, interrupt
 from projections.catalog import runner_for
 from projections.deadlines import expire_overdue

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from domain.hold_points import question_digest
+from domain.oversight.hold_points import question_digest
 from projections import log_reader
 from projections.catalog import runner_for
 from projections.database import Database

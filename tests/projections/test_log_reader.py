@@ -16,7 +16,7 @@ from uuid import uuid4
 import pytest
 from eventsourcing.utils import get_topic
 
-from domain.thread import WorkflowThread
+from domain.record.thread import WorkflowThread
 from projections.database import database_for
 from projections.log_reader import Entry, LogReader
 from projections.threads import START_TOPICS, Thread

@@ -4,7 +4,7 @@ The history is recorded here, through the public API, on every store kind:
 four graphs, four reviewers, decisions of every kind, deadlines that expire,
 are escalated, are met and are missed, two cancellations with reasons, an
 open backlog, over eight days. Event timestamps come from
-`datetime.now(UTC)` in `domain.thread`; the `clock` fixture replaces that
+`datetime.now(UTC)` in `domain.record.thread`; the `clock` fixture replaces that
 module's `datetime` with one whose `now()` reads a clock the test sets, so
 every timestamp, and so every figure, is known. The expected figures below
 are computed by hand, from the history, in the comments beside them.
@@ -28,10 +28,10 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-import domain.thread
+import domain.record.thread
 from domain.graph import END, START, StateGraph
+from domain.record.chain import verify_thread
 from domain.types import Command, interrupt
-from domain.verify import verify_thread
 from projections.catalog import runner_for
 from projections.oversight_report import oversight_report
 from projections.report_formats import to_csv, to_html, to_json
@@ -59,7 +59,7 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    """Events are stamped with `clock.now` (domain.thread's datetime.now replaced)."""
+    """Events are stamped with `clock.now` (domain.record.thread's datetime.now replaced)."""
     holder = Clock(at(1))
 
     class FakeDatetime(datetime):
@@ -67,7 +67,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
         def now(cls, tz=None):
             return holder.now if tz is None else holder.now.astimezone(tz)
 
-    monkeypatch.setattr(domain.thread, "datetime", FakeDatetime)
+    monkeypatch.setattr(domain.record.thread, "datetime", FakeDatetime)
     return holder
 
 

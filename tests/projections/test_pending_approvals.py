@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from domain.errors import UnknownInterruptError
-from domain.thread import WorkflowThread
+from domain.record.thread import WorkflowThread
 from domain.types import Command
 from projections.catalog import runner_for
 from projections.pending_approvals import PendingApprovals, PendingApprovalsProjection

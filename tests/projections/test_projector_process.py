@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from api.graph_loader import GraphSource, load_graph
-from domain.store import open_store
+from domain.record.store import open_store
 from projections.catalog import all_projections
 from projections.pending_approvals import PendingApprovals
 from projections.runner import POSITIONS, ProjectionRunner
+from service.graph_loader import GraphSource, load_graph
 from tests.projections.histories import (
     READ_MODEL_TABLES,
     REVIEWER,
@@ -105,7 +105,7 @@ def start_projector(store_url, tmp_path) -> Iterator[Callable[..., Projector]]:
 
 
 def holdpoint_projector(start: Callable[..., Projector]) -> Projector:
-    return start("api.cli", "projector", "--poll", "0.05")
+    return start("api.cli.main", "projector", "--poll", "0.05")
 
 
 def wait_until(condition: Callable[[], bool], what: str, projector: Projector) -> None:
@@ -279,7 +279,7 @@ def test_a_projector_expires_a_thread_with_its_own_reducers_once_given_its_graph
 
     # And when one runs with it, the expiry is recorded
     seeing = start_projector(
-        "api.cli", "projector", "--poll", "0.05", "--graph", f"notes={path}:builder"
+        "api.cli.main", "projector", "--poll", "0.05", "--graph", f"notes={path}:builder"
     )
     wait_until(expired, "the expiry", seeing)
     assert seeing.stop(signal.SIGTERM) == 0

@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from domain.store import open_store
-from domain.thread import WorkflowThread
+from domain.record.store import open_store
+from domain.record.thread import WorkflowThread
 from projections.catalog import all_projections
 from projections.database import database_for
 from projections.pending_approvals import PendingApprovals, PendingApprovalsProjection

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from domain.store import open_store
+from domain.record.store import open_store
 from projections.database import SQLiteDatabase, StagedCursor
 from projections.pending_approvals import PendingApprovals, PendingApprovalsProjection
 from projections.runner import ProjectionRunner

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from domain.hold_points import question_digest
-from domain.identity import parse_key
-from domain.thread import WorkflowThread
+from domain.access.identity import parse_key
+from domain.oversight.hold_points import question_digest
+from domain.record.thread import WorkflowThread
 from tests.api.ui.story import decided, paused
 from tests.api.ui.ui_client import UiClient, csrf_of, idempotency_key_of
 

@@ -1,0 +1,1 @@
+"""The `holdpoint` command line: one module per command group."""

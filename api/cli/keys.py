@@ -1,0 +1,95 @@
+"""`holdpoint keys create|list|revoke`: API keys of principals, from the command line.
+
+The operator who runs a command is recorded as its actor: the local OS
+user, marked unauthenticated (see `domain.access.actor.local_actor`). Errors are
+HoldpointErrors, which `api.cli.main.main` prints on one line with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from domain.access.actor import local_actor
+from domain.access.identity import ROLES
+from domain.access.keyring import Keyring
+from domain.record.store import open_store
+
+
+def add_keys_commands(commands: Any) -> None:
+    """Register `keys` and its subcommands on the `holdpoint` parser's subparsers."""
+    keys = commands.add_parser(
+        "keys",
+        help="create, list and revoke API keys",
+        description=(
+            "API keys of principals. Each key has one role: "
+            f"{', '.join(ROLES)}. Only a hash of a key is stored; creation and "
+            "revocation are recorded as events."
+        ),
+    )
+    key_commands = keys.add_subparsers(dest="keys_command", required=True, metavar="KEYS_COMMAND")
+
+    create = key_commands.add_parser(
+        "create",
+        help="make a key for a principal; the key is the last line of the output",
+        description=(
+            "Make a new API key for a principal with a role, and print it once, as the "
+            "last line of the output: it cannot be shown again."
+        ),
+    )
+    create.add_argument("--principal", required=True, metavar="ID", help="who the key is for")
+    create.add_argument("--role", required=True, metavar="ROLE", help=f"one of {', '.join(ROLES)}")
+    create.add_argument("--note", metavar="TEXT", help="what the key is for")
+    create.set_defaults(handler=keys_create)
+
+    listing = key_commands.add_parser("list", help="every key, newest first, revoked ones too")
+    listing.set_defaults(handler=keys_list)
+
+    revoke = key_commands.add_parser(
+        "revoke", help="revoke a key for good; it stops working at once, in every process"
+    )
+    revoke.add_argument("key_id", metavar="KEY_ID", help="the key's id (12 hex digits)")
+    revoke.add_argument("--reason", metavar="TEXT", help="why it is revoked")
+    revoke.set_defaults(handler=keys_revoke)
+
+
+def keys_create(args: argparse.Namespace) -> int:
+    with open_store() as store:
+        info, raw = Keyring(store).create(
+            args.principal, args.role, actor=local_actor(), note=args.note
+        )
+    _say(f"Created key {info.key_id} for {info.principal_id} (role {info.role}).")
+    _say("Store it now: it is shown only this once.")
+    _say(raw)
+    return 0
+
+
+def keys_list(_: argparse.Namespace) -> int:
+    with open_store(existing=True) as store:
+        keys = Keyring(store).list()
+    _say(f"{'key id':<14} {'principal':<24} {'role':<10} {'created (UTC)':<20} revoked (UTC)")
+    for key in keys:
+        revoked = _when(key.revoked_at) if key.revoked_at else "-"
+        _say(
+            f"{key.key_id:<14} {key.principal_id:<24} {key.role:<10} "
+            f"{_when(key.created_at):<20} {revoked}"
+        )
+    _say(f"{len(keys)} keys, {sum(not k.revoked for k in keys)} active")
+    return 0
+
+
+def keys_revoke(args: argparse.Namespace) -> int:
+    with open_store(existing=True) as store:
+        info = Keyring(store).revoke(args.key_id, actor=local_actor(), reason=args.reason)
+    _say(f"Revoked key {info.key_id} of {info.principal_id} (role {info.role}).")
+    return 0
+
+
+def _when(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")

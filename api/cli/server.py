@@ -1,0 +1,135 @@
+"""Run the app under uvicorn: settings, store, graphs, then the first keys and the banner."""
+
+from __future__ import annotations
+
+import gc
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from api.cli.banner import banner
+from api.http.app import create_app
+from domain.record.store import backend_of, open_store, redacted
+from service.graph_loader import load_graphs, parse_graph_spec, read_config
+from service.services import Services
+from service.settings import ServerSettings
+
+# How long a thread may hold the GIL while another waits for it (Python's default: 5 ms).
+# The event loop and the thread that runs the graphs take turns: with 5 ms slices a
+# request's reply can wait a whole slice behind a run (BENCHMARKS.md, "Design choices,
+# measured").
+SWITCH_INTERVAL_SECONDS = 0.0005
+
+
+class BannerServer(uvicorn.Server):
+    """Once listening: make the first keys (on a store without any) and print the banner.
+
+    Keys are made only once the port is bound, so a server that cannot start
+    never makes keys that nobody saw.
+    """
+
+    def __init__(self, config: uvicorn.Config, services: Services) -> None:
+        super().__init__(config)
+        self.services = services
+
+    async def startup(self, sockets: list[Any] | None = None) -> None:
+        await super().startup(sockets)
+        if self.should_exit:
+            return
+        port = self.servers[0].sockets[0].getsockname()[1] if self.servers else None
+        settings = self.services.settings.updated(port=port)
+        keys = self.services.keyring.ensure_bootstrap_keys()
+        print(banner(settings, sorted(self.services.graphs), keys), flush=True)
+
+
+def serve(
+    *,
+    graph_specs: list[str],
+    config_file: str | None,
+    host: str | None,
+    port: int | None,
+    no_projector: bool,
+    max_body_bytes: int | None,
+) -> int:
+    sources, server_table = ([], {}) if config_file is None else read_config(Path(config_file))
+    sources += [parse_graph_spec(spec) for spec in graph_specs]
+    flags: dict[str, dict[str, Any]] = {
+        "--host": {"host": host},
+        "--port": {"port": port},
+        "--no-projector": {"projector": False if no_projector else None},
+        "--max-body-bytes": {"max_body_bytes": max_body_bytes},
+    }
+    try:
+        settings = server_settings(config_file, server_table, flags)
+    except SettingsError as error:
+        print(f"holdpoint: error: {error}", file=sys.stderr)
+        return 2
+    if not settings.projector and backend_of(settings.store_url) != "postgres":
+        print(
+            "holdpoint: error: --no-projector needs a PostgreSQL store; on "
+            f"{redacted(settings.store_url)} the read models run in the server",
+            file=sys.stderr,
+        )
+        return 2
+    with open_store(settings.store_url) as store:
+        services = Services.build(settings, store, load_graphs(sources, store))
+        # The event loop and HTTP parser are uvicorn's "auto" choice: uvloop and httptools,
+        # both dependencies (less CPU per request than asyncio and h11).
+        config = uvicorn.Config(
+            create_app(services),
+            host=settings.host,
+            port=settings.port,
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=10,
+        )
+        # uvicorn stops gracefully on SIGTERM or SIGINT, then raises the signal again
+        # with the handler found at start: a no-op here, so the store closes and the
+        # command exits 0 after a clean shutdown.
+        previous = {sig: signal.signal(sig, _ignore) for sig in (signal.SIGTERM, signal.SIGINT)}
+        # What is loaded by now (the web stack, the graphs, the store) lives as long as the
+        # server: moved out of the garbage collector's reach, a full collection no longer
+        # walks it (it paused every thread for about 0.1 s every few thousand requests).
+        gc.collect()
+        gc.freeze()
+        switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
+        try:
+            BannerServer(config, services).run()
+        finally:
+            sys.setswitchinterval(switch_interval)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    return 0
+
+
+class SettingsError(ValueError):
+    """A setting refused, with where its value came from."""
+
+
+def server_settings(
+    config_file: str | None, server_table: dict[str, Any], flags: dict[str, dict[str, Any]]
+) -> ServerSettings:
+    """The environment, then the config file's `[server]` table, then each flag (by its
+    name, e.g. `--port`); a bad value is refused naming where it came from."""
+    try:
+        settings = ServerSettings.from_env()
+    except (TypeError, ValueError) as error:
+        raise SettingsError(f"in the environment: {error}") from None
+    try:
+        settings = settings.updated(**server_table)
+    except (TypeError, ValueError) as error:
+        raise SettingsError(f"in the config file {config_file}: {error}") from None
+    for flag, values in flags.items():
+        try:
+            settings = settings.updated(**values)
+        except (TypeError, ValueError) as error:
+            raise SettingsError(f"in the command-line flag {flag}: {error}") from None
+    return settings
+
+
+def _ignore(*_: object) -> None:
+    """A signal handler that does nothing."""

@@ -1,0 +1,168 @@
+"""`holdpoint threads list|show`: the thread index, brought up to date first.
+
+The statuses are the index's: `running`, `interrupted`, `completed` (a run
+reached its end), `failed`, `cancelled`, and `idle` (recorded, never run).
+The HTTP API, as LangGraph's, says `idle` for both completed and idle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from api.cli.main import parse_moment
+from domain.errors import HoldpointError, ThreadNotFoundError
+from domain.record.store import open_store
+from projections.catalog import runner_for
+from projections.thread_index import STATUSES, ThreadIndex, ThreadSummary
+
+
+class ThreadsUsageError(HoldpointError, ValueError):
+    """A `holdpoint threads` option that cannot be read."""
+
+
+def register(commands: Any) -> None:
+    threads = commands.add_parser("threads", help="find threads, and show one")
+    thread_commands = threads.add_subparsers(
+        dest="threads_command", required=True, metavar="THREADS_COMMAND"
+    )
+    listing = thread_commands.add_parser(
+        "list",
+        help="threads, newest first, a page at a time",
+        description=(
+            "Threads newest first, found by graph, status, creation time and metadata. "
+            "Times are ISO 8601 (2025-03-01 or 2025-03-01T09:30:00Z; UTC when no offset "
+            "is given); --since is included, --until excluded. When more threads match "
+            "than --limit, the last line gives the --after option for the next page."
+        ),
+    )
+    listing.add_argument("--graph", help="only this graph")
+    listing.add_argument(
+        "--status",
+        choices=STATUSES,
+        help="only threads in this status (completed: ran to its end; idle: never run)",
+    )
+    listing.add_argument("--since", help="only threads created at or after this time")
+    listing.add_argument("--until", help="only threads created before this time")
+    listing.add_argument(
+        "--metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only threads whose metadata KEY is VALUE, compared as JSON text (acme, 2, "
+        "true); repeat for several, all of which must match",
+    )
+    listing.add_argument(
+        "--limit", type=_positive, default=50, help="at most this many (default 50)"
+    )
+    listing.add_argument(
+        "--after", metavar="CURSOR", help="the next page: the cursor the previous one printed"
+    )
+    listing.set_defaults(handler=list_threads)
+
+    show = thread_commands.add_parser(
+        "show",
+        help="one thread's row in the index",
+        description=(
+            "The thread's graph, status, creation and last change, who started it, the "
+            "thread it was forked from, its open interrupts and its metadata."
+        ),
+    )
+    show.add_argument("thread_id", metavar="THREAD")
+    show.add_argument("--json", action="store_true", help="print the row as JSON")
+    show.set_defaults(handler=show_thread)
+
+
+@contextmanager
+def _index() -> Iterator[ThreadIndex]:
+    """The thread index of the store (which must exist), up to date."""
+    with open_store(existing=True) as store:
+        runner = runner_for(store)
+        try:
+            runner.catch_up()
+            yield ThreadIndex(runner.db)
+        finally:
+            runner.close()
+
+
+def list_threads(args: argparse.Namespace) -> int:
+    since = None if args.since is None else parse_moment("--since", args.since)
+    until = None if args.until is None else parse_moment("--until", args.until)
+    if since is not None and until is not None and since >= until:
+        msg = "--since must be before --until"
+        raise ThreadsUsageError(msg)
+    metadata = dict(_pair(text) for text in args.metadata)
+    if args.after is not None and "|" not in args.after:
+        msg = f"--after {args.after!r} is not a cursor printed by `holdpoint threads list`"
+        raise ThreadsUsageError(msg)
+    with _index() as index:
+        page = index.search(
+            graph_id=args.graph,
+            status=args.status,
+            created_after=since,
+            created_before=until,
+            metadata=metadata,
+            limit=args.limit,
+            after=args.after,
+        )
+    _say(f"{'thread':<28} {'graph':<16} {'status':<12} created (UTC)")
+    for t in page.items:
+        _say(f"{t.thread_id:<28} {t.graph_id:<16} {t.status:<12} {t.created_at}")
+    _say(f"{len(page.items)} of {page.total} threads")
+    if page.next_cursor is not None:
+        _say(f"Next page: --after {shlex.quote(page.next_cursor)}")
+    return 0
+
+
+def show_thread(args: argparse.Namespace) -> int:
+    with _index() as index:
+        row = index.get(args.thread_id)
+    if row is None:
+        raise ThreadNotFoundError(args.thread_id)
+    if args.json:
+        _say(json.dumps(vars(row), indent=2))
+        return 0
+    for label, value in _fields(row):
+        _say(f"{label:<17}{value}")
+    return 0
+
+
+def _fields(row: ThreadSummary) -> Iterator[tuple[str, str]]:
+    yield "thread", row.thread_id
+    yield "graph", row.graph_id
+    yield "status", row.status
+    yield "created (UTC)", row.created_at
+    yield "updated (UTC)", row.updated_at
+    yield "started by", row.started_by or "-"
+    if row.forked_from is not None:
+        yield "forked from", row.forked_from
+    yield "open interrupts", str(row.open_interrupts)
+    yield "metadata", json.dumps(row.metadata, sort_keys=True) if row.metadata else "-"
+
+
+def _pair(text: str) -> tuple[str, str]:
+    key, equals, value = text.partition("=")
+    if not key or not equals:
+        msg = f"--metadata {text!r} is not KEY=VALUE"
+        raise ThreadsUsageError(msg)
+    return key, value
+
+
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        msg = f"{text!r} is not a whole number of 1 or more"
+        raise argparse.ArgumentTypeError(msg)
+    return number
+
+
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")

@@ -1,0 +1,1 @@
+"""The HTTP entry point: the FastAPI app, its dependencies, problems and routers."""

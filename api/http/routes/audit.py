@@ -1,0 +1,185 @@
+"""Audit: a thread's events and timeline, refused attempts, chain checks, the report."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
+
+from api.http.auth import Auditor
+from api.http.problems import Problem, problem_responses
+from api.http.responses import RecordedEvents, RefusalsPage, Timeline, Verification, answers
+from api.http.routes.approvals import WaitFor
+from api.http.routes.threads import thread_or_404
+from api.presenters.audit_timeline import jsonable, recorded_events, timeline
+from integrity.reporting import verdict_data
+from integrity.verify_log import scan_log, verify_thread_events
+from projections.oversight_report import oversight_report
+from projections.report_formats import FORMATS
+from service.services import ServicesDep
+
+router = APIRouter(tags=["audit"])
+MEDIA_TYPES = {"json": "application/json", "csv": "text/csv", "html": "text/html"}
+
+
+@router.get(
+    "/threads/{thread_id}/events",
+    summary="A thread's events as recorded, with their hashes",
+    response_model=None,  # documented by `answers`, not validated again
+    responses={**answers(RecordedEvents), **problem_responses(403, 404)},
+)
+def thread_events(
+    thread_id: str,
+    services: ServicesDep,
+    _: Auditor,
+    after: Annotated[int, Query(ge=0, description="only events after this version")] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> dict[str, Any]:
+    thread_or_404(services, thread_id)
+    return recorded_events(services.store, thread_id, after, limit)
+
+
+@router.get(
+    "/threads/{thread_id}/audit",
+    summary="A thread's audit timeline: who did what and when, and its hash chain checked",
+    response_model=None,  # documented by `answers`, not validated again
+    responses={**answers(Timeline), **problem_responses(403, 404)},
+)
+def thread_audit(thread_id: str, services: ServicesDep, _: Auditor) -> dict[str, Any]:
+    thread_or_404(services, thread_id)
+    return timeline(services.store, thread_id)
+
+
+@router.get(
+    "/audit/refusals",
+    summary="Refused attempts (no key, wrong role, separation of duties, stale, conflict)",
+    response_model=None,  # documented by `answers`, not validated again
+    responses={**answers(RefusalsPage), **problem_responses(403)},
+)
+def refusals(
+    services: ServicesDep,
+    _: Auditor,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    after: Annotated[int | None, Query(ge=0, description="a `position` from the last page")] = None,
+) -> dict[str, Any]:
+    """Oldest first; page on with `after` = the last item's `position`."""
+    items = [jsonable(asdict(item)) for item in services.keyring.refusals(limit, after)]
+    next_after = items[-1]["position"] if len(items) == limit else None
+    return {"data": items, "next_after": next_after}
+
+
+@router.get(
+    "/audit/verify",
+    summary="Verify the record: the whole store (every hash chain, the log's order), or one thread",
+    response_model=None,  # documented by `answers`, not validated again
+    responses={**answers(Verification), **problem_responses(403, 404, 503)},
+)
+def verify(
+    services: ServicesDep,
+    _: Auditor,
+    thread_id: Annotated[
+        str | None, Query(description="only this thread (default: the whole store)")
+    ] = None,
+) -> dict[str, Any]:
+    """Without `thread_id`, every event of the store is read: each thread's hash chain is
+    recomputed, and each aggregate's versions must run 1, 2, 3... in the order of their
+    positions (on SQLite, with no position missing). On a large store this takes a while:
+    about ten seconds per million events on two cores. `problems` name the thread, version,
+    position and kind (altered, missing, reordered, swapped, forged, unreadable). Checking
+    against a seal, and bundles, is done with `holdpoint verify --seal` and `--bundle`."""
+    if thread_id is not None:
+        thread_or_404(services, thread_id)
+        count, problems = verify_thread_events(services.store, thread_id)
+        services.metrics.observe_verification(len(problems))
+        first = problems[0] if problems else None
+        report = {
+            "thread_id": thread_id,
+            "events_checked": count,
+            "ok": not problems,
+            "broken_at": first.version if first else None,
+            "problem": f"{first.kind}: {first.detail}" if first else None,
+        }
+        return {
+            "ok": not problems,
+            "scope": "thread",
+            "checked": 1,
+            "events_checked": count,
+            "threads": [report],
+            "problems": [asdict(problem) for problem in problems],
+            "next_cursor": None,
+        }
+    verdict = scan_log(services.store).verdict
+    services.metrics.observe_verification(len(verdict.problems))
+    broken: dict[str, dict[str, Any]] = {}
+    for problem in verdict.problems:
+        if problem.thread_id is not None and problem.thread_id not in broken:
+            broken[problem.thread_id] = {
+                "thread_id": problem.thread_id,
+                "ok": False,
+                "broken_at": problem.version,
+                "problem": f"{problem.kind}: {problem.detail}",
+            }
+    return {
+        **verdict_data(verdict),
+        "scope": "store",
+        "checked": verdict.threads,
+        "threads": list(broken.values()),
+        "next_cursor": None,
+    }
+
+
+def _moment(name: str, text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+        moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        moment.astimezone(UTC) - timedelta(days=31)  # a period must fit before it
+    except (ValueError, OverflowError):
+        msg = (
+            f"Invalid query.{name}: {text!r} is not an ISO 8601 date or time "
+            "(e.g. 2025-03-01) after the first month of year 1"
+        )
+        raise Problem(422, msg, code="invalid-request") from None
+    return moment
+
+
+@router.get(
+    "/reports/oversight",
+    summary="The Article 14 oversight report for a period, as JSON, CSV or HTML",
+    responses=problem_responses(403, 503),
+    response_class=Response,
+)
+def report(
+    services: ServicesDep,
+    _: Auditor,
+    since: Annotated[
+        str | None, Query(description="ISO 8601; default 30 days before until")
+    ] = None,
+    until: Annotated[str | None, Query(description="ISO 8601, excluded; default now")] = None,
+    graph_id: str | None = None,
+    format: Literal["json", "csv", "html"] = "json",  # noqa: A002 - the query parameter's name
+    floor: Annotated[float, Query(ge=0, description="seconds: faster answers are flagged")] = 10.0,
+    wait_for: WaitFor = None,
+) -> Response:
+    now = datetime.now(UTC)
+    end = _moment("until", until) or now
+    start = _moment("since", since) or end - timedelta(days=30)
+    if start >= end:
+        raise Problem(422, "Invalid query.since: it must be before until", code="invalid-request")
+    if wait_for is None:
+        services.read_models.catch_up_to_head()
+    else:
+        services.read_models.wait_for(wait_for)
+    figures = oversight_report(
+        services.read_models.db,
+        since=start,
+        until=end,
+        graph_id=graph_id,
+        rubber_stamp_seconds=floor,
+        now=now,
+    )
+    return Response(FORMATS[format](figures), media_type=MEDIA_TYPES[format])

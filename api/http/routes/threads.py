@@ -1,0 +1,283 @@
+"""LangGraph-compatible threads: create, get, search, state, history."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import uuid4
+
+from fastapi import APIRouter, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from api.http.auth import Reader, Runner, RunnerOrDecider, action_of, note
+from api.http.decisions import answer_problem
+from api.http.positions import set_position
+from api.http.problems import Problem, problem_responses
+from api.http.schemas import (
+    HistoryQuery,
+    StateAtCheckpoint,
+    StateUpdate,
+    ThreadCreate,
+    ThreadSearch,
+)
+from api.http.thread_search import search_threads
+from domain.access.identity import Principal
+from domain.engine.runtime import REQUEST_KEY
+from domain.errors import ConcurrentUpdateError, ReasonRequiredError
+from domain.history import state_snapshots as snapshots
+from domain.record.thread import WorkflowThread
+from service.services import Services, ServicesDep
+from service.wire import reserved_thread_json, state_json, thread_json
+
+router = APIRouter(tags=["threads (LangGraph)"])
+
+
+def not_found(thread_id: str) -> Problem:
+    return Problem(404, f"Thread with ID {thread_id} not found", code="thread-not-found")
+
+
+def thread_or_404(services: Services, thread_id: str) -> WorkflowThread:
+    thread = services.store.thread(thread_id)
+    if thread is None:
+        raise not_found(thread_id)
+    return thread
+
+
+def thread_view(services: Services, thread_id: str) -> dict[str, Any]:
+    thread = services.store.thread(thread_id)
+    if thread is not None:
+        return thread_json(thread, busy=services.runs.active_run(thread_id) is not None)
+    reservation = services.reservations.get(thread_id)
+    if reservation is None:
+        raise not_found(thread_id)
+    return reserved_thread_json(thread_id, reservation.created_at, reservation.metadata)
+
+
+@router.post(
+    "/threads",
+    summary="Create a thread",
+    responses=problem_responses(403, 409, 503),
+)
+async def create_thread(
+    body: ThreadCreate,
+    request: Request,
+    response: Response,
+    services: ServicesDep,
+    principal: Runner,
+) -> dict[str, Any]:
+    """With `metadata.graph_id` the thread is recorded at once (ThreadStarted, started by
+    the caller); without, its id is reserved until its first run records it."""
+    thread_id = body.thread_id or str(uuid4())
+    note(request, thread_id=thread_id)
+    if body.supersteps:
+        raise Problem(422, "Invalid body.supersteps: not supported; run the thread instead")
+    metadata = dict(body.metadata or {})
+    graph_id = metadata.pop("graph_id", None)
+    metadata.pop("assistant_id", None)
+    if body.thread_id is None and graph_id is None:
+        # A new random id (uuid4): taken by no thread, so reserved without a look at the store.
+        reservation = services.reservations.add(thread_id, metadata, principal.id)
+        return reserved_thread_json(thread_id, reservation.created_at, reservation.metadata)
+    return await run_in_threadpool(
+        _create_thread, services, body, response, principal, thread_id, metadata, graph_id
+    )
+
+
+def _create_thread(
+    services: Services,
+    body: ThreadCreate,
+    response: Response,
+    principal: Principal,
+    thread_id: str,
+    metadata: dict[str, Any],
+    graph_id: object,
+) -> dict[str, Any]:
+    exists = services.store.thread(thread_id) is not None or services.reservations.get(thread_id)
+    if exists:
+        if body.if_exists == "do_nothing":
+            return thread_view(services, thread_id)
+        raise Problem(409, f"Thread {thread_id!r} already exists", code="thread-exists")
+    if graph_id is None:
+        reservation = services.reservations.add(thread_id, metadata, principal.id)
+        return reserved_thread_json(thread_id, reservation.created_at, reservation.metadata)
+    graph = services.graph(str(graph_id))
+    thread = graph.start_thread(thread_id, {"metadata": metadata}, principal.as_actor())
+    try:
+        set_position(response, services.store.record(thread))
+    except ConcurrentUpdateError:
+        raise Problem(409, f"Thread {thread_id!r} already exists", code="thread-exists") from None
+    return thread_json(thread)
+
+
+@router.get("/threads/{thread_id}", summary="Get a thread", responses=problem_responses(403, 404))
+def get_thread(thread_id: str, services: ServicesDep, _: Reader) -> dict[str, Any]:
+    return thread_view(services, thread_id)
+
+
+@router.post("/threads/search", summary="Search threads", responses=problem_responses(403, 503))
+def search(body: ThreadSearch, services: ServicesDep, _: Reader) -> list[dict[str, Any]]:
+    """Newest first, from the thread index (brought up to date first), filtered by
+    `metadata` (with `graph_id`), `status`, `ids` and `values`."""
+    return search_threads(services, body)
+
+
+@router.get(
+    "/threads/{thread_id}/state",
+    summary="Get a thread's current state",
+    responses=problem_responses(403, 404),
+)
+def get_state(
+    thread_id: str, services: ServicesDep, _: Reader, subgraphs: bool = False
+) -> dict[str, Any]:
+    del subgraphs  # no subgraphs in Holdpoint
+    return current_state(services, thread_id)
+
+
+def current_state(services: Services, thread_id: str) -> dict[str, Any]:
+    config = {"configurable": {"thread_id": thread_id}}
+    recorded = services.store.thread(thread_id) is not None
+    if not recorded and services.reservations.get(thread_id) is None:
+        raise not_found(thread_id)
+    return state_json(snapshots.get_state(services.store, config))
+
+
+def state_at(services: Services, thread_id: str, checkpoint_id: str | None) -> dict[str, Any]:
+    thread_or_404(services, thread_id)
+    if not checkpoint_id:
+        return current_state(services, thread_id)
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_id": checkpoint_id}}
+    return state_json(snapshots.get_state(services.store, config))
+
+
+@router.get(
+    "/threads/{thread_id}/state/{checkpoint_id}",
+    summary="Get a thread's state at a checkpoint",
+    responses=problem_responses(403, 404),
+)
+def get_state_at(
+    thread_id: str, checkpoint_id: str, services: ServicesDep, _: Reader, subgraphs: bool = False
+) -> dict[str, Any]:
+    del subgraphs
+    return state_at(services, thread_id, checkpoint_id)
+
+
+@router.post(
+    "/threads/{thread_id}/state/checkpoint",
+    summary="Get a thread's state at a checkpoint (by body)",
+    responses=problem_responses(403, 404),
+)
+def post_state_at(
+    thread_id: str, body: StateAtCheckpoint, services: ServicesDep, _: Reader
+) -> dict[str, Any]:
+    return state_at(services, thread_id, body.checkpoint.checkpoint_id)
+
+
+@router.post(
+    "/threads/{thread_id}/state",
+    summary="Update a thread's state (a human's edit, recorded as StateEdited)",
+    responses=problem_responses(403, 404, 409, 503),
+)
+async def update_state(
+    thread_id: str,
+    body: StateUpdate,
+    request: Request,
+    response: Response,
+    services: ServicesDep,
+    principal: RunnerOrDecider,
+) -> dict[str, Any]:
+    """From a past `checkpoint_id`, the edit forks a new thread (its id is in the answer).
+
+    Where a hold point is at stake the edit obeys its rules (domain/oversight/hold_points.py): while
+    an interrupt is pending (or an answer's run goes on) only who may decide it edits; an
+    edit `as_node` decides the flow, so it needs a role that decides and a `reason`; a fork
+    inside a decision's run needs who may decide it. A refusal is a 403, recorded."""
+    if isinstance(body.values, list):
+        raise Problem(422, "Invalid body.values: give a dict of state values")
+    thread = await run_in_threadpool(services.store.thread, thread_id)
+    if thread is None and services.reservations.get(thread_id) is None:
+        raise not_found(thread_id)
+    if thread is None:
+        msg = f"Thread {thread_id!r} has not run yet, so it has no graph: run it first"
+        raise Problem(409, msg, code="thread-has-no-graph")
+    graph = services.graph_of_thread(thread.graph_id, thread_id)
+    checkpoint_id = body.checkpoint_id or (
+        body.checkpoint.checkpoint_id if body.checkpoint else None
+    )
+    configurable: dict[str, Any] = {
+        "thread_id": thread_id,
+        "actor": principal.as_actor(),
+        "reason": body.reason,
+        REQUEST_KEY: {"action": action_of(request), "target": thread_id},
+    }
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    try:
+        config = await run_in_threadpool(
+            graph.update_state, {"configurable": configurable}, body.values, body.as_node
+        )
+    except ReasonRequiredError as error:
+        raise answer_problem(error, {"reason": "body.reason"}) from None
+    set_position(response, await run_in_threadpool(services.read_models.head))
+    note(request, thread_id=thread_id)
+    configurable_out = dict(config["configurable"])
+    return {
+        "checkpoint": configurable_out,
+        "configurable": configurable_out,
+        "checkpoint_id": configurable_out.get("checkpoint_id"),
+    }
+
+
+def history(services: Services, thread_id: str, query: HistoryQuery) -> list[dict[str, Any]]:
+    thread_or_404(services, thread_id)
+    before = _checkpoint_id_of(query.before)
+    config = {"configurable": {"thread_id": thread_id}}
+    at_or_before = query.checkpoint.checkpoint_id if query.checkpoint else None
+    found = []
+    passed = at_or_before is None
+    for snapshot in snapshots.get_state_history(
+        services.store,
+        config,
+        filter=query.metadata,
+        before=None if before is None else {"configurable": {"checkpoint_id": before}},
+    ):
+        state = state_json(snapshot)
+        passed = passed or state["checkpoint_id"] == at_or_before
+        if passed:
+            found.append(state)
+        if len(found) >= query.limit:
+            break
+    return found
+
+
+def _checkpoint_id_of(before: str | dict[str, Any] | None) -> str | None:
+    """`before` as the SDK may send it: an id, `{checkpoint_id}` or `{configurable: {...}}`."""
+    if before is None or isinstance(before, str):
+        return before
+    inner = before.get("configurable") or before
+    value = inner.get("checkpoint_id") if isinstance(inner, dict) else None
+    return None if value is None else str(value)
+
+
+@router.post(
+    "/threads/{thread_id}/history",
+    summary="List a thread's checkpoints, newest first",
+    responses=problem_responses(403, 404),
+)
+def post_history(
+    thread_id: str, body: HistoryQuery, services: ServicesDep, _: Reader
+) -> list[dict[str, Any]]:
+    return history(services, thread_id, body)
+
+
+@router.get(
+    "/threads/{thread_id}/history",
+    summary="List a thread's checkpoints, newest first",
+    responses=problem_responses(403, 404),
+)
+def get_history(
+    thread_id: str,
+    services: ServicesDep,
+    _: Reader,
+    limit: int = Query(default=10, ge=1, le=1000),
+    before: str | None = None,
+) -> list[dict[str, Any]]:
+    return history(services, thread_id, HistoryQuery(limit=limit, before=before))

@@ -1,0 +1,204 @@
+"""From a LangGraph run body to a RunRequest: the graph, the input, the config.
+
+A run with `command.resume` answers interrupts, so it needs the permission to
+decide; any other run needs the agent's permission. Which of the two is
+checked first, from the body alone (`run_permission`), before any graph or
+thread is looked up. The hold points' own rules (the interrupt's required
+role, separation of duties, a reason, a decision that matches its value, who
+may change a thread that stands at one) are the domain's, checked as the run
+begins, which records their refusals; the other refusals of an answer (an
+unknown thread, a lost race) are recorded here as a decision's are
+(`refusal_reason`). The actor always comes from the API key: an `actor` in
+the body's config is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import uuid4
+
+from fastapi import Request
+
+from api.http.auth import Permission, action_of
+from api.http.decisions import LOST_RACE
+from api.http.problems import Problem
+from api.http.schemas import RunCreate
+from domain.access.identity import Principal
+from domain.engine.runtime import REQUEST_KEY
+from domain.errors import ConcurrentUpdateError, ThreadNotFoundError
+from domain.record.thread_ids import thread_id_problem
+from domain.types import Command
+from service.runs import RunRequest
+from service.services import Services
+from service.wire import assistant_id
+
+STREAM_MODES = ("values", "updates")
+RESERVED_CONFIGURABLE = (
+    "actor",
+    "thread_id",
+    "run_id",
+    "checkpoint_id",
+    "idempotency_key",
+    REQUEST_KEY,
+)
+# Where a resume run carries what a decision's body does (api/http/decisions.py `answer_problem`).
+RUN_FIELDS = {
+    "decision": "body.config.configurable.decision",
+    "resume": "body.command.resume",
+    "reason": "body.config.configurable.reason",
+}
+
+
+def stream_modes(value: str | list[str]) -> tuple[str, ...]:
+    modes = (value,) if isinstance(value, str) else tuple(dict.fromkeys(value))
+    unknown = [mode for mode in modes if mode not in STREAM_MODES]
+    if unknown:
+        msg = (
+            f"Invalid body.stream_mode: {unknown[0]!r} is not supported; "
+            f"use {' or '.join(STREAM_MODES)}"
+        )
+        raise Problem(422, msg, code="invalid-request")
+    return modes or ("values",)
+
+
+def graph_input(body: RunCreate) -> Any:
+    if body.command is not None and body.input is not None:
+        msg = "Invalid body.command: send input or command, not both"
+        raise Problem(422, msg, code="invalid-request")
+    if body.command is None:
+        return body.input
+    command = body.command
+    if command.resume is None and command.update is None and not command.goto:
+        msg = "Invalid body.command: give resume, update or goto"
+        raise Problem(422, msg, code="invalid-request")
+    return Command(resume=command.resume, update=command.update, goto=command.goto or ())
+
+
+def is_resume(body: RunCreate) -> bool:
+    return body.command is not None and body.command.resume is not None
+
+
+def run_permission(body: RunCreate) -> Permission:
+    """What the caller must hold: a resume answers interrupts, any other run runs."""
+    return Permission.DECIDE if is_resume(body) else Permission.RUN
+
+
+def refusal_reason(error: Exception) -> str | None:
+    """The reason a resume run refused with `error` is recorded with, as a decision's
+    would be (api/http/decisions.py); None for an error that is not such a refusal."""
+    if isinstance(error, ConcurrentUpdateError):
+        return "conflict"
+    if isinstance(error, LOST_RACE):
+        return "stale_interrupt"
+    if isinstance(error, ThreadNotFoundError):
+        return "unknown_interrupt"
+    if isinstance(error, Problem):
+        return {"thread-busy": "conflict", "thread-not-found": "unknown_interrupt"}.get(error.code)
+    return None
+
+
+def prepare_run(
+    services: Services,
+    request: Request,
+    principal: Principal,
+    thread_id: str | None,
+    body: RunCreate,
+    *,
+    streamed: bool = False,
+) -> RunRequest:
+    """Check the request against the thread; raise the problem, or return the run.
+
+    The caller has checked `run_permission` already; the hold points' rules are the
+    domain's, checked as the run begins.
+    """
+    graph = services.graph(body.assistant_id)
+    if body.interrupt_before or body.interrupt_after:
+        msg = (
+            "Invalid body.interrupt_before: static breakpoints are not supported; "
+            "call interrupt() in the node where a human must decide"
+        )
+        raise Problem(422, msg, code="invalid-request")
+    modes = stream_modes(body.stream_mode)
+    run_input = graph_input(body)
+    stateless = thread_id is None
+    thread_id = thread_id or str(uuid4())
+    thread = services.store.thread(thread_id)
+    reservation = services.reservations.get(thread_id)
+    if thread is None and reservation is None and not stateless and body.if_not_exists != "create":
+        msg = (
+            f"Thread {thread_id!r} not found: create it with POST /threads, "
+            'or send "if_not_exists": "create"'
+        )
+        raise Problem(404, msg, code="thread-not-found")
+    if thread is None and reservation is None and not stateless:
+        problem = thread_id_problem(thread_id)
+        if problem is not None:  # the run would record a thread that no URL can name
+            raise Problem(422, f"Invalid path.thread_id: {problem}", code="invalid-request")
+    if thread is not None and thread.graph_id != graph.graph_id:
+        msg = (
+            f"Invalid body.assistant_id: thread {thread_id!r} runs graph "
+            f"{thread.graph_id!r}, not {graph.graph_id!r}"
+        )
+        raise Problem(422, msg, code="invalid-request")
+    user_config = dict(body.config or {})
+    configurable = {
+        key: value
+        for key, value in (user_config.get("configurable") or {}).items()
+        if key not in RESERVED_CONFIGURABLE
+    }
+    configurable.update(
+        thread_id=thread_id,
+        actor=principal.as_actor(),
+        run_id=str(uuid4()),
+        **{REQUEST_KEY: {"action": action_of(request), "target": thread_id}},
+    )
+    checkpoint_id = body.checkpoint_id or (
+        body.checkpoint.checkpoint_id if body.checkpoint else None
+    )
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    key = request.headers.get("idempotency-key")
+    if key and is_resume(body):
+        configurable["idempotency_key"] = key
+    thread_metadata = dict(reservation.metadata if reservation else body.metadata or {})
+    for name in ("graph_id", "assistant_id"):
+        thread_metadata.pop(name, None)
+    config: dict[str, Any] = {"configurable": configurable, "metadata": thread_metadata}
+    if "recursion_limit" in user_config:
+        config["recursion_limit"] = user_config["recursion_limit"]
+    return RunRequest(
+        graph=graph,
+        thread_id=thread_id,
+        input=run_input,
+        config=config,
+        stream_modes=modes,
+        assistant_id=assistant_id(graph.graph_id),
+        metadata={
+            **(body.metadata or {}),
+            "graph_id": graph.graph_id,
+            "assistant_id": assistant_id(graph.graph_id),
+        },
+        kwargs=_kwargs(body, modes, stateless),
+        streamed=streamed,
+        thread_as_read=thread,
+    )
+
+
+def _kwargs(body: RunCreate, modes: tuple[str, ...], stateless: bool) -> dict[str, Any]:
+    """The run's arguments as LangGraph's server shows them in `Run.kwargs`."""
+    return {
+        "input": body.input,
+        "command": None if body.command is None else body.command.model_dump(exclude_none=True),
+        "config": body.config or {},
+        "context": body.context or {},
+        "stream_mode": list(modes),
+        "interrupt_before": None,
+        "interrupt_after": None,
+        "webhook": None,
+        "feedback_keys": None,
+        "temporary": stateless,
+        "subgraphs": False,
+        "resumable": False,
+        "checkpoint_during": True,
+        "durability": "sync",
+    }

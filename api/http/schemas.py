@@ -1,0 +1,173 @@
+"""Request bodies. LangGraph's keep unknown keys (the SDK sends many); ours forbid them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
+
+from api.http.input_limits import check_thread_id
+from domain.record.thread_ids import THREAD_ID_MAX, THREAD_ID_PATTERN, THREAD_ID_RULE
+
+# Checked by `check_thread_id`, whose message states the whole rule; the document shows
+# the part of it that JSON Schema can say.
+ThreadId = Annotated[
+    str,
+    Field(
+        description=f"A thread id: {THREAD_ID_RULE}",
+        json_schema_extra={
+            "minLength": 1,
+            "maxLength": THREAD_ID_MAX,
+            "pattern": THREAD_ID_PATTERN,
+        },
+    ),
+    AfterValidator(check_thread_id),
+]
+
+
+class LangGraphBody(BaseModel):
+    # Strict: a number is a number and a flag a flag, as the OpenAPI document says.
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class ThreadCreate(LangGraphBody):
+    thread_id: ThreadId | None = None
+    metadata: dict[str, Any] | None = None
+    if_exists: Literal["raise", "do_nothing"] | None = None
+    supersteps: list[Any] | None = None
+
+
+def _iso_text(value: Any) -> Any:
+    """A string only: lax parsing would also take a number (as seconds since 1970)."""
+    if not isinstance(value, str):
+        msg = "Input should be an ISO 8601 date or time, as a string"
+        raise ValueError(msg)  # (a TypeError would not be reported as invalid input)
+    return value
+
+
+def _as_utc(moment: datetime) -> datetime:
+    try:
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00
+        msg = "the moment is out of range in UTC"
+        raise ValueError(msg) from None
+
+
+# An ISO 8601 date or time in JSON (a string, so not strict), in UTC (UTC when it has no offset).
+Moment = Annotated[datetime, Strict(False), BeforeValidator(_iso_text), AfterValidator(_as_utc)]
+
+
+class ThreadSearch(LangGraphBody):
+    metadata: dict[str, Any] | None = None
+    values: dict[str, Any] | None = None
+    ids: list[str] | None = None
+    status: Literal["idle", "busy", "interrupted", "error", "cancelled"] | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0, le=100_000)
+    # Holdpoint's own: the langgraph-sdk's `threads.search` does not send them.
+    created_after: Moment | None = Field(
+        default=None,
+        description="Holdpoint extension: only threads created at or after this moment "
+        "(ISO 8601; UTC when it has no offset).",
+        examples=["2025-03-01T00:00:00Z"],
+    )
+    created_before: Moment | None = Field(
+        default=None,
+        description="Holdpoint extension: only threads created before this moment "
+        "(ISO 8601; UTC when it has no offset).",
+        examples=["2025-04-01T00:00:00Z"],
+    )
+
+
+class CheckpointRef(LangGraphBody):
+    checkpoint_id: str | None = None
+    thread_id: str | None = None
+    checkpoint_ns: str | None = None
+
+
+class StateUpdate(LangGraphBody):
+    values: dict[str, Any] | list[Any] | None = None
+    as_node: str | None = None
+    # Holdpoint's: an edit as_node decides the flow, and needs a reason.
+    reason: str | None = Field(default=None, max_length=4000)
+    checkpoint_id: str | None = None
+    checkpoint: CheckpointRef | None = None
+
+
+class StateAtCheckpoint(LangGraphBody):
+    checkpoint: CheckpointRef
+    subgraphs: bool = False
+
+
+class HistoryQuery(LangGraphBody):
+    limit: int = Field(default=10, ge=1, le=1000)
+    before: str | dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    checkpoint: CheckpointRef | None = None
+
+
+class CommandBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    resume: Any = None
+    update: dict[str, Any] | None = None
+    goto: str | list[str] | None = None
+
+
+class RunCreate(LangGraphBody):
+    assistant_id: str = Field(min_length=1, max_length=256)
+    input: dict[str, Any] | None = None
+    command: CommandBody | None = None
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    checkpoint_id: str | None = None
+    checkpoint: CheckpointRef | None = None
+    stream_mode: str | list[str] = "values"
+    interrupt_before: str | list[str] | None = None
+    interrupt_after: str | list[str] | None = None
+    if_not_exists: Literal["create", "reject"] | None = None
+    multitask_strategy: Literal["reject", "interrupt", "rollback", "enqueue"] | None = None
+
+
+class DecisionBody(BaseModel):
+    """A human's answer to an interrupt. Who answers comes from the API key."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={"examples": [{"decision": "approve", "reason": "Receipt checked."}]},
+    )
+
+    decision: Literal["approve", "reject", "edit", "respond", "escalate"]
+    resume: Any = Field(
+        default=None,
+        description="The value the interrupted node receives. approve defaults to true, "
+        "reject to false, escalate to null; edit and respond need one.",
+    )
+    reason: str | None = Field(default=None, max_length=4000)
+    payload_digest: str | None = Field(
+        default=None,
+        pattern=r"^sha256:[0-9a-f]{64}$",
+        description="The digest of the payload the decider was shown (the queue's "
+        "`payload_digest`): a decision made on another payload is refused with 409",
+    )
+
+
+class AssignBody(BaseModel):
+    """Who should decide an open interrupt: a principal that may decide, or null for no one."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={"examples": [{"reviewer_id": "rita"}, {"reviewer_id": None}]},
+    )
+
+    reviewer_id: str | None = Field(min_length=1, max_length=128)
+
+
+class CancelBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    reason: str | None = Field(default=None, max_length=4000)

@@ -1,0 +1,100 @@
+"""`POST /threads/search`: the thread index, then each thread read from the store.
+
+LangGraph's `idle` is the index's `idle` (recorded, never run) and `completed`.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from api.http.problems import Problem
+from api.http.schemas import ThreadSearch
+from domain.record.thread import WorkflowThread
+from projections.thread_index import ThreadIndex
+from service.services import Services
+from service.wire import WIRE_TO_INDEX_STATUS, reserved_thread_json, thread_json
+
+PAGE = 200
+# The index's statuses for each of LangGraph's: its `idle` is a thread never run or finished.
+INDEX_STATUSES: dict[str, tuple[str, ...]] = {w: (i,) for w, i in WIRE_TO_INDEX_STATUS.items()}
+INDEX_STATUSES["idle"] = ("idle", "completed")
+
+
+def _as_text(value: Any) -> str:
+    """A metadata value as the thread index compares it: its JSON text, strings bare."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def search_threads(services: Services, body: ThreadSearch) -> list[dict[str, Any]]:
+    metadata = dict(body.metadata or {})
+    graph_id = metadata.pop("graph_id", None)
+    assistant = metadata.pop("assistant_id", None)
+    if assistant is not None:
+        try:
+            graph_id = services.graph(str(assistant)).graph_id
+        except Problem:
+            return []
+    if body.ids:
+        threads = [services.store.thread(thread_id) for thread_id in body.ids]
+        found = [t for t in threads if t is not None and _matches(t, body, graph_id, metadata)]
+        return [thread_json(t) for t in found][body.offset : body.offset + body.limit]
+    results = _reservations(services, body, graph_id, metadata)
+    wanted = body.offset + body.limit
+    services.read_models.catch_up_to_head()
+    index = ThreadIndex(services.read_models.db)
+    cursor = None
+    while len(results) < wanted:
+        page = index.search(
+            graph_id=None if graph_id is None else str(graph_id),
+            status=None if body.status is None else INDEX_STATUSES[body.status],
+            created_after=body.created_after,
+            created_before=body.created_before,
+            metadata={key: _as_text(value) for key, value in metadata.items()},
+            limit=PAGE,
+            after=cursor,
+        )
+        for summary in page.items:
+            thread = services.store.thread(summary.thread_id)
+            if thread is not None and _matches(thread, body, graph_id, metadata):
+                results.append(thread_json(thread))
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return results[body.offset : wanted]
+
+
+def _matches(
+    thread: WorkflowThread, body: ThreadSearch, graph_id: Any, metadata: dict[str, Any]
+) -> bool:
+    if graph_id is not None and thread.graph_id != graph_id:
+        return False
+    if any(thread.metadata.get(key) != value for key, value in metadata.items()):
+        return False
+    if not _created_within(thread.created_on, body):
+        return False
+    if body.status is not None and WIRE_TO_INDEX_STATUS[body.status] != thread.status:
+        return False
+    values = thread.current_values()
+    return all(values.get(key) == value for key, value in (body.values or {}).items())
+
+
+def _reservations(
+    services: Services, body: ThreadSearch, graph_id: Any, metadata: dict[str, Any]
+) -> list[dict[str, Any]]:
+    if graph_id is not None or body.values or body.status not in (None, "idle"):
+        return []
+    return [
+        reserved_thread_json(r.thread_id, r.created_at, r.metadata)
+        for r in reversed(services.reservations.all())
+        if all(r.metadata.get(key) == value for key, value in metadata.items())
+        and _created_within(r.created_at, body)
+    ]
+
+
+def _created_within(created: datetime, body: ThreadSearch) -> bool:
+    """Whether `created` is at or after `created_after` and before `created_before`."""
+    if body.created_after is not None and created < body.created_after:
+        return False
+    return body.created_before is None or created < body.created_before

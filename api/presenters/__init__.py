@@ -1,0 +1,1 @@
+"""Results as JSON, the same for the CLI's --json and the HTTP API."""

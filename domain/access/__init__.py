@@ -1,0 +1,1 @@
+"""Who acts: principals, API keys, the actor on each event, refused attempts."""

@@ -1,0 +1,527 @@
+"""The runtime: one `invoke` or `stream` of a compiled graph on one thread.
+
+A run first checks what it was given against the thread's state, strictly,
+and records the input or the human's answers (committed before any node
+runs, so that of two racing resumes only one runs node code). Then it runs
+supersteps: every runnable node of the open step sees the state as it was at
+the start of the step; their outcomes are recorded together, in one commit,
+before the next step starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from uuid import uuid4
+
+from domain.access.actor import resolve_actor
+from domain.engine.task_context import TaskContext, call_with_timeout, enter_task, leave_task
+from domain.errors import (
+    AmbiguousResumeError,
+    EmptyInputError,
+    GraphDefinitionError,
+    GraphInterrupt,
+    GraphRecursionError,
+    HoldpointError,
+    InvalidUpdateError,
+    MissingThreadIdError,
+    NoCheckpointerError,
+    NodeTimeoutError,
+    NotInterruptedError,
+    OversightError,
+    ThreadCancelledError,
+    ThreadNotFoundError,
+    UnknownInterruptError,
+)
+from domain.history import state_snapshots as snapshots
+from domain.history.forks import branch
+from domain.oversight import hold_points
+from domain.record.hashing import to_json
+from domain.record.schema import as_state, as_update
+from domain.record.thread import (
+    CANCELLED,
+    IDLE,
+    INTERRUPTED,
+    START,
+    WorkflowThread,
+)
+from domain.types import Command, Interrupt
+
+if TYPE_CHECKING:
+    from domain.graph.compiled import CompiledStateGraph
+    from domain.record.application import Workflows
+
+DEFAULT_RECURSION_LIMIT = 10007
+REQUEST_KEY = "holdpoint_request"  # configurable: the HTTP request a run serves
+_INTERRUPT_ID_CHARS = frozenset("0123456789abcdef")
+
+
+def is_interrupt_id(key: object) -> bool:
+    """LangGraph's rule: a resume map's keys are all 32 lowercase hex digits."""
+    return isinstance(key, str) and len(key) == 32 and set(key) <= _INTERRUPT_ID_CHARS
+
+
+def resume_map(resume: Any) -> dict[str, Any] | None:
+    """`Command(resume=...)`'s value as {interrupt_id: answer} when it is a resume map (a
+    dict whose keys are all interrupt ids), else None: one answer to the one pending."""
+    if isinstance(resume, dict) and resume and all(map(is_interrupt_id, resume)):
+        return dict(resume)
+    return None
+
+
+@dataclass(slots=True)
+class Task:
+    node: str
+    context: TaskContext
+    state: Any
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one node run produced."""
+
+    node: str
+    update: dict[str, Any] | None = None
+    routes: list[str] = field(default_factory=list)
+    duration_ms: float = 0.0
+    interrupt: GraphInterrupt | None = None
+    error: BaseException | None = None
+    applied: list[dict[str, Any]] | None = None  # the answers its interrupt() calls received
+
+
+UNREAD = object()  # Run.begin's `as_read` when the caller has not read the thread
+
+
+class Run:
+    """One invoke/stream of a graph on a thread, from input to pause or end."""
+
+    def __init__(
+        self, graph: CompiledStateGraph, config: dict[str, Any] | None, modes: tuple[str, ...]
+    ) -> None:
+        config = config or {}
+        configurable = config.get("configurable") or {}
+        self.graph = graph
+        self.store: Workflows | None = graph.checkpointer
+        self.config = config
+        self.modes = modes
+        self.thread_id = str(configurable.get("thread_id") or "")
+        if self.store is not None and not self.thread_id:
+            raise MissingThreadIdError
+        if self.store is None:
+            self.thread_id = self.thread_id or f"ephemeral-{uuid4().hex}"
+        self.actor = resolve_actor(configurable.get("actor"))
+        self.recursion_limit = int(config.get("recursion_limit") or DEFAULT_RECURSION_LIMIT)
+        self.run_id = str(configurable.get("run_id") or uuid4())
+        # The HTTP request this run serves, {"action", "target"}: it names a refusal.
+        self.request: dict[str, Any] | None = configurable.get(REQUEST_KEY)
+        self.thread: WorkflowThread | None = None
+        self.steps_run = 0
+        self.ended = False  # ThreadCompleted recorded by this run
+        self.position: int | None = None
+
+    # -- the two drivers -----------------------------------------------
+
+    def stream(self, graph_input: Any) -> Iterator[tuple[str, Any]]:
+        yield from self.begin(graph_input)
+        while tasks := self.plan():
+            outcomes = [self.execute(task) for task in tasks]
+            yield from self.complete(outcomes)
+
+    async def astream(self, graph_input: Any) -> AsyncIterator[tuple[str, Any]]:
+        for chunk in self.begin(graph_input):
+            yield chunk
+        while tasks := self.plan():
+            outcomes = await asyncio.gather(*(self.aexecute(task) for task in tasks))
+            for chunk in self.complete(list(outcomes)):
+                yield chunk
+
+    # -- beginning a run -----------------------------------------------
+
+    def begin(self, graph_input: Any, as_read: Any = UNREAD) -> list[tuple[str, Any]]:
+        """Check the input against the thread, record it, and commit.
+
+        `as_read`: the thread (or None) as the caller has just read it, to be used
+        if nothing was recorded on it since, rather than read again. A hold point's
+        rule that refuses the input raises OversightError, its refusal recorded.
+        """
+        try:
+            return self._begin(graph_input, as_read)
+        except OversightError as error:
+            if self.store is not None:
+                self.store.record_refusal(error, self.actor, "invoke", self.thread_id, self.request)
+            raise
+
+    def _begin(self, graph_input: Any, as_read: Any) -> list[tuple[str, Any]]:
+        if self.store is not None:
+            if as_read is not UNREAD and self.store.unchanged_since(
+                self.thread_id, 0 if as_read is None else as_read.version
+            ):
+                self.thread = as_read
+            else:
+                self.thread = self.store.thread(self.thread_id)
+            wanted = (self.config.get("configurable") or {}).get("checkpoint_id")
+            current = self.thread
+            if wanted and current and not snapshots.is_current_checkpoint(current, str(wanted)):
+                self.thread = self._fork(self.store, str(wanted))
+        if isinstance(graph_input, Command):
+            if graph_input.resume is not None:
+                self._begin_resume(graph_input)
+            else:
+                self._begin_command(graph_input)
+        elif graph_input is None:
+            self._begin_continue()
+        else:
+            self._begin_input(graph_input)
+        self._commit()
+        return self._values_chunk()
+
+    def _fork(self, store: Workflows, wanted: str) -> WorkflowThread:
+        """Time travel: continue from a past checkpoint on a new thread (domain/history/forks.py)."""
+        source = snapshots.load_checkpoint(store, self.thread_id, wanted)
+        configurable = self.config.get("configurable") or {}
+        fork = branch(store, source, self.actor, configurable.get("fork_thread_id"), self.run_id)
+        self.thread_id = fork.thread_id
+        return fork
+
+    def _begin_input(self, graph_input: Any) -> None:
+        values = as_update(graph_input)
+        if values is None:
+            msg = f"Graph input must be a dict of state values, not {type(graph_input).__name__}"
+            raise InvalidUpdateError(msg)
+        update = self.graph.filter_update(values, "The input")
+        if self.thread is None:
+            self.thread = self.graph.start_thread(self.thread_id, self.config, self.actor)
+        else:
+            self.thread.check_at_rest()  # before the routes run any of the graph's code
+        routes = self.graph.routes(START, self.thread.values, update)
+        self.thread.receive_input(self.run_id, update, routes, self.actor)
+
+    def _begin_command(self, command: Command[Any]) -> None:
+        if command.update is None and not command.goto_nodes():
+            msg = (
+                "Command() carries nothing to do: give resume=..., update=... or goto=...; "
+                "to answer an interrupt with None, use Command(resume={interrupt_id: None})"
+            )
+            raise InvalidUpdateError(msg)
+        thread = self._existing_thread("a Command needs a thread to act on")
+        hold_points.check_may_change(
+            thread, self.actor, self.graph.oversight, "A Command(update=..., goto=...)"
+        )
+        thread.check_at_rest()
+        update = {}
+        if command.update is not None:
+            values = as_update(command.update)
+            if values is None:
+                msg = f"Command(update=...) must be a dict, not {type(command.update).__name__}"
+                raise InvalidUpdateError(msg)
+            update = self.graph.filter_update(values, "The Command update")
+        routes = self.graph.check_targets(command.goto_nodes(), "Command(goto=...)")
+        if routes:
+            natural = self.graph.routes(START, thread.values, update)
+            hold_points.check_goto(self.actor, routes, natural)
+        thread.receive_input(self.run_id, update, routes, self.actor)
+
+    def _begin_resume(self, command: Command[Any]) -> None:
+        if self.store is None:
+            msg = "Cannot use Command(resume=...) without a checkpointer"
+            raise NoCheckpointerError(msg)
+        thread = self._existing_thread("a resume never starts a thread; check the thread_id")
+        if thread.status == CANCELLED:
+            raise ThreadCancelledError(self.thread_id)
+        if thread.status != INTERRUPTED:
+            raise NotInterruptedError(self.thread_id, thread.status)
+        if command.goto_nodes():
+            msg = (
+                "Command(resume=...) cannot also goto: an answer resumes the interrupted "
+                "node, which routes on; send goto in a Command of its own once the thread "
+                "is no longer paused"
+            )
+            raise InvalidUpdateError(msg)
+        answers = self._match_answers(thread, command.resume)
+        configurable = self.config.get("configurable") or {}
+        decision = str(configurable.get("decision") or "respond")
+        reason = configurable.get("reason")
+        reason = None if reason is None else to_json(str(reason), "The reason")
+        key = configurable.get("idempotency_key")
+        policy = self.graph.oversight
+        update = None
+        if command.update is not None:  # checked before anything is recorded
+            given = as_update(command.update)
+            if given is None:
+                msg = "Command(update=...) must be a dict"
+                raise InvalidUpdateError(msg)
+            update = self.graph.filter_update(given, "The Command update")
+        values = {}
+        for interrupt_id, value in answers.items():
+            values[interrupt_id] = to_json(value, "The resume value")
+            hold_points.check_may_decide(thread, interrupt_id, self.actor, policy)
+            hold_points.check_answer(
+                interrupt_id,
+                thread.interrupts[interrupt_id],
+                decision,
+                values[interrupt_id],
+                reason,
+                _shown(configurable.get("payload_digest"), interrupt_id),
+            )
+        if update is not None:  # it changes what every hold point is about
+            hold_points.check_holds(thread, self.actor, policy, "A Command(update=...)")
+        for interrupt_id, value in values.items():
+            thread.answer(
+                interrupt_id,
+                resume=value,
+                decision=decision,
+                reason=reason,
+                actor=self.actor,
+                idempotency_key=None if key is None else str(key),
+                run_id=self.run_id,
+                separation_of_duties=policy.separation_of_duties,
+            )
+        if update is not None:
+            thread.edit(update, self.actor, reason)
+
+    def _match_answers(self, thread: WorkflowThread, resume: Any) -> dict[str, Any]:
+        pending = list(thread.interrupts)
+        answers = resume_map(resume)
+        if answers is not None:
+            unknown = [key for key in answers if key not in thread.interrupts]
+            if unknown:
+                raise UnknownInterruptError(self.thread_id, unknown, pending)
+            return answers
+        if len(pending) > 1:
+            raise AmbiguousResumeError(self.thread_id, pending)
+        return {pending[0]: resume}
+
+    def _begin_continue(self) -> None:
+        thread = self._existing_thread("")
+        if thread.status == CANCELLED:
+            raise ThreadCancelledError(self.thread_id)
+
+    def _existing_thread(self, hint: str) -> WorkflowThread:
+        if self.thread is None:
+            if not hint:
+                msg = (
+                    f"Thread {self.thread_id!r} does not exist: there is nothing to "
+                    "continue; send input to start it"
+                )
+                raise EmptyInputError(msg)
+            raise ThreadNotFoundError(self.thread_id, hint)
+        return self.thread
+
+    # -- supersteps ----------------------------------------------------
+
+    def plan(self) -> list[Task]:
+        """The tasks of the next superstep; none when paused, failed or done."""
+        thread = self._thread()
+        runnable = thread.runnable()
+        if not runnable:
+            return []
+        if self.steps_run >= self.recursion_limit:
+            self._stop_on_recursion_limit(thread)
+        self.steps_run += 1
+        durable = self.store is not None
+        base = thread.values
+        tasks = []
+        for node in runnable:
+            answers = list(thread.answers.get(node, ()))
+            context = TaskContext(node=node, durable=durable, answers=answers)
+            tasks.append(Task(node, context, as_state(self.graph.state_schema, dict(base))))
+        return tasks
+
+    def _stop_on_recursion_limit(self, thread: WorkflowThread) -> None:
+        msg = (
+            f"Recursion limit of {self.recursion_limit} reached without hitting a stop "
+            "condition. You can increase the limit by setting the `recursion_limit` config key."
+        )
+        thread.fail("GraphRecursionError", msg)
+        self._commit()
+        raise GraphRecursionError(msg)
+
+    def execute(self, task: Task) -> Outcome:
+        spec = self.graph.builder.nodes[task.node]
+        if spec.is_async:
+            msg = f"Node {task.node!r} is async: run the graph with ainvoke() or astream()"
+            return Outcome(task.node, error=GraphDefinitionError(msg))
+        token = enter_task(task.context)
+        started = time.perf_counter()
+        try:
+            args = (task.state, self.config) if spec.takes_config else (task.state,)
+            timeout = self.graph.step_timeout
+            if timeout is None:
+                returned = spec.action(*args)
+            else:
+                returned = call_with_timeout(task.node, timeout, spec.action, *args)
+        except GraphInterrupt as pause:
+            return _paused(task.node, pause)
+        except Exception as error:  # a node's failure is recorded, then raised
+            return Outcome(task.node, error=error)
+        finally:
+            leave_task(token)
+        return self._outcome(task, returned, started)
+
+    async def aexecute(self, task: Task) -> Outcome:
+        spec = self.graph.builder.nodes[task.node]
+        token = enter_task(task.context)
+        started = time.perf_counter()
+        try:
+            args = (task.state, self.config) if spec.takes_config else (task.state,)
+            call = spec.action(*args) if spec.is_async else asyncio.to_thread(spec.action, *args)
+            timeout = self.graph.step_timeout
+            try:
+                returned = await asyncio.wait_for(call, timeout)
+            except TimeoutError:
+                raise NodeTimeoutError(task.node, timeout or 0) from None
+        except GraphInterrupt as pause:
+            return _paused(task.node, pause)
+        except Exception as error:  # a node's failure is recorded, then raised
+            return Outcome(task.node, error=error)
+        finally:
+            leave_task(token)
+        return self._outcome(task, returned, started)
+
+    def _outcome(self, task: Task, returned: Any, started: float) -> Outcome:
+        duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        node = task.node
+        try:
+            update, goto = self.graph.node_update(node, returned)
+            routes = self.graph.routes(node, self._thread().values, update, goto)
+        except HoldpointError as error:
+            return Outcome(node, error=error)
+        return Outcome(node, update, routes, duration_ms, applied=task.context.applied or None)
+
+    def complete(self, outcomes: list[Outcome]) -> list[tuple[str, Any]]:
+        """Record a superstep's outcomes in one commit; raise a node's error."""
+        thread = self._thread()
+        outcomes.sort(key=lambda outcome: outcome.node)
+        self._check_one_writer_per_key(thread, outcomes)
+        step = thread.step + 1
+        closed_before = thread.step
+        chunks: list[tuple[str, Any]] = []
+        for outcome in outcomes:
+            if outcome.update is not None:
+                thread.complete_node(
+                    outcome.node,
+                    outcome.update,
+                    outcome.routes,
+                    outcome.duration_ms,
+                    outcome.applied,
+                )
+                if "updates" in self.modes:
+                    chunks.append(("updates", {outcome.node: outcome.update}))
+        for outcome in outcomes:
+            if outcome.interrupt is not None:
+                thread.raise_interrupt(
+                    step=step,
+                    node=outcome.node,
+                    index=outcome.interrupt.index,
+                    value=outcome.interrupt.value,
+                    policy=self.graph.interrupt_policy(outcome.interrupt.policy),
+                    reasked=outcome.interrupt.reasked,
+                )
+        failure = next((o.error for o in outcomes if o.error is not None), None)
+        for outcome in outcomes:
+            if outcome.error is not None:
+                thread.fail_node(outcome.node, outcome.error)
+        self._commit()
+        if failure is not None:
+            raise failure
+        if thread.step != closed_before:
+            chunks.extend(self._values_chunk())
+        elif thread.interrupts:
+            chunks.extend(self._interrupt_chunks())
+        return chunks
+
+    def _check_one_writer_per_key(self, thread: WorkflowThread, outcomes: list[Outcome]) -> None:
+        written = thread.written_in_open_step()
+        for outcome in outcomes:
+            for key in outcome.update or ():
+                if thread.channels.get(key, "") is not None:
+                    continue
+                if key in written and written[key] != outcome.node:
+                    msg = (
+                        f"At key {key!r}: Can receive only one value per step "
+                        f"(nodes {written[key]!r} and {outcome.node!r} both wrote it). "
+                        "Use an Annotated key to handle multiple values."
+                    )
+                    raise InvalidUpdateError(msg)
+                written[key] = outcome.node
+
+    # -- results -------------------------------------------------------
+
+    def result(self) -> dict[str, Any]:
+        """What `invoke` returns: the values, plus `__interrupt__` when paused."""
+        thread = self._thread()
+        values = thread.current_values()
+        if thread.interrupts:
+            values["__interrupt__"] = pending_interrupts(thread)
+        return values
+
+    def _values_chunk(self) -> list[tuple[str, Any]]:
+        thread = self._thread()
+        chunks: list[tuple[str, Any]] = []
+        if "values" in self.modes:
+            chunks.append(("values", thread.current_values()))
+        if thread.interrupts:
+            chunks.extend(self._interrupt_chunks())
+        return chunks
+
+    def _interrupt_chunks(self) -> list[tuple[str, Any]]:
+        thread = self._thread()
+        interrupts = tuple(pending_interrupts(thread))
+        chunks: list[tuple[str, Any]] = []
+        if "updates" in self.modes:
+            chunks.append(("updates", {"__interrupt__": interrupts}))
+        if "values" in self.modes:
+            chunks.append(("values", {**thread.current_values(), "__interrupt__": interrupts}))
+        return chunks
+
+    # -- plumbing ------------------------------------------------------
+
+    def _thread(self) -> WorkflowThread:
+        assert self.thread is not None, "the run has not begun"
+        return self.thread
+
+    def _commit(self) -> None:
+        """Record the run's end if it has ended, then commit the new events.
+
+        A run has begun if input or an answer started it (the thread's run_id),
+        or if this run stepped at all (continuing a fork or an edited thread).
+        """
+        thread = self.thread
+        begun = thread is not None and (thread.run_id is not None or self.steps_run > 0)
+        if thread is not None and begun and not self.ended and thread.status == IDLE:
+            thread.complete()
+            self.ended = True
+        if self.store is not None and self.thread is not None:
+            try:
+                position = self.store.record(self.thread)
+            except Exception:
+                self.thread = None  # its in-memory state ran ahead of the store
+                raise
+            if position is not None:
+                self.position = position
+        elif self.thread is not None:
+            self.thread.collect_events()
+
+
+def _paused(node: str, pause: GraphInterrupt) -> Outcome:
+    """A node that paused; an interrupt() value that is not JSON fails the node."""
+    try:
+        pause.value = to_json(pause.value, f"The interrupt() value of node {node!r}")
+    except HoldpointError as error:
+        return Outcome(node, error=error)
+    return Outcome(node, interrupt=pause)
+
+
+def _shown(payload_digest: Any, interrupt_id: str) -> str | None:
+    """The digest of the payload the decider was shown, if the caller sent one: one for
+    the single interrupt answered, or a map by interrupt id."""
+    if isinstance(payload_digest, dict):
+        payload_digest = payload_digest.get(interrupt_id)
+    return None if payload_digest is None else str(payload_digest)
+
+
+def pending_interrupts(thread: WorkflowThread) -> list[Interrupt]:
+    return [Interrupt(value=r["value"], id=i) for i, r in thread.interrupts.items()]

@@ -1,0 +1,1 @@
+"""History and time travel, read from the record without running graph code."""

@@ -1,0 +1,1 @@
+"""Integrity, pure: the whole log's check, Merkle trees, seals, evidence bundles."""

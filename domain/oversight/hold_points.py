@@ -1,0 +1,314 @@
+"""The rules of a hold point: who may answer it, and who may change what it is about.
+
+A hold point stands from the moment an interrupt is raised until the run its answer
+begins has ended (the thread completed, was cancelled, or took new input). While it
+stands:
+
+- only a principal who may decide the interrupt answers it: a deciding role (the
+  interrupt's `required_role`, or admin), and, with separation of duties, no one who
+  shaped what is decided (started or forked the thread, or sent its input or edited its
+  state since a decision last took effect: an answer whose question was asked anew does
+  not count, so who edited the question may not answer the new one);
+- an answer applies only to the question it answered: it carries the digest of the
+  payload the decider was shown, and an `interrupt()` that asks something else raises
+  a new interrupt instead of receiving it (`domain.engine.task_context`);
+- the state changes, and the flow moves, only by a decision: an edit, an edit
+  `as_node`, a `Command(update=..., goto=...)` or a fork of the thread by someone who
+  may not decide the hold point is refused, and the refusal is recorded; and a run's
+  `Command(goto=...)` may route a thread only where the graph itself starts it, at a
+  hold point or not (anything else skips nodes, and their hold points).
+
+An edit `as_node` stands in for a node having run, so it is itself a decision about
+the flow: it needs a deciding role and a reason, and obeys separation of duties,
+whether or not an interrupt stands.
+
+The rules bind every actor with a role: the HTTP API's (from the API key) and a Python
+caller's that names one in `config["configurable"]["actor"]`. A Python caller that
+names no one acts as the local operating-system user, who holds the store itself and
+could write its events directly: the rules do not bind it, and its events say
+`"authenticated": false, "via": "local"`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from domain.errors import (
+    DecisionContradictionError,
+    HoldPointBypassError,
+    HoldpointError,
+    InvalidUpdateError,
+    QuestionChangedError,
+    ReasonRequiredError,
+    RepeatedApprovalError,
+    SeparationOfDutiesError,
+    WrongRoleError,
+)
+from domain.record.hashing import canonical_json, to_json
+
+if TYPE_CHECKING:
+    from domain.record.thread import WorkflowThread
+
+DECIDING_ROLES = ("reviewer", "admin")
+RUNNING_ROLES = ("agent", "admin")  # who feeds a thread that stands at no hold point
+DECISIONS = ("approve", "reject", "edit", "respond", "escalate")
+# What approve and reject resume with, unless the interrupt declares otherwise.
+DEFAULT_DECISION_VALUES: dict[str, Any] = {"approve": True, "reject": False}
+MAX_APPROVALS = 10
+
+
+@dataclass(frozen=True)
+class Oversight:
+    """The oversight policy in force for a graph's threads.
+
+    `separation_of_duties`: no one who shaped what is decided may decide it.
+    `approvals`: how many distinct principals must approve each interrupt whose
+    `interrupt()` call names no number (four eyes: 2).
+    """
+
+    separation_of_duties: bool = True
+    approvals: int = 1
+
+    def __post_init__(self) -> None:
+        check_approvals(self.approvals)
+
+
+def check_approvals(approvals: object) -> int:
+    if type(approvals) is not int or not 1 <= approvals <= MAX_APPROVALS:
+        msg = f"approvals must be a whole number from 1 to {MAX_APPROVALS}, not {approvals!r}"
+        raise InvalidUpdateError(msg)
+    return approvals
+
+
+def question_digest(payload: Any) -> str:
+    """The digest of an interrupt's payload (plain JSON): what the decider was shown."""
+    return "sha256:" + hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+
+
+def digest_of_asked(value: Any) -> str | None:
+    """The digest of what an `interrupt()` call asks now; None if it is not JSON."""
+    try:
+        return question_digest(to_json(value, "The interrupt() value"))
+    except HoldpointError:
+        return None
+
+
+def is_owner(actor: dict[str, Any]) -> bool:
+    """The local operating-system user of a Python caller that named no actor."""
+    return actor.get("via") == "local" and not actor.get("authenticated")
+
+
+def _who(actor: dict[str, Any]) -> str:
+    return f"principal {actor.get('id')!r} has role {actor.get('role')!r}"
+
+
+def deciding_role(record: dict[str, Any]) -> str:
+    """The role an interrupt (or a hold point standing for one) is decided by, besides admin."""
+    return str(record.get("required_role") or "reviewer")
+
+
+def holds_role_for(actor: dict[str, Any], record: dict[str, Any]) -> bool:
+    return actor.get("role") in ("admin", deciding_role(record))
+
+
+# -- answering ----------------------------------------------------------------
+
+
+def check_may_decide(
+    thread: WorkflowThread, interrupt_id: str, actor: dict[str, Any], policy: Oversight
+) -> None:
+    """WrongRoleError, SeparationOfDutiesError or RepeatedApprovalError unless `actor`
+    may answer the pending interrupt."""
+    if is_owner(actor):
+        return
+    record = thread.interrupts[interrupt_id]
+    if not holds_role_for(actor, record):
+        msg = (
+            f"Interrupt {interrupt_id} may be answered by role {deciding_role(record)!r} "
+            f"(or admin); {_who(actor)}"
+        )
+        raise WrongRoleError(msg)
+    shaped = thread.shaped_by(str(actor.get("id")))
+    if policy.separation_of_duties and shaped:
+        msg = (
+            f"Principal {actor.get('id')!r} {shaped}, so may not answer its interrupts "
+            "(separation of duties): another reviewer must"
+        )
+        raise SeparationOfDutiesError(msg)
+    if any(approval["id"] == actor.get("id") for approval in record.get("approved_by", ())):
+        needed = record.get("approvals", 1)
+        msg = (
+            f"Principal {actor.get('id')!r} has already approved interrupt {interrupt_id}, "
+            f"which needs {needed} approvals by different principals: another must concur"
+        )
+        raise RepeatedApprovalError(msg)
+
+
+def decision_value(decision: str, record: dict[str, Any]) -> Any:
+    """What a decision resumes with when it gives no value (approve: true, reject: false,
+    unless the interrupt declares its own); None for the kinds that need one."""
+    declared = record.get("decision_values") or {}
+    if decision in declared:
+        return declared[decision]
+    return DEFAULT_DECISION_VALUES.get(decision)
+
+
+def check_answer(
+    interrupt_id: str,
+    record: dict[str, Any],
+    decision: str,
+    resume: Any,
+    reason: str | None,
+    shown: str | None = None,
+) -> None:
+    """The answer's own rules: a known kind, a value that does not contradict it, a reason
+    where the interrupt asks for one, the question the decider saw, and only approve or
+    reject where several approvals are needed."""
+    if decision not in DECISIONS:
+        msg = f"Unknown decision {decision!r}: use one of {', '.join(DECISIONS)}"
+        raise InvalidUpdateError(msg)
+    if decision in DEFAULT_DECISION_VALUES:
+        expected = decision_value(decision, record)
+        if canonical_json(resume) != canonical_json(expected):
+            raise DecisionContradictionError(decision, resume, expected)
+    if record.get("reason_required") and not (isinstance(reason, str) and reason.strip()):
+        msg = f"Interrupt {interrupt_id} asks for a reason with every answer; nothing was recorded"
+        raise ReasonRequiredError(msg)
+    if shown is not None and shown != record_digest(record):
+        raise QuestionChangedError(interrupt_id, shown, record_digest(record))
+    if record.get("approvals", 1) > 1 and decision not in DEFAULT_DECISION_VALUES:
+        msg = (
+            f"Interrupt {interrupt_id} needs {record['approvals']} approvals by different "
+            f"principals: decide approve or reject, not {decision!r}"
+        )
+        raise InvalidUpdateError(msg)
+
+
+def record_digest(record: dict[str, Any]) -> str:
+    """The digest of a pending interrupt's payload (computed for interrupts recorded
+    before digests were)."""
+    digest = record.get("digest")
+    return str(digest) if digest else question_digest(record["value"])
+
+
+# -- changing what a hold point is about --------------------------------------
+
+
+def check_may_change(
+    thread: WorkflowThread, actor: dict[str, Any], policy: Oversight, change: str
+) -> None:
+    """Unless `actor` may make `change` (an edit, a command) to the thread: at a standing
+    hold point, who may decide every one standing (HoldPointBypassError,
+    SeparationOfDutiesError); elsewhere, a role that runs threads (WrongRoleError)."""
+    if is_owner(actor):
+        return
+    holds = thread.holds()
+    if not holds and actor.get("role") not in RUNNING_ROLES:
+        msg = (
+            f"{change} feeds thread {thread.thread_id!r}, which needs role "
+            f"{' or '.join(RUNNING_ROLES)}; {_who(actor)}"
+        )
+        raise WrongRoleError(msg)
+    check_holds(thread, actor, policy, change)
+
+
+def check_holds(
+    thread: WorkflowThread, actor: dict[str, Any], policy: Oversight, change: str
+) -> None:
+    """HoldPointBypassError or SeparationOfDutiesError unless `actor` may decide every
+    hold point standing on the thread, which `change` would alter."""
+    if is_owner(actor):
+        return
+    holds = thread.holds()
+    for interrupt_id, hold in holds.items():
+        if not holds_role_for(actor, hold):
+            msg = (
+                f"Thread {thread.thread_id!r} stands at a hold point: interrupt "
+                f"{interrupt_id} of node {hold['node']!r} ({hold['state']}). {change} "
+                f"needs a principal who may decide it (role {deciding_role(hold)!r} or "
+                f"admin); {_who(actor)}; only this refusal was recorded"
+            )
+            raise HoldPointBypassError(msg)
+    shaped = thread.shaped_by(str(actor.get("id")))
+    if policy.separation_of_duties and shaped and holds:
+        msg = (
+            f"Principal {actor.get('id')!r} {shaped}, so may not decide its hold points "
+            f"(separation of duties), nor make {change[0].lower()}{change[1:]} while one "
+            "stands: another reviewer must"
+        )
+        raise SeparationOfDutiesError(msg)
+
+
+def check_edit_as_node(
+    thread: WorkflowThread,
+    actor: dict[str, Any],
+    policy: Oversight,
+    as_node: str,
+    reason: str | None,
+) -> None:
+    """An edit `as_node` decides the flow: a deciding role, a reason, separation of duties,
+    and authority over every hold point standing."""
+    if is_owner(actor):
+        return
+    if actor.get("role") not in DECIDING_ROLES:
+        msg = (
+            f"An edit as_node={as_node!r} stands in for node {as_node!r} having run, so it is "
+            f"a decision about the flow: it needs role {' or '.join(DECIDING_ROLES)}; "
+            f"{_who(actor)}; only this refusal was recorded"
+        )
+        raise HoldPointBypassError(msg)
+    shaped = thread.shaped_by(str(actor.get("id")))
+    if policy.separation_of_duties and shaped:
+        msg = (
+            f"Principal {actor.get('id')!r} {shaped}, so may not decide its flow with an "
+            f"edit as_node={as_node!r} (separation of duties): another reviewer must"
+        )
+        raise SeparationOfDutiesError(msg)
+    if not (isinstance(reason, str) and reason.strip()):
+        msg = (
+            f"An edit as_node={as_node!r} is a decision about the flow: give its reason "
+            '(config["configurable"]["reason"]; over HTTP, "reason" in the body); nothing '
+            "was recorded"
+        )
+        raise ReasonRequiredError(msg)
+    check_holds(thread, actor, policy, f"An edit as_node={as_node!r}")
+
+
+def check_goto(actor: dict[str, Any], goto: list[str], natural: list[str]) -> None:
+    """HoldPointBypassError when a run's `Command(goto=...)` routes the thread to nodes
+    the graph itself would not start it at (`natural`): that stands in for the nodes on
+    the way having run, hold points included, which only an edit as_node does, as a
+    recorded decision (`check_edit_as_node`)."""
+    if is_owner(actor):
+        return
+    skipped = [node for node in goto if node not in natural]
+    if skipped:
+        msg = (
+            f"A Command(goto={goto!r}) routes the thread to {', '.join(map(repr, skipped))}, "
+            f"where the graph does not start it (it starts at {', '.join(map(repr, natural))}"
+            " or nowhere): that skips the nodes on the way, and their hold points. To decide "
+            "the flow, a reviewer edits the state as_node, with a reason; "
+            f"{_who(actor)}; only this refusal was recorded"
+        )
+        raise HoldPointBypassError(msg)
+
+
+def check_may_fork(source: WorkflowThread, actor: dict[str, Any], version: int) -> None:
+    """HoldPointBypassError unless `actor` may decide every decision whose run was still
+    going at the checkpoint forked: the fork would run on under that decision. A fork of
+    a thread paused at an interrupt asks it again (a new pending approval), so is free."""
+    if is_owner(actor) or not source.next:
+        return
+    for interrupt_id, hold in source.decided.items():
+        if not holds_role_for(actor, hold):
+            msg = (
+                f"Thread {source.thread_id!r} at version {version} runs on from the answer "
+                f"to interrupt {interrupt_id} of node {hold['node']!r} ({hold['decision']} by "
+                f"{hold['by']}): a fork there would run under that decision, so it needs a "
+                f"principal who may decide it (role {deciding_role(hold)!r} or admin); "
+                f"{_who(actor)}; fork from the checkpoint before the answer to have it "
+                "asked again"
+            )
+            raise HoldPointBypassError(msg)

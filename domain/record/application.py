@@ -1,0 +1,296 @@
+"""Workflows: the event-sourced application that stores threads.
+
+It is what a graph's `checkpointer` is. `domain.record.store.open_store` builds one
+for a store URL; `InMemorySaver()` is one kept in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar, Protocol, cast
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.domain import Snapshot
+from eventsourcing.persistence import AggregateRecorder, IntegrityError, StoredEvent
+
+from domain.access.identity import RefusedAttempt
+from domain.errors import (
+    ConcurrentUpdateError,
+    OversightError,
+    ThreadNotFoundError,
+)
+from domain.record.chain import RecordedEvent
+from domain.record.hashing import to_json
+from domain.record.thread import WorkflowThread, thread_uuid
+
+SNAPSHOT_INTERVAL = 50
+SHORT_THREAD = 16  # read in one query; a longer thread goes through its snapshot
+MAX_VERSION = 2**62  # above this a version names nothing (and `version + ahead` fits a bigint)
+
+
+def fold_events(thread: Any, events: Iterable[Any]) -> Any:
+    """Apply events in order (the library's projector, minus a costly
+    runtime-protocol `isinstance` check on every event)."""
+    for event in events:
+        thread = event.mutate(thread)
+    return thread
+
+
+@dataclass(frozen=True)
+class ThreadAt:
+    """A thread as of one version (see `Workflows.thread_at`)."""
+
+    thread: WorkflowThread
+    event: WorkflowThread.Event  # the event recorded at that version
+    after: Iterator[WorkflowThread.Event]  # the next events read, decoded as iterated
+
+
+class ReadsAtVersion(Protocol):
+    """A recorder that reads a thread as of a version in one query (the SQL stores)."""
+
+    def select_at_version(
+        self,
+        snapshots: AggregateRecorder | None,
+        originator_id: UUID,
+        version: int,
+        upto: int,
+        *,
+        head: bool,
+    ) -> tuple[StoredEvent | None, Sequence[StoredEvent], int | None]:
+        """What `Workflows.read_at` folds, in one query.
+
+        Args:
+            snapshots: the recorder of the aggregate's snapshots (on the same
+                database), or None not to look for one.
+            originator_id: the aggregate.
+            version: the version wanted.
+            upto: the last version to read (`version` and the events read ahead).
+            head: whether to read the aggregate's latest version too (it
+                costs the query a second look at the events).
+
+        Returns:
+            The latest snapshot at or before `version` (or None), the events
+            from that snapshot's own version (from the first without one) to
+            `upto` in order, and the aggregate's latest version (0: none;
+            None: not asked for).
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class VersionRead:
+    """A thread as of one version, if recorded, and its latest version (see `Workflows.read_at`)."""
+
+    found: ThreadAt | None
+    head: int | None  # None when not asked for; 0 when nothing is recorded
+
+
+class Workflows(Application[Any]):
+    """Threads of workflow graphs, kept as events in one store."""
+
+    name = "holdpoint"
+    snapshotting_intervals: ClassVar[dict[type[Any], int]] = {WorkflowThread: SNAPSHOT_INTERVAL}
+
+    def __init__(self, env: dict[str, str] | None = None, url: str = "memory://") -> None:
+        super().__init__(env=env)
+        self.url = url
+        reader = self.recorder if hasattr(self.recorder, "select_at_version") else None
+        self._reads_at_version = cast("ReadsAtVersion | None", reader)
+
+    def __enter__(self) -> Workflows:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def thread(self, thread_id: str, version: int | None = None) -> WorkflowThread | None:
+        """The thread as of `version` (default: now), or None if never recorded.
+
+        A short thread (fewer than SHORT_THREAD events: a typical approval)
+        has no snapshot, so it is read in one query; a longer one goes through
+        the repository (snapshot, then the events after it).
+        """
+        aggregate_id = thread_uuid(thread_id)
+        if version is None:
+            interval = self.snapshotting_intervals.get(WorkflowThread, SNAPSHOT_INTERVAL)
+            probe = min(SHORT_THREAD, interval)
+            rows = self.recorder.select_events(aggregate_id, limit=probe)
+            if len(rows) < probe:  # the whole thread, and too short to have a snapshot
+                return fold_events(None, map(self.mapper.to_domain_event, rows)) if rows else None
+        try:
+            return self.repository.get(  # type: ignore[no-any-return]
+                aggregate_id, version=version, projector_func=fold_events
+            )
+        except AggregateNotFoundError:
+            return None
+
+    def thread_at(self, thread_id: str, version: int, ahead: int = 0) -> ThreadAt | None:
+        """The thread as of `version`, the event recorded there, and the events after it.
+
+        None when nothing is recorded at `version` (past the head, or a thread
+        never recorded). See `read_at`.
+        """
+        return self.read_at(thread_id, version, ahead).found
+
+    def read_at(
+        self, thread_id: str, version: int, ahead: int = 0, *, head: bool = False
+    ) -> VersionRead:
+        """The thread as of `version` and the `ahead` events after it; with `head`, its
+        latest version too.
+
+        One query on the SQL stores however long the thread (`ReadsAtVersion`):
+        its latest snapshot at or before `version`, its events from that
+        snapshot's own event (so the event at `version` comes back even when it
+        is the snapshot's) to `version + ahead`, and with `head` its latest
+        version. In memory, a query for each. Only the events after the
+        snapshot are folded, and the `ahead` events are decoded only as they
+        are read. Below the first multiple of the snapshot interval no
+        snapshot is looked for: `record` takes none there.
+        """
+        aggregate_id = thread_uuid(thread_id)
+        if not 0 < version <= MAX_VERSION:
+            return VersionRead(None, self._head(aggregate_id) if head else None)
+        interval = self.snapshotting_intervals.get(WorkflowThread, SNAPSHOT_INTERVAL)
+        snapshots = self.snapshots if version >= interval else None  # none is taken earlier
+        upto = version + max(ahead, 0)
+        thread: Any = None
+        after = 0
+        last: int | None = None
+        events: Iterator[WorkflowThread.Event]
+        reader = self._reads_at_version
+        if reader is not None:
+            recorder = None if snapshots is None else snapshots.recorder
+            snapshot, stored, last = reader.select_at_version(
+                recorder, aggregate_id, version, upto, head=head
+            )
+            decode = cast("Callable[[StoredEvent], Any]", self.mapper.to_domain_event)
+            if snapshot is not None:
+                thread, after = decode(snapshot).mutate(None), snapshot.originator_version
+            events = map(decode, stored)
+        else:
+            if snapshots is not None:
+                latest = snapshots.get(aggregate_id, desc=True, limit=1, lte=version)
+                for found in cast("Iterator[Snapshot]", latest):
+                    thread, after = found.mutate(None), found.originator_version
+            events = cast(
+                "Iterator[WorkflowThread.Event]",
+                self.events.get(aggregate_id, gt=max(after - 1, 0), lte=upto),
+            )
+            last = self._head(aggregate_id) if head else None
+        for event in events:
+            if event.originator_version > after:
+                thread = event.mutate(thread)
+            if event.originator_version == version:
+                return VersionRead(ThreadAt(thread, event, events), last)
+        return VersionRead(None, last)
+
+    def _head(self, aggregate_id: UUID) -> int:
+        last = self.recorder.select_events(aggregate_id, desc=True, limit=1)
+        return int(last[0].originator_version) if last else 0
+
+    def unchanged_since(self, thread_id: str, version: int) -> bool:
+        """Whether nothing was recorded on the thread after `version` (0: never started)."""
+        return not self.recorder.select_events(thread_uuid(thread_id), gt=version, limit=1)
+
+    def thread_events(
+        self, thread_id: str, *, gt: int | None = None, lte: int | None = None
+    ) -> list[WorkflowThread.Event]:
+        """The thread's recorded events, oldest first."""
+        return list(self.events.get(thread_uuid(thread_id), gt=gt, lte=lte))  # type: ignore[arg-type]
+
+    def expire(self, thread_id: str, interrupt_id: str, now: datetime) -> int | None:
+        """Apply an overdue interrupt's expiry rule; the position, or None if not due.
+
+        Of several workers expiring the same interrupt, one records
+        InterruptExpired; the others get ConcurrentUpdateError or None.
+        """
+        thread = self.thread(thread_id)
+        if thread is None or not thread.expire(interrupt_id, now):
+            return None
+        return self.record(thread)
+
+    def recorded_events(self, thread_id: str) -> list[RecordedEvent]:
+        """The thread's events as stored, before any upcasting (for verification)."""
+        mapper = self.mapper
+        records = []
+        for stored in self.recorder.select_events(thread_uuid(thread_id)):
+            data = stored.state
+            if mapper.cipher:
+                data = mapper.cipher.decrypt(data)
+            if mapper.compressor:
+                data = mapper.compressor.decompress(data)
+            name = stored.topic.rpartition(":")[2].rpartition(".")[2]
+            state = mapper.transcoder.decode(data)
+            records.append(RecordedEvent(stored.originator_version, name, state))
+        return records
+
+    def iter_thread_events(self, thread_id: str) -> Iterator[WorkflowThread.Event]:
+        return iter(self.events.get(thread_uuid(thread_id)))  # type: ignore[arg-type]
+
+    def record(self, thread: WorkflowThread) -> int | None:
+        """Commit the thread's new events together; return the last position.
+
+        Raises ConcurrentUpdateError, having written nothing, when another
+        writer appended to the thread first. A snapshot is taken from the
+        thread in hand (no re-read) whenever the commit crosses a multiple of
+        the snapshot interval.
+        """
+        events = thread.collect_events()
+        if not events:
+            return None
+        try:
+            recordings = self.events.put(events)
+        except IntegrityError:
+            raise ConcurrentUpdateError(thread.thread_id) from None
+        first, last = events[0].originator_version, events[-1].originator_version
+        interval = self.snapshotting_intervals.get(WorkflowThread, SNAPSHOT_INTERVAL)
+        if self.snapshots is not None and (first - 1) // interval != last // interval:
+            self.snapshots.put([WorkflowThread.Snapshot.take(thread)])
+        return recordings[-1].notification.id
+
+    def record_refusal(
+        self,
+        error: OversightError,
+        actor: dict[str, Any],
+        action: str,
+        target: str | None,
+        request: dict[str, Any] | None = None,
+    ) -> None:
+        """Record that a hold point's rule refused `actor` (an AccessRefused, listed with the
+        API's refusals). `request`: the HTTP request the attempt came in, as
+        {"action": "POST /path", "target": id}, which then names the attempt."""
+        if request:
+            action, target = str(request.get("action") or action), request.get("target")
+        attempt = RefusedAttempt.refuse(
+            actor=actor, action=action, target=target, reason=error.reason, message=str(error)
+        )
+        self.save(attempt)
+
+    def assign(
+        self, thread_id: str, interrupt_id: str, reviewer_id: str | None, actor: dict[str, Any]
+    ) -> int | None:
+        """Name the reviewer of a pending interrupt (None: no one); the position.
+
+        Raises ThreadNotFoundError or UnknownInterruptError (not pending: answered,
+        expired, withdrawn), recording nothing.
+        """
+        thread = self.thread(thread_id)
+        if thread is None:
+            raise ThreadNotFoundError(thread_id)
+        thread.assign(interrupt_id, reviewer_id, actor)
+        return self.record(thread)
+
+    def cancel(self, thread_id: str, actor: dict[str, Any], reason: str | None) -> int | None:
+        """Stop a thread for good (the Article 14(4)(e) stop button).
+
+        Its pending interrupts are withdrawn; it can still be read. Raises
+        ThreadNotFoundError or ThreadCancelledError, recording nothing.
+        """
+        thread = self.thread(thread_id)
+        if thread is None:
+            raise ThreadNotFoundError(thread_id)
+        thread.cancel(actor, None if reason is None else to_json(str(reason), "The reason"))
+        return self.record(thread)

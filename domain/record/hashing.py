@@ -1,0 +1,94 @@
+"""Canonical JSON and the per-thread hash chain.
+
+Each event carries `prev_hash` (the hash of the event before it in its
+thread, or `GENESIS_HASH`) and `event_hash`, a SHA-256 over the canonical
+JSON of the event's type, thread, version, timestamp and fields. Canonical
+JSON is `json.dumps` with sorted keys, no spaces, UTF-8 and no NaN, taken on
+values already normalised to JSON (see `to_json`), so that hashing the event
+read back from any store gives the same digest as hashing it when recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Any
+
+from domain.errors import NotSerializableError
+from domain.record.json_limits import MAX_JSON_DEPTH, encoded_value_problem
+
+GENESIS_HASH = "0" * 64
+DEPTH_PROBLEM = f"it nests arrays and objects more than {MAX_JSON_DEPTH} levels deep"
+
+_dumps = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+_loads = json.loads
+_dumps_unsorted = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
+def canonical_json(value: Any) -> str:
+    """The one canonical text of a JSON value."""
+    return _dumps(value)
+
+
+def to_json(value: Any, what: str) -> Any:
+    """Return `value` as plain JSON data (tuples become lists, and so on).
+
+    Raises NotSerializableError, naming `what`, when it is not JSON or JSON that
+    cannot be recorded (see `domain.record.json_limits`: too deep, NUL, lone surrogates).
+    """
+    if value is None or type(value) in (int, bool):
+        return value
+    try:
+        text = _dumps_unsorted(value)
+    except RecursionError:
+        msg = f"{what} cannot be recorded: {DEPTH_PROBLEM}"
+        raise NotSerializableError(msg) from None
+    except (TypeError, ValueError) as error:
+        where = _path_to_unserialisable(value)
+        at = f" at {where}" if where else ""
+        msg = f"{what} is not JSON-serialisable{at}: {error}"
+        raise NotSerializableError(msg) from None
+    problem = encoded_value_problem(text)
+    if problem is not None:
+        msg = f"{what} cannot be recorded: {problem}"
+        raise NotSerializableError(msg)
+    return value if type(value) is str else _loads(text)
+
+
+def _path_to_unserialisable(value: Any, path: str = "") -> str | None:
+    """Where in `value` the first value JSON cannot hold is, as `['key'][0]`."""
+    items: Any = ()
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    elif not isinstance(value, str | int | float | bool | type(None)):
+        return path
+    for key, item in items:
+        found = _path_to_unserialisable(item, f"{path}[{key!r}]")
+        if found is not None:
+            return found
+    return None
+
+
+def event_hash(
+    event_type: str,
+    thread_id: str,
+    version: int,
+    timestamp: datetime,
+    prev_hash: str,
+    fields: dict[str, Any],
+) -> str:
+    """The SHA-256 hex digest that chains one event to the one before it."""
+    body = {
+        "type": event_type,
+        "thread_id": thread_id,
+        "version": version,
+        "timestamp": timestamp.isoformat(),
+        "prev_hash": prev_hash,
+        "fields": fields,
+    }
+    return hashlib.sha256(_dumps(body).encode()).hexdigest()

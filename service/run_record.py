@@ -1,0 +1,137 @@
+"""One run as the HTTP API sees it: its status, its stream of chunks, its output.
+
+A run's record lives in the memory of the process that runs it (see
+`service/runs.py`); what it did is in the store as events. Chunks are produced
+in a worker thread and consumed on the event loop: each subscriber has an
+`asyncio.Queue` fed with `call_soon_threadsafe`, first with the chunks so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+from service.wire import iso
+
+DONE = ("__done__", None)
+PENDING, RUNNING, SUCCESS, ERROR = "pending", "running", "success", "error"
+Chunk = tuple[str, Any]
+
+
+class RunRecord:
+    """A run: LangGraph's Run fields, plus its chunks and final output."""
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        thread_id: str,
+        graph_id: str,
+        assistant_id: str,
+        metadata: dict[str, Any],
+        kwargs: dict[str, Any],
+        origin_thread_id: str | None = None,
+        keep_chunks: bool = False,
+    ) -> None:
+        self.run_id = run_id
+        self.thread_id = thread_id
+        # The thread the run was asked for; a run from a past checkpoint runs on a fork.
+        self.origin_thread_id = origin_thread_id or thread_id
+        self.keep_chunks = keep_chunks
+        self.graph_id = graph_id
+        self.assistant_id = assistant_id
+        self.metadata = metadata
+        self.kwargs = kwargs
+        self.created_at = self.updated_at = datetime.now(UTC)
+        self.status = PENDING
+        self.output: dict[str, Any] | None = None
+        self.position: int | None = None
+        self._chunks: list[Chunk] = []
+        self._subscribers: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[Chunk], bool]] = []
+        self._lock = threading.Lock()
+        self._finished = threading.Event()
+
+    def belongs_to(self, thread_id: str) -> bool:
+        return thread_id in (self.thread_id, self.origin_thread_id)
+
+    @property
+    def done(self) -> bool:
+        return self._finished.is_set()
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "thread_id": self.thread_id,
+            "assistant_id": self.assistant_id,
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
+            "status": self.status,
+            "metadata": self.metadata,
+            "multitask_strategy": "reject",
+            "kwargs": self.kwargs,
+            "langsmith_session_name": None,
+        }
+
+    # -- producing (worker thread) ------------------------------------
+
+    def started(self) -> None:
+        self.status, self.updated_at = RUNNING, datetime.now(UTC)
+
+    def emit(self, chunks: list[Chunk]) -> None:
+        if not chunks:
+            return
+        with self._lock:
+            self._chunks.extend(chunks)
+            for loop, queue, wants_chunks in self._subscribers:
+                if wants_chunks:
+                    for chunk in chunks:
+                        _put(loop, queue, chunk)
+
+    def finish(self, status: str, output: dict[str, Any], position: int | None) -> None:
+        with self._lock:
+            self.status, self.output, self.updated_at = status, output, datetime.now(UTC)
+            if position is not None:
+                self.position = position
+            self._finished.set()
+            for loop, queue, _ in self._subscribers:
+                _put(loop, queue, DONE)
+            self._subscribers.clear()
+            if not self.keep_chunks:
+                self._chunks.clear()  # a late subscriber gets the output, not every step
+
+    # -- consuming (event loop) ---------------------------------------
+
+    def subscribe(self, *, chunks: bool = True) -> asyncio.Queue[Chunk]:
+        """A queue of the run's chunks (those so far first), ending with DONE."""
+        queue: asyncio.Queue[Chunk] = asyncio.Queue()
+        with self._lock:
+            if self._finished.is_set():
+                if chunks and self.keep_chunks:
+                    for chunk in self._chunks:
+                        queue.put_nowait(chunk)
+                elif chunks and self.output is not None and "__error__" not in self.output:
+                    queue.put_nowait(("values", self.output))
+                queue.put_nowait(DONE)
+                return queue
+            if chunks:
+                for chunk in self._chunks:
+                    queue.put_nowait(chunk)
+            self._subscribers.append((asyncio.get_running_loop(), queue, chunks))
+        return queue
+
+    async def wait(self) -> None:
+        """Until the run has finished, without holding a thread."""
+        queue = self.subscribe(chunks=False)
+        while await queue.get() != DONE:
+            pass
+
+    def wait_blocking(self, timeout: float | None = None) -> bool:
+        return self._finished.wait(timeout)
+
+
+def _put(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Chunk], chunk: Chunk) -> None:
+    with contextlib.suppress(RuntimeError):  # a closed loop: the server is stopping
+        loop.call_soon_threadsafe(queue.put_nowait, chunk)

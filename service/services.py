@@ -1,0 +1,144 @@
+"""The objects one server process works with, built once by `create_app`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Annotated
+
+from eventsourcing.sqlite import SQLiteAggregateRecorder
+from fastapi import Depends, Request
+
+from api.http.problems import Problem
+from domain.access.keyring import Keyring
+from domain.graph import CompiledStateGraph
+from domain.record.application import Workflows
+from domain.record.store import backend_of, open_store
+from persistence.key_probe import SQLiteKeyProbe
+from service.metrics import Metrics
+from service.rate_limit import RateLimiter
+from service.read_models import ReadModels
+from service.reservations import Reservations
+from service.runs import RunManager
+from service.settings import ServerSettings
+from service.wire import assistant_id
+
+
+@dataclass
+class Services:
+    """Store, graphs, keys, runs and read models of one server process."""
+
+    settings: ServerSettings
+    store: Workflows
+    graphs: dict[str, CompiledStateGraph]
+    keyring: Keyring
+    read_models: ReadModels
+    runs: RunManager
+    metrics: Metrics
+    # Checks API keys on the event loop, where the store's reads never block (an embedded
+    # store): a Keyring on a store of its own, used by the loop's thread alone. None: keys
+    # are checked in worker threads.
+    key_checker: Keyring | None = None
+    reservations: Reservations = field(default_factory=Reservations)
+    # Token buckets per API key on runs and decisions (service/rate_limit.py); none by default.
+    rate_limiter: RateLimiter = field(default_factory=lambda: RateLimiter({}))
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    @classmethod
+    def build(
+        cls, settings: ServerSettings, store: Workflows, graphs: dict[str, CompiledStateGraph]
+    ) -> Services:
+        read_models = ReadModels(
+            store,
+            projector=settings.projector,
+            poll=settings.projector_poll,
+            wait_timeout=settings.read_wait_timeout,
+        )
+        metrics = Metrics(read_models)
+        for graph in graphs.values():
+            if graph.step_timeout is None:
+                graph.step_timeout = settings.step_timeout
+            if not settings.separation_of_duties:  # off for the server: off for every graph
+                graph.set_oversight(separation_of_duties=False)
+
+        runs = RunManager(
+            workers=settings.run_workers,
+            busy_wait=settings.busy_wait_timeout,
+            keep=settings.runs_kept,
+            turn=settings.run_turn,
+            on_finish=metrics.observe_run,
+        )
+        return cls(
+            settings,
+            store,
+            graphs,
+            Keyring(store),
+            read_models,
+            runs,
+            metrics,
+            key_checker=_key_checker(store),
+            rate_limiter=RateLimiter.from_settings(settings),
+        )
+
+    def graph(self, name_or_assistant_id: str) -> CompiledStateGraph:
+        """The served graph named by a graph id or an assistant id; 422 otherwise."""
+        graph = self.graphs.get(name_or_assistant_id)
+        if graph is not None:
+            return graph
+        for name, candidate in self.graphs.items():
+            if assistant_id(name) == name_or_assistant_id:
+                return candidate
+        msg = (
+            f"Invalid assistant: {name_or_assistant_id!r}. Must be either:\n"
+            "- A valid assistant UUID, or\n"
+            f"- One of the registered graphs: {', '.join(sorted(self.graphs))}"
+        )
+        raise Problem(422, msg, code="unknown-assistant")
+
+    def graph_of_thread(self, graph_id: str, thread_id: str) -> CompiledStateGraph:
+        graph = self.graphs.get(graph_id)
+        if graph is None:
+            msg = (
+                f"Thread {thread_id!r} runs graph {graph_id!r}, which this server does not "
+                f"serve (it serves {', '.join(sorted(self.graphs))}); it can be read, not run"
+            )
+            raise Problem(409, msg, code="graph-not-served")
+        return graph
+
+    def close(self) -> None:
+        self.runs.shutdown()
+        self.read_models.stop()
+        if self.key_checker is not None:
+            self.key_checker.probe.close()
+            if self.key_checker.store is not self.store:
+                self.key_checker.store.close()
+
+
+def _key_checker(store: Workflows) -> Keyring | None:
+    """A keyring for the event loop, where reading the store never blocks; else None.
+
+    On SQLite (WAL) a read takes no lock and waits for no writer; the loop's keyring
+    asks whether a key changed through a connection of its own (`SQLiteKeyProbe`: one
+    primary-key lookup per request, some microseconds) and re-reads a changed key
+    through a store of its own, so that it never waits for a pooled connection either.
+    A memory store is read in memory. PostgreSQL is a network round trip: not on the loop.
+    """
+    if backend_of(store) == "memory":
+        return Keyring(store)
+    if backend_of(store) == "sqlite":
+        own = open_store(store.url)
+        recorder = own.recorder
+        if not isinstance(recorder, SQLiteAggregateRecorder):  # not a file: ask the recorder
+            return Keyring(own)
+        path = str(own.env.get("SQLITE_DBNAME"))
+        return Keyring(own, SQLiteKeyProbe(path, recorder.events_table_name))
+    return None
+
+
+async def get_services(request: Request) -> Services:
+    """Async, so that FastAPI calls it on the event loop, not in a worker thread."""
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]

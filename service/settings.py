@@ -1,0 +1,129 @@
+"""The server's settings: one frozen object, built once by `holdpoint serve`.
+
+Precedence, highest first: command-line flags, the `[server]` table of a
+`holdpoint.toml`, the environment (`HOLDPOINT_STORE`, and the rate limits of
+`ENV_SETTINGS`), the defaults below.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from typing import Any
+
+from domain.record.store import store_url_from_env
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_MAX_BODY_BYTES = 1_048_576
+DEFAULT_RUN_RATE_LIMIT, DEFAULT_RUN_BURST = 100.0, 200
+DEFAULT_DECISION_RATE_LIMIT, DEFAULT_DECISION_BURST = 50.0, 100
+DEFAULT_AUTH_FAILURE_RATE_LIMIT, DEFAULT_AUTH_FAILURE_BURST = 1.0, 100
+# Settings also read from the environment (below a holdpoint.toml, above the defaults).
+ENV_SETTINGS = {
+    "run_rate_limit": "HOLDPOINT_RUN_RATE_LIMIT",
+    "run_burst": "HOLDPOINT_RUN_BURST",
+    "decision_rate_limit": "HOLDPOINT_DECISION_RATE_LIMIT",
+    "decision_burst": "HOLDPOINT_DECISION_BURST",
+    "auth_failure_rate_limit": "HOLDPOINT_AUTH_FAILURE_RATE_LIMIT",
+    "auth_failure_burst": "HOLDPOINT_AUTH_FAILURE_BURST",
+}
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """What the HTTP server needs to know, and nothing it can find out itself."""
+
+    store_url: str
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # No one who shaped what is decided (started, fed, edited or forked the thread) may
+    # decide it (domain/oversight/hold_points.py); false turns it off for every served graph, a
+    # graph table's `separation_of_duties = false` for one.
+    separation_of_duties: bool = True
+    # Run the read models' projector (and the deadline worker) in this process.
+    projector: bool = True
+    projector_poll: float = 0.2
+    # How long a read that names a position (`wait_for`) waits for the read models.
+    read_wait_timeout: float = 10.0
+    # How long a run or a decision waits for another run on the same thread to end.
+    busy_wait_timeout: float = 30.0
+    # Threads that run graph code, the lead and its helpers (service/run_executor.py): enough
+    # for nodes that wait on I/O to overlap (README, "Where it differs from LangGraph's").
+    run_workers: int = 32
+    # Seconds a run's graph code (or its wait for a thread's lock) may keep the runs behind
+    # it waiting (service/run_executor.py): runs go one after another on one thread while their
+    # nodes compute, beside it when one waits longer; 0: all at once, up to `run_workers`.
+    run_turn: float = 0.01
+    # Seconds a node may run before its run records NodeFailed (NodeTimeoutError), for
+    # the graphs that set no `step_timeout` of their own; None: no limit.
+    step_timeout: float | None = None
+    # Finished runs kept in memory (per process) for runs.get / runs.join.
+    runs_kept: int = 10_000
+    # Per API key and process (service/rate_limit.py): a burst of requests at once, then a rate
+    # per second, on the endpoints that start runs and on decisions; a rate of 0 turns it off.
+    run_rate_limit: float = DEFAULT_RUN_RATE_LIMIT
+    run_burst: int = DEFAULT_RUN_BURST
+    decision_rate_limit: float = DEFAULT_DECISION_RATE_LIMIT
+    decision_burst: int = DEFAULT_DECISION_BURST
+    # Per client address and process: requests refused 401 (no key, an unknown or revoked
+    # one) before the address gets 429 instead, so that a flood records one refusal.
+    auth_failure_rate_limit: float = DEFAULT_AUTH_FAILURE_RATE_LIMIT
+    auth_failure_burst: int = DEFAULT_AUTH_FAILURE_BURST
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> ServerSettings:
+        settings = cls(store_url=store_url_from_env())
+        from_environment: dict[str, Any] = {}
+        for name, variable in ENV_SETTINGS.items():
+            text = os.environ.get(variable, "").strip()
+            if not text:
+                continue
+            kind = type(getattr(settings, name))
+            try:
+                from_environment[name] = kind(text)
+            except ValueError:
+                msg = f"{variable}={text!r} is not a valid {kind.__name__}"
+                raise ValueError(msg) from None
+        return settings.updated(**from_environment).updated(**overrides)
+
+    def updated(self, **overrides: Any) -> ServerSettings:
+        """A copy with the given fields changed; None values are ignored."""
+        known = {k: v for k, v in overrides.items() if v is not None}
+        unknown = set(known) - set(self.__dataclass_fields__)
+        if unknown:
+            msg = f"Unknown server setting {sorted(unknown)[0]!r}"
+            raise ValueError(msg)
+        for name, value in known.items():
+            current = getattr(self, name)
+            expected: Any = (int, float) if isinstance(current, float) else type(current)
+            wrong = isinstance(value, bool) and not isinstance(current, bool)
+            if current is not None and (wrong or not isinstance(value, expected)):
+                expected = type(current)
+                msg = f"Server setting {name} must be of type {expected.__name__}, not {value!r}"
+                raise ValueError(msg)
+        timeout = known.get("step_timeout")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+        ):
+            msg = f"Server setting step_timeout must be a number of seconds above 0: {timeout!r}"
+            raise ValueError(msg)
+        body = known.get("max_body_bytes")
+        if body is not None and body < 1:
+            msg = f"Server setting max_body_bytes must be 1 byte or more: {body!r}"
+            raise ValueError(msg)
+        workers = known.get("run_workers")
+        if workers is not None and workers < 1:
+            msg = f"Server setting run_workers must be 1 or more: {workers!r}"
+            raise ValueError(msg)
+        turn = known.get("run_turn")
+        if turn is not None and turn < 0:
+            msg = f"Server setting run_turn must be a number of seconds, 0 or more: {turn!r}"
+            raise ValueError(msg)
+        return replace(self, **known)
+
+    @property
+    def base_url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return f"http://{host}:{self.port}"

@@ -1,0 +1,162 @@
+"""Holdpoint's objects in the shapes LangGraph's Agent Server sends.
+
+See `anchors/langgraph_sdk_http.md`: a Thread, a ThreadState, a Run, an
+Assistant, and interrupts as `{"value", "id"}` (plus `"response_schema": null`
+inside run outputs, as the reference server sends them).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID, uuid5
+
+from domain.record.thread import CANCELLED, FAILED, IDLE, INTERRUPTED, RUNNING, WorkflowThread
+from domain.types import Interrupt, StateSnapshot
+
+# LangGraph's server derives an assistant's id from its graph's name with this namespace.
+ASSISTANT_NAMESPACE = UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
+# Thread statuses as LangGraph names them; a cancelled thread keeps Holdpoint's word.
+THREAD_STATUS = {
+    IDLE: "idle",
+    RUNNING: "busy",
+    INTERRUPTED: "interrupted",
+    FAILED: "error",
+    CANCELLED: "cancelled",
+}
+WIRE_TO_INDEX_STATUS = {"idle": "idle", "busy": "running", "interrupted": "interrupted",
+                        "error": "failed", "cancelled": "cancelled"}  # fmt: skip
+
+
+def assistant_id(graph_id: str) -> str:
+    return str(uuid5(ASSISTANT_NAMESPACE, graph_id))
+
+
+def iso(moment: datetime | str | None) -> str | None:
+    if moment is None or isinstance(moment, str):
+        return moment
+    return moment.isoformat()
+
+
+def assistant_json(graph_id: str, created_at: datetime) -> dict[str, Any]:
+    return {
+        "assistant_id": assistant_id(graph_id),
+        "graph_id": graph_id,
+        "config": {},
+        "context": {},
+        "metadata": {"created_by": "system"},
+        "name": graph_id,
+        "created_at": iso(created_at),
+        "updated_at": iso(created_at),
+        "version": 1,
+        "description": None,
+    }
+
+
+def interrupt_json(interrupt: Interrupt, *, in_output: bool = False) -> dict[str, Any]:
+    body: dict[str, Any] = {"value": interrupt.value, "id": interrupt.id}
+    if in_output:
+        body["response_schema"] = None
+    return body
+
+
+def output_json(value: Any) -> Any:
+    """A run's output or stream chunk as JSON: interrupts become dicts, tuples lists."""
+    if isinstance(value, Interrupt):
+        return interrupt_json(value, in_output=True)
+    if isinstance(value, dict):
+        return {key: output_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [output_json(item) for item in value]
+    return value
+
+
+def thread_metadata(thread: WorkflowThread) -> dict[str, Any]:
+    return {
+        **thread.metadata,
+        "graph_id": thread.graph_id,
+        "assistant_id": assistant_id(thread.graph_id),
+    }
+
+
+def thread_json(thread: WorkflowThread, *, busy: bool = False) -> dict[str, Any]:
+    """A recorded thread as LangGraph's Thread."""
+    interrupts: dict[str, list[dict[str, Any]]] = {}
+    for interrupt_id, record in thread.interrupts.items():
+        interrupts.setdefault(thread.task_id(record["node"]), []).append(
+            {"id": interrupt_id, "value": record["value"]}
+        )
+    error = thread.error
+    status = "busy" if busy and thread.status != CANCELLED else THREAD_STATUS[thread.status]
+    return {
+        "thread_id": thread.thread_id,
+        "created_at": iso(thread.created_on),
+        "updated_at": iso(thread.modified_on),
+        "state_updated_at": iso(thread.modified_on),
+        "metadata": thread_metadata(thread),
+        "status": status,
+        "config": {"configurable": {}},
+        "values": None if thread.checkpoint is None else thread.current_values(),
+        "error": None if error is None else {"error": error["type"], "message": error["message"]},
+        "interrupts": interrupts,
+    }
+
+
+def reserved_thread_json(
+    thread_id: str, created_at: datetime, metadata: dict[str, Any]
+) -> dict[str, Any]:
+    """A thread created over HTTP that has not run yet (nothing is recorded)."""
+    return {
+        "thread_id": thread_id,
+        "created_at": iso(created_at),
+        "updated_at": iso(created_at),
+        "state_updated_at": iso(created_at),
+        "metadata": metadata,
+        "status": "idle",
+        "config": {},
+        "values": None,
+        "error": None,
+        "interrupts": {},
+    }
+
+
+def checkpoint_json(config: dict[str, Any] | None) -> dict[str, Any] | None:
+    if config is None:
+        return None
+    configurable = config.get("configurable") or {}
+    return {
+        "thread_id": configurable.get("thread_id"),
+        "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+        "checkpoint_id": configurable.get("checkpoint_id"),
+    }
+
+
+def state_json(snapshot: StateSnapshot) -> dict[str, Any]:
+    """A StateSnapshot as LangGraph's ThreadState."""
+    checkpoint = checkpoint_json(snapshot.config)
+    parent = checkpoint_json(snapshot.parent_config)
+    tasks = [
+        {
+            "id": task.id,
+            "name": task.name,
+            "path": list(task.path),
+            "error": None if task.error is None else str(task.error),
+            "interrupts": [interrupt_json(i) for i in task.interrupts],
+            "checkpoint": None,
+            "state": None,
+            "result": task.result,
+        }
+        for task in snapshot.tasks
+    ]
+    return {
+        "values": snapshot.values,
+        "next": list(snapshot.next),
+        "tasks": tasks,
+        "metadata": snapshot.metadata or {},
+        "created_at": snapshot.created_at,
+        "checkpoint": checkpoint,
+        "parent_checkpoint": parent,
+        "interrupts": [interrupt_json(i) for i in snapshot.interrupts],
+        "checkpoint_id": None if checkpoint is None else checkpoint["checkpoint_id"],
+        "parent_checkpoint_id": None if parent is None else parent["checkpoint_id"],
+    }

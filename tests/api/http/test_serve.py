@@ -1,0 +1,256 @@
+"""`holdpoint serve` as a user runs it: a subprocess, its banner, its keys, its logs."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+DONE_MARK = "  curl -s $URL/threads/refund-1/audit"
+STORY_TITLE = "The refund story: an agent asks for a $250 refund, a reviewer approves it."
+STEP_MARK = "@@ step done @@"
+
+
+class Serving:
+    """A `holdpoint serve` process, its banner read line by line from stdout."""
+
+    def __init__(self, store: str, *args: str, cwd: Path = ROOT) -> None:
+        env = {**os.environ, "HOLDPOINT_STORE": store, "PYTHONPATH": str(ROOT)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "api.cli.main", "serve", "--port", "0", *args],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put("")  # end of output
+
+    def banner(self, last: str) -> list[str]:
+        """The banner's lines, up to the first that starts with `last`."""
+        seen = []
+        while True:
+            line = self.lines.get(timeout=60)
+            seen.append(line)
+            if line.startswith(last):
+                return seen
+            if line == "" and self.process.poll() is not None:
+                pytest.fail(f"serve ended: {seen}\n{self.process.stderr.read()}")
+
+    def stop(self) -> tuple[int, str]:
+        self.process.send_signal(signal.SIGTERM)
+        _, stderr = self.process.communicate(timeout=60)
+        return self.process.returncode, stderr
+
+
+def exported(lines: list[str]) -> dict[str, str]:
+    values = {}
+    for line in lines:
+        if line.strip().startswith("export "):
+            for pair in line.strip().removeprefix("export ").split():
+                name, _, value = pair.partition("=")
+                values[name] = value
+    return values
+
+
+def story_script(lines: list[str]) -> str:
+    """The banner's story as one bash script that stops at the first failure, each step's
+    output ended by a marker line, and the ids it picked printed last."""
+    story = [line.strip() for line in lines[lines.index(STORY_TITLE) + 1 :]]
+    steps = [f"{line}\necho\necho {STEP_MARK}" for line in story if line]
+    return "\n".join(["set -euo pipefail", *steps, 'echo "ID=$ID RUN=$RUN"'])
+
+
+def test_first_start_prints_keys_and_the_story_runs_as_printed(tmp_path):
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed: the banner's story is curl lines")
+    store = f"sqlite:///{tmp_path / 'holdpoint.db'}"
+    serving = Serving(store)
+    lines = serving.banner(DONE_MARK)
+    names = exported(lines)
+    url = names["URL"]
+    assert any(line.strip() == f"API docs:  {url}/docs" for line in lines)
+    assert {"AGENT", "REVIEWER", "AUDITOR"} <= set(names)
+
+    # When the story's lines run in a shell, as printed
+    ran = subprocess.run(
+        ["bash", "-c", story_script(lines)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    # Then each step answered, the run the decision began ended the refund, and the
+    # audit names the reviewer
+    assert ran.returncode == 0, ran.stderr
+    *outputs, picked = ran.stdout.split(f"{STEP_MARK}\n")
+    ids = dict(pair.split("=", 1) for pair in picked.split())
+    created, queue_page, joined, audit = (json.loads(out) for out in outputs if out.strip())
+    assert created["thread_id"] == "refund-1"
+    assert ids["ID"] in {row["interrupt_id"] for row in queue_page["data"]}
+    assert joined["outcome"] == "Refund of $250 processed."
+    assert any(
+        entry["summary"].startswith("reviewer (reviewer) decided approve")
+        for entry in audit["entries"]
+    )
+    decided = {"run_id": ids["RUN"]}
+    code, stderr = serving.stop()
+    assert code == 0, stderr
+    # One JSON log line per request, with who and what, never a key
+    requests = [json.loads(line) for line in stderr.splitlines() if '"request"' in line]
+    decision = next(r for r in requests if r["route"] == "/approvals/{interrupt_id}/decision")
+    assert decision["principal"] == "reviewer"
+    assert decision["thread_id"] == "refund-1"
+    assert decision["run_id"] == decided["run_id"]
+    assert decision["status"] == 200
+    assert {"request_id", "duration_ms", "method", "timestamp"} <= set(decision)
+    for key in (names["AGENT"], names["REVIEWER"], names["AUDITOR"]):
+        assert key not in stderr
+        assert key[len("hp_") + 13 :] not in stderr  # not even the secret part (it may hold _)
+    assert "Receipt checked" not in stderr  # no payloads either
+
+    # A second start finds keys, and makes and prints none
+    again = Serving(store)
+    lines = again.banner("API keys:")
+    assert not any("hp_" in line for line in lines)
+    code, _ = again.stop()
+    assert code == 0
+
+
+def test_graphs_from_a_config_file_and_the_command_line(tmp_path):
+    (tmp_path / "approvals.py").write_text(
+        "from typing import TypedDict\n"
+        "from domain.graph import StateGraph, START, END\n"
+        "from domain.types import interrupt\n"
+        "class S(TypedDict):\n    x: int\n"
+        "def ask(state):\n    return {'x': interrupt('ok?')}\n"
+        "builder = StateGraph(S)\n"
+        "builder.add_node('ask', ask)\n"
+        "builder.add_edge(START, 'ask')\n"
+        "builder.add_edge('ask', END)\n"
+        "graph = builder.compile()\n"
+    )
+    (tmp_path / "holdpoint.toml").write_text(
+        '[graphs]\nasker = "approvals.py:graph"\n[server]\nmax_body_bytes = 2048\n'
+    )
+    serving = Serving(
+        f"sqlite:///{tmp_path / 'h.db'}",
+        "--config",
+        str(tmp_path / "holdpoint.toml"),
+        "--graph",
+        f"builder={tmp_path / 'approvals.py'}:builder",
+        cwd=tmp_path,
+    )
+    lines = serving.banner("  auditor")
+    serving.stop()
+    graphs_line = next(line for line in lines if "graphs:" in line)
+    assert graphs_line.split("graphs:")[1].split() == ["asker,", "builder"]
+    assert not any("refund story" in line for line in lines)
+
+
+def test_no_projector_needs_postgresql(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "api.cli.main", "serve", "--no-projector"],
+        cwd=ROOT,
+        env={**os.environ, "HOLDPOINT_STORE": f"sqlite:///{tmp_path / 'h.db'}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "--no-projector needs a PostgreSQL store" in result.stderr
+
+
+def test_a_graph_that_cannot_be_loaded_is_one_clear_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "api.cli.main", "serve", "--graph", "x=missing.py:graph"],
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "HOLDPOINT_STORE": f"sqlite:///{tmp_path / 'h.db'}",
+            "PYTHONPATH": str(ROOT),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("holdpoint: error: Graph 'x': no file")
+
+
+def test_max_body_bytes_refuses_a_larger_body_with_a_413_problem(tmp_path):
+    # Given `holdpoint serve --max-body-bytes 200`
+    serving = Serving(f"sqlite:///{tmp_path / 'h.db'}", "--max-body-bytes", "200")
+    names = exported(serving.banner(DONE_MARK))
+    agent = {"x-api-key": names["AGENT"]}
+
+    # When the agent sends a body of 200 bytes, then one of 201
+    with httpx.Client(base_url=names["URL"], headers=agent, timeout=60) as http:
+        padding = '{"metadata": {"note": "%s"}}'
+        fits = padding % ("x" * (200 - len(padding % "")))
+        fitting = http.post("/threads", content=fits, headers={"content-type": "application/json"})
+        larger = http.post(
+            "/threads", content=fits + " ", headers={"content-type": "application/json"}
+        )
+
+    # Then the first is taken and the second refused, as a problem naming the limit
+    assert len(fits) == 200
+    assert fitting.status_code == 200, fitting.text
+    assert larger.status_code == 413
+    assert larger.headers["content-type"] == "application/problem+json"
+    assert larger.json()["status"] == 413
+    assert "200 bytes" in larger.json()["detail"]
+    code, stderr = serving.stop()
+    assert code == 0, stderr
+
+
+@pytest.mark.parametrize(
+    ("environment", "args", "message"),
+    [
+        (
+            {"HOLDPOINT_RUN_RATE_LIMIT": "abc"},
+            [],
+            "holdpoint: error: in the environment: HOLDPOINT_RUN_RATE_LIMIT='abc' is not a "
+            "valid float",
+        ),
+        (
+            {},
+            ["--max-body-bytes", "0"],
+            "holdpoint: error: in the command-line flag --max-body-bytes: Server setting "
+            "max_body_bytes must be 1 byte or more: 0",
+        ),
+    ],
+    ids=["environment", "flag"],
+)
+def test_a_bad_setting_is_one_line_naming_where_it_came_from(tmp_path, environment, args, message):
+    result = subprocess.run(
+        [sys.executable, "-m", "api.cli.main", "serve", *args],
+        cwd=ROOT,
+        env={**os.environ, "HOLDPOINT_STORE": f"sqlite:///{tmp_path / 'h.db'}", **environment},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == message

@@ -1,0 +1,76 @@
+"""`holdpoint verify` starts fast: it builds only the integrity subcommands' parser and
+imports neither the API nor the read models, with the same help and errors as ever."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from api.cli.main import INTEGRITY_COMMANDS, build_parser
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def subcommand_help(parser, name: str) -> str:
+    [action] = [a for a in parser._actions if a.dest == "command"]
+    return action.choices[name].format_help()
+
+
+@pytest.mark.parametrize("name", sorted(INTEGRITY_COMMANDS))
+def test_an_integrity_command_alone_has_the_help_it_has_among_all(name):
+    # When
+    alone = subcommand_help(build_parser(name), name)
+    among_all = subcommand_help(build_parser(), name)
+
+    # Then
+    assert alone == among_all
+
+
+def test_the_main_help_still_lists_every_command():
+    # When
+    text = build_parser().format_help()
+
+    # Then
+    for name in ("demo", "serve", "db", "keys", "verify", "seal", "export", "report", "replay"):
+        assert f"    {name} " in text or f"    {name}\n" in text
+
+
+def test_the_help_names_the_key_variable_signing_reads():
+    # Given
+    from api.cli import integrity as integrity_cli  # noqa: PLC0415
+    from integrity import signing  # noqa: PLC0415
+
+    # Then
+    assert integrity_cli.KEY_VARIABLE == signing.KEY_VARIABLE
+
+
+def test_verify_imports_neither_the_api_nor_the_read_models_nor_seals():
+    # Given
+    script = (
+        "import sys\n"
+        "from api.cli.main import main\n"
+        "try:\n"
+        "    main(['verify', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('projections', 'fastapi', 'api.cli.history', 'api.cli.serve', 'integrity.sealing',\n"
+        "         'integrity.export', 'integrity.signing', 'cryptography')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)), file=sys.stderr)\n"
+    )
+
+    # When
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+
+    # Then
+    assert done.stderr.strip() == "[]"
+    assert done.stdout.startswith("usage: holdpoint verify")
