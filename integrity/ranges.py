@@ -17,7 +17,8 @@ from integrity.scan import Scanner
 
 @dataclass(frozen=True)
 class ScanPlan:
-    """What a scan gathers besides the checks, for a seal (see `domain.integrity.whole_log.RangeCheck`)."""
+    """What a scan gathers besides the checks, for a seal
+    (see `domain.integrity.whole_log.RangeCheck`)."""
 
     leaves_upto: int = 0
     late_after: int | None = None

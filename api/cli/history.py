@@ -232,7 +232,8 @@ def show_diff(args: argparse.Namespace) -> int:
 
 def cli_actor(store: Workflows, api_key: str | None) -> dict[str, Any]:
     """Who a command acts as: the API key's principal, or the local user with no role
-    (which the hold points' rules bind, unlike a Python caller's: domain/oversight/hold_points.py)."""
+    (which the hold points' rules bind, unlike a Python caller's:
+    domain/oversight/hold_points.py)."""
     if api_key:
         return Keyring(store).authenticate(api_key).as_actor()
     return {**local_actor(), "via": "cli"}

@@ -179,7 +179,8 @@ class Run:
         return self._values_chunk()
 
     def _fork(self, store: Workflows, wanted: str) -> WorkflowThread:
-        """Time travel: continue from a past checkpoint on a new thread (domain/history/forks.py)."""
+        """Time travel: continue from a past checkpoint on a new thread
+        (domain/history/forks.py)."""
         source = snapshots.load_checkpoint(store, self.thread_id, wanted)
         configurable = self.config.get("configurable") or {}
         fork = branch(store, source, self.actor, configurable.get("fork_thread_id"), self.run_id)

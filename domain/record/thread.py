@@ -537,8 +537,8 @@ class WorkflowThread(Aggregate):
         """Record an answer to a pending interrupt, bound to the question it answers (the
         payload's digest). An approval short of the approvals the interrupt needs is an
         InterruptApproved, and the interrupt stays pending; any other answer resumes it.
-        The caller has checked the answer (domain/oversight/hold_points.py); an interrupt that is not
-        pending is refused (UnknownInterruptError), recording nothing."""
+        The caller has checked the answer (domain/oversight/hold_points.py); an interrupt
+        that is not pending is refused (UnknownInterruptError), recording nothing."""
         record = self.interrupts.get(interrupt_id)
         if record is None:
             raise UnknownInterruptError(self.thread_id, [interrupt_id], list(self.interrupts))
