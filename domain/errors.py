@@ -327,6 +327,14 @@ class DecisionContradictionError(InvalidUpdateError):
         self.expected = expected
 
 
+class ResumeRequiredError(InvalidUpdateError):
+    """A decision that needs the value to resume with (edit, respond) came without one."""
+
+    def __init__(self, decision: str) -> None:
+        super().__init__(f"a decision of {decision!r} needs the value to resume with")
+        self.decision = decision
+
+
 class InvalidThreadIdError(InvalidUpdateError):
     """A thread id that no URL can name, or that is not text."""
 

@@ -22,7 +22,6 @@ from contextlib import contextmanager
 
 import structlog
 
-from api.http.problems import Problem
 from domain.engine.runtime import is_interrupt_id
 from domain.record.application import Workflows
 from domain.record.store import backend_of, open_store
@@ -32,6 +31,7 @@ from projections.database import Cursor, Database, SQLiteDatabase
 from projections.deadlines import expire_overdue
 from projections.pending_approvals import PendingApprovals
 from projections.runner import ProjectionRunner, ProjectionStatus
+from service.errors import PositionBeyondLogError, ReadModelBehindError
 
 log = structlog.get_logger()
 
@@ -159,16 +159,13 @@ class ReadModels:
         return self.reader.head()
 
     def wait_for(self, position: int | None) -> None:
-        """Return once every read model has applied `position`; 503 after the timeout."""
+        """Return once every read model has applied `position`; ReadModelBehindError after
+        the timeout."""
         if not position:
             return
         head = self.head()
         if position > head:  # a client's mistake: waiting could never end
-            msg = (
-                f"Invalid query.wait_for: position {position} is beyond the last "
-                f"recorded event ({head})"
-            )
-            raise Problem(422, msg, code="invalid-request")
+            raise PositionBeyondLogError(position, head)
         self.nudge()
         if self.reader.wait(position, self.wait_timeout):
             return
@@ -178,7 +175,7 @@ class ReadModels:
             f"{self.wait_timeout:g} s"
             + ("" if self.in_process else "; is a `holdpoint projector` running?")
         )
-        raise Problem(503, msg, code="read-model-behind", headers={"Retry-After": "1"})
+        raise ReadModelBehindError(msg)
 
     def catch_up_to_head(self) -> None:
         """Wait until the read models have applied everything recorded so far."""

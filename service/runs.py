@@ -25,10 +25,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.http.problems import Problem
 from domain.engine.runtime import UNREAD, Run, resume_map
 from domain.graph import CompiledStateGraph
 from domain.types import Command
+from service.errors import RunInProgressError, ServerStoppingError
 from service.run_executor import RunExecutor
 from service.run_record import ERROR, SUCCESS, RunRecord
 from service.wire import output_json
@@ -160,7 +160,7 @@ class RunManager:
         """Begin a run (blocking: call it from a worker thread); the rest runs in the background.
 
         Raises the domain's errors, having recorded nothing, when the input or
-        the answer does not fit the thread; Problem(409) when the thread stays
+        the answer does not fit the thread; RunInProgressError when the thread stays
         busy with another run for longer than `busy_wait`.
         """
         begun = self._begin(request)
@@ -203,7 +203,7 @@ class RunManager:
         try:
             self.launcher.submit(job)
         except RuntimeError:  # the executor is shut down: the server is stopping
-            outcome.set_exception(Problem(503, "The server is stopping", code="stopping"))
+            outcome.set_exception(ServerStoppingError())
         return outcome
 
     def _begin(self, request: RunRequest) -> _Begun:
@@ -212,12 +212,7 @@ class RunManager:
         with self.launcher.may_wait():
             locked = self.locks.acquire(thread_id, self.busy_wait)
         if not locked:
-            active = self.active_run(thread_id)
-            msg = (
-                f"Thread {thread_id!r} is busy with run {active or '(finishing)'} and stayed "
-                f"busy for {self.busy_wait:g} s; join that run, then try again"
-            )
-            raise Problem(409, msg, code="thread-busy")
+            raise RunInProgressError(thread_id, self.active_run(thread_id), self.busy_wait)
         try:
             run = Run(request.graph, request.config, request.stream_modes)
             self.locks.holders[thread_id] = run.run_id

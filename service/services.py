@@ -1,20 +1,18 @@
-"""The objects one server process works with, built once by `create_app`."""
+"""The composition root: the objects one server process works with, built once."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Annotated
 
 from eventsourcing.sqlite import SQLiteAggregateRecorder
-from fastapi import Depends, Request
 
-from api.http.problems import Problem
 from domain.access.keyring import Keyring
 from domain.graph import CompiledStateGraph
 from domain.record.application import Workflows
 from domain.record.store import backend_of, open_store
 from persistence.key_probe import SQLiteKeyProbe
+from service.errors import GraphNotServedError, UnknownGraphError
 from service.metrics import Metrics
 from service.rate_limit import RateLimiter
 from service.read_models import ReadModels
@@ -81,7 +79,8 @@ class Services:
         )
 
     def graph(self, name_or_assistant_id: str) -> CompiledStateGraph:
-        """The served graph named by a graph id or an assistant id; 422 otherwise."""
+        """The served graph named by a graph id or an assistant id; UnknownGraphError
+        otherwise."""
         graph = self.graphs.get(name_or_assistant_id)
         if graph is not None:
             return graph
@@ -93,7 +92,7 @@ class Services:
             "- A valid assistant UUID, or\n"
             f"- One of the registered graphs: {', '.join(sorted(self.graphs))}"
         )
-        raise Problem(422, msg, code="unknown-assistant")
+        raise UnknownGraphError(msg)
 
     def graph_of_thread(self, graph_id: str, thread_id: str) -> CompiledStateGraph:
         graph = self.graphs.get(graph_id)
@@ -102,7 +101,7 @@ class Services:
                 f"Thread {thread_id!r} runs graph {graph_id!r}, which this server does not "
                 f"serve (it serves {', '.join(sorted(self.graphs))}); it can be read, not run"
             )
-            raise Problem(409, msg, code="graph-not-served")
+            raise GraphNotServedError(msg)
         return graph
 
     def close(self) -> None:
@@ -133,12 +132,3 @@ def _key_checker(store: Workflows) -> Keyring | None:
         path = str(own.env.get("SQLITE_DBNAME"))
         return Keyring(own, SQLiteKeyProbe(path, recorder.events_table_name))
     return None
-
-
-async def get_services(request: Request) -> Services:
-    """Async, so that FastAPI calls it on the event loop, not in a worker thread."""
-    services: Services = request.app.state.services
-    return services
-
-
-ServicesDep = Annotated[Services, Depends(get_services)]

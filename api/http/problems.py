@@ -3,7 +3,8 @@
 Every error response has `type`, `title`, `status`, `detail` (a precise
 sentence: the LangGraph SDK shows it) and `instance` (the path); some add
 members (`errors` for a 422, `decided_by` for a decision that came too late).
-Domain errors are mapped to statuses here and nowhere else.
+Domain and service errors are mapped to statuses here and nowhere else; no module
+outside the HTTP entry points raises a Problem (tests/test_architecture.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from domain import errors
 from domain.history import time_travel
 from domain.record.store import StoreUnavailableError
 from persistence.failures import STORE_UNAVAILABLE
+from service import errors as service_errors
 
 PROBLEM_TYPES = "https://holdpoint.dev/problems/"
 MEDIA_TYPE = "application/problem+json"
@@ -155,7 +157,22 @@ _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
     (errors.InvalidRoleError, 422, "invalid-role"),
     (errors.InvalidPrincipalError, 422, "invalid-principal"),
     (StoreUnavailableError, 503, "store-unavailable"),
+    (service_errors.InterruptNeverRaisedError, 404, "unknown-interrupt"),
+    (service_errors.InterruptNotOpenError, 409, "interrupt-not-open"),
+    (service_errors.RunInProgressError, 409, "thread-busy"),
+    (service_errors.GraphNotServedError, 409, "graph-not-served"),
+    (service_errors.UnknownGraphError, 422, "unknown-assistant"),
+    (service_errors.IdempotencyKeyReusedError, 422, "idempotency-key-reused"),
+    (service_errors.PositionBeyondLogError, 422, "invalid-request"),
+    (service_errors.ReadModelBehindError, 503, "read-model-behind"),
+    (service_errors.ServerStoppingError, 503, "stopping"),
 ]
+# The detail of an error that names no request field itself: the field it came from.
+_FIELDS: dict[type[Exception], str] = {service_errors.PositionBeyondLogError: "query.wait_for"}
+_HEADERS: dict[type[Exception], dict[str, str]] = {
+    errors.AuthenticationError: {"WWW-Authenticate": "Bearer"},
+    service_errors.ReadModelBehindError: {"Retry-After": "1"},
+}
 
 
 RETRY_AFTER_SECONDS = 2
@@ -194,15 +211,19 @@ def from_store_failure(error: Exception) -> Problem:
 
 
 def from_domain_error(error: errors.HoldpointError) -> Problem:
-    """The problem for a domain error; a hold point's refusal (already recorded by the
-    domain) carries its `reason`, as the API's own refusals do."""
+    """The problem for a domain or service error; a refusal (on record: a hold point's
+    by the domain, the others by the edge) carries its `reason` and what it says more."""
     for cls, status, code in _DOMAIN_STATUSES:
         if isinstance(error, cls):
-            headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-            extensions = (
-                {"reason": error.reason} if isinstance(error, errors.OversightError) else {}
-            )
-            return Problem(status, str(error), code=code, headers=headers, **extensions)
+            field = next((f for c, f in _FIELDS.items() if isinstance(error, c)), None)
+            detail = f"Invalid {field}: {error}" if field else str(error)
+            headers = next((h for c, h in _HEADERS.items() if isinstance(error, c)), None)
+            extensions: dict[str, Any] = {}
+            if isinstance(error, errors.OversightError | service_errors.RefusalError):
+                extensions["reason"] = error.reason
+            if isinstance(error, service_errors.RefusalError):
+                extensions.update(error.members)
+            return Problem(status, detail, code=code, headers=headers, **extensions)
     return Problem(400, str(error), code="bad-request")
 
 

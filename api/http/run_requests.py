@@ -8,7 +8,7 @@ role, separation of duties, a reason, a decision that matches its value, who
 may change a thread that stands at one) are the domain's, checked as the run
 begins, which records their refusals; the other refusals of an answer (an
 unknown thread, a lost race) are recorded here as a decision's are
-(`refusal_reason`). The actor always comes from the API key: an `actor` in
+(`api.http.decisions.record_refused_answer`). The actor always comes from the API key: an `actor` in
 the body's config is dropped.
 """
 
@@ -20,12 +20,11 @@ from uuid import uuid4
 from fastapi import Request
 
 from api.http.auth import Permission, action_of
-from api.http.decisions import LOST_RACE
 from api.http.problems import Problem
 from api.http.schemas import RunCreate
 from domain.access.identity import Principal
 from domain.engine.runtime import REQUEST_KEY
-from domain.errors import ConcurrentUpdateError, ThreadNotFoundError
+from domain.errors import HoldpointError, ThreadNotFoundError
 from domain.record.thread_ids import thread_id_problem
 from domain.types import Command
 from service.runs import RunRequest
@@ -41,7 +40,7 @@ RESERVED_CONFIGURABLE = (
     "idempotency_key",
     REQUEST_KEY,
 )
-# Where a resume run carries what a decision's body does (api/http/decisions.py `answer_problem`).
+# Where a resume run carries what a decision's body does (`api.http.decisions.answer_problem`).
 RUN_FIELDS = {
     "decision": "body.config.configurable.decision",
     "resume": "body.command.resume",
@@ -83,18 +82,16 @@ def run_permission(body: RunCreate) -> Permission:
     return Permission.DECIDE if is_resume(body) else Permission.RUN
 
 
-def refusal_reason(error: Exception) -> str | None:
-    """The reason a resume run refused with `error` is recorded with, as a decision's
-    would be (api/http/decisions.py); None for an error that is not such a refusal."""
-    if isinstance(error, ConcurrentUpdateError):
-        return "conflict"
-    if isinstance(error, LOST_RACE):
-        return "stale_interrupt"
-    if isinstance(error, ThreadNotFoundError):
-        return "unknown_interrupt"
-    if isinstance(error, Problem):
-        return {"thread-busy": "conflict", "thread-not-found": "unknown_interrupt"}.get(error.code)
-    return None
+class NoThreadToRunError(ThreadNotFoundError):
+    """A run on a thread id that names no thread, and no "if_not_exists": "create"."""
+
+    def __init__(self, thread_id: str) -> None:
+        HoldpointError.__init__(
+            self,
+            f"Thread {thread_id!r} not found: create it with POST /threads, "
+            'or send "if_not_exists": "create"',
+        )
+        self.thread_id = thread_id
 
 
 def prepare_run(
@@ -125,11 +122,7 @@ def prepare_run(
     thread = services.store.thread(thread_id)
     reservation = services.reservations.get(thread_id)
     if thread is None and reservation is None and not stateless and body.if_not_exists != "create":
-        msg = (
-            f"Thread {thread_id!r} not found: create it with POST /threads, "
-            'or send "if_not_exists": "create"'
-        )
-        raise Problem(404, msg, code="thread-not-found")
+        raise NoThreadToRunError(thread_id)
     if thread is None and reservation is None and not stateless:
         problem = thread_id_problem(thread_id)
         if problem is not None:  # the run would record a thread that no URL can name

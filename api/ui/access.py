@@ -14,10 +14,10 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from api.http.auth import PERMISSIONS, Permission, check, note, refuse
+from api.http.deps import ServicesDep
 from api.ui.sessions import Session, current_session, session_table
 from domain.access.identity import Principal
 from domain.errors import AuthenticationError
-from service.services import ServicesDep
 
 
 class SignInRequiredError(Exception):

@@ -9,13 +9,14 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from api.http.deps import ServicesDep
 from api.http.problems import Problem
 from api.http.routes.audit import MEDIA_TYPES
 from api.ui.access import AuditingViewer
 from api.ui.pages import PageRoute, render
 from projections.oversight_report import oversight_report
 from projections.report_formats import FORMATS, to_html
-from service.services import Services, ServicesDep
+from service.services import Services
 
 router = APIRouter(route_class=PageRoute)
 PRESETS = {"1": "last 24 hours", "7": "last 7 days", "30": "last 30 days", "90": "last 90 days"}

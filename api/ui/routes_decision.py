@@ -1,8 +1,9 @@
 """One interrupt: what it asks, the thread so far, the deadline, and the decision form.
 
-A decision goes through `api.http.decisions.decide`, the code behind `POST
-/approvals/{interrupt_id}/decision`: the same roles, separation of duties,
-one winner among concurrent answers, idempotency and refusals on record. The
+A decision goes through the use case `service.decisions.decide`, as `POST
+/approvals/{interrupt_id}/decision` does (through `api.http.decisions`): the same
+roles, separation of duties, one winner among concurrent answers, idempotency and
+refusals on record. The
 form carries the digest of the payload the page showed, so that a decision is
 made on that question or refused (409).
 """
@@ -19,8 +20,8 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from api.http.auth import Permission, throttle
-from api.http.authority import fate
 from api.http.decisions import decide
+from api.http.deps import ServicesDep
 from api.http.problems import Problem, from_domain_error
 from api.http.schemas import DecisionBody
 from api.ui.access import DecidingViewer, QueueViewer, Viewer
@@ -29,8 +30,10 @@ from api.ui.pages import PageRoute, render
 from api.ui.thread_timeline import completed, thread_timeline
 from domain.errors import HoldpointError
 from domain.oversight.hold_points import record_digest
+from service.decisions import fate, thread_of
+from service.errors import InterruptNeverRaisedError
 from service.rate_limit import DECISIONS
-from service.services import Services, ServicesDep
+from service.services import Services
 
 router = APIRouter(route_class=PageRoute)
 DECISIONS_OFFERED = ("approve", "reject", "edit", "escalate")
@@ -43,10 +46,10 @@ def reason_required(record: dict[str, Any] | None) -> bool:
 
 
 def _thread_id(services: Services, interrupt_id: str) -> str:
-    thread_id = services.read_models.thread_of_interrupt(interrupt_id)
-    if thread_id is None:
-        raise Problem(404, f"No interrupt {interrupt_id} was ever raised (see the inbox)")
-    return thread_id
+    try:
+        return thread_of(services, interrupt_id)
+    except InterruptNeverRaisedError as error:
+        raise Problem(404, f"{error} (see the inbox)") from None
 
 
 def _page_context(services: Services, viewer: Viewer, interrupt_id: str) -> dict[str, Any]:

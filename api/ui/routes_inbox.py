@@ -7,11 +7,11 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from api.http.auth import Permission
+from api.http.deps import ServicesDep
 from api.ui.access import QueueViewer, Viewer
 from api.ui.inbox_query import AGE_LABELS, SORTS, InboxFilters, read_inbox
 from api.ui.pages import PageRoute, render
 from projections.pending_approvals import PendingApprovals
-from service.services import ServicesDep
 
 router = APIRouter(route_class=PageRoute)
 

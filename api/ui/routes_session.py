@@ -15,6 +15,7 @@ from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from api.http.auth import note, refuse
+from api.http.deps import ServicesDep
 from api.ui.forms import check_form, read_form
 from api.ui.pages import PageRoute, render
 from api.ui.sessions import (
@@ -27,7 +28,6 @@ from api.ui.sessions import (
 )
 from domain.access.identity import Principal
 from domain.errors import AuthenticationError
-from service.services import ServicesDep
 
 router = APIRouter(route_class=PageRoute)
 HOME = "/ui/inbox"

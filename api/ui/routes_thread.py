@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from api.http.auth import Permission
+from api.http.deps import ServicesDep
 from api.http.problems import Problem
 from api.ui.access import AuditingViewer, ReadingViewer, Viewer
 from api.ui.forms import check_form, read_form
@@ -19,7 +20,7 @@ from domain.history.time_travel import diff_versions, head_version, state_at_ver
 from integrity.export import export_thread
 from integrity.reporting import problem_line
 from service.lineage import lineage
-from service.services import Services, ServicesDep
+from service.services import Services
 
 router = APIRouter(route_class=PageRoute)
 

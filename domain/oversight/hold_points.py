@@ -42,6 +42,7 @@ from domain.errors import (
     InvalidUpdateError,
     QuestionChangedError,
     ReasonRequiredError,
+    ResumeRequiredError,
     RepeatedApprovalError,
     SeparationOfDutiesError,
     WrongRoleError,
@@ -57,6 +58,8 @@ DECISIONS = ("approve", "reject", "edit", "respond", "escalate")
 # What approve and reject resume with, unless the interrupt declares otherwise.
 DEFAULT_DECISION_VALUES: dict[str, Any] = {"approve": True, "reject": False}
 MAX_APPROVALS = 10
+VALUE_NEEDED = ("edit", "respond")  # the kinds of decision that carry their own value
+NO_VALUE: Any = object()  # an answer that gave no value to resume with
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,16 @@ def decision_value(decision: str, record: dict[str, Any]) -> Any:
     if decision in declared:
         return declared[decision]
     return DEFAULT_DECISION_VALUES.get(decision)
+
+
+def answer_value(decision: str, record: dict[str, Any], resume: Any = NO_VALUE) -> Any:
+    """What a decision resumes with: the value it gave, or its kind's (`decision_value`);
+    ResumeRequiredError for a kind that needs a value and gave none (edit, respond)."""
+    if resume is not NO_VALUE:
+        return resume
+    if decision in VALUE_NEEDED:
+        raise ResumeRequiredError(decision)
+    return decision_value(decision, record)
 
 
 def check_answer(

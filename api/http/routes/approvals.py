@@ -10,13 +10,14 @@ from starlette.concurrency import run_in_threadpool
 
 from api.http.auth import PERMISSIONS, Canceller, Decider, Permission, QueueReader, note, throttle
 from api.http.decisions import decide, locate
+from api.http.deps import ServicesDep
 from api.http.positions import set_position
 from api.http.problems import Problem, problem_responses
 from api.http.responses import ApprovalsPage, Assignment, Cancellation, Decision, answers
 from api.http.schemas import AssignBody, CancelBody, DecisionBody
 from projections.pending_approvals import PendingApprovals
 from service.rate_limit import DECISIONS
-from service.services import Services, ServicesDep
+from service.services import Services
 from service.wire import iso
 
 router = APIRouter(tags=["oversight"])

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Response
 
 from api.http.auth import Reader
+from api.http.deps import ServicesDep
 from api.http.problems import Problem, problem_responses
-from service.services import ServicesDep
 from service.wire import assistant_id as assistant_uuid
 from service.wire import assistant_json
 

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from api.http.auth import Auditor
+from api.http.deps import ServicesDep
 from api.http.problems import Problem, problem_responses
 from api.http.responses import RecordedEvents, RefusalsPage, Timeline, Verification, answers
 from api.http.routes.approvals import WaitFor
@@ -19,7 +20,6 @@ from integrity.reporting import verdict_data
 from integrity.verify_log import scan_log, verify_thread_events
 from projections.oversight_report import oversight_report
 from projections.report_formats import FORMATS
-from service.services import ServicesDep
 
 router = APIRouter(tags=["audit"])
 MEDIA_TYPES = {"json": "application/json", "csv": "text/csv", "html": "text/html"}

@@ -8,9 +8,9 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 
 from api.http.auth import Auditor
+from api.http.deps import ServicesDep
 from api.http.problems import problem_responses
 from service.metrics import CONTENT_TYPE
-from service.services import ServicesDep
 
 router = APIRouter(tags=["health"])
 

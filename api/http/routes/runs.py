@@ -26,21 +26,20 @@ from api.http.auth import (
     RunnerOrDecider,
     check,
     note,
-    record_refusal,
     throttle_async,
 )
-from api.http.decisions import answer_problem
+from api.http.decisions import ANSWER_ERRORS, answer_problem, record_refused_answer
+from api.http.deps import ServicesDep
 from api.http.positions import POSITION_HEADER
 from api.http.problems import Problem, problem_responses
 from api.http.routes.threads import thread_or_404
-from api.http.run_requests import RUN_FIELDS, is_resume, prepare_run, refusal_reason, run_permission
+from api.http.run_requests import RUN_FIELDS, is_resume, prepare_run, run_permission
 from api.http.schemas import RunCreate
 from domain.access.identity import Principal
-from domain.errors import DecisionContradictionError, ReasonRequiredError
 from service.rate_limit import RUNS
 from service.run_record import DONE, RunRecord
 from service.runs import RunRequest
-from service.services import Services, ServicesDep
+from service.services import Services
 from service.wire import output_json
 
 router = APIRouter(tags=["runs (LangGraph)"])
@@ -75,14 +74,11 @@ async def begin(
 
     try:
         record = await services.runs.launch(prepare, until_done=until_done)
-    except (DecisionContradictionError, ReasonRequiredError) as error:
+    except ANSWER_ERRORS as error:
         raise answer_problem(error, RUN_FIELDS) from None
     except Exception as error:
-        reason = refusal_reason(error) if is_resume(body) else None
-        if reason is not None:
-            await run_in_threadpool(
-                record_refusal, services, request, principal, reason, str(error)
-            )
+        if is_resume(body):
+            await run_in_threadpool(record_refused_answer, services, request, principal, error)
         raise
     services.reservations.drop(record.origin_thread_id)
     note(request, run_id=record.run_id, thread_id=record.thread_id)

@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.http.auth import Reader, Runner, RunnerOrDecider, action_of, note
 from api.http.decisions import answer_problem
+from api.http.deps import ServicesDep
 from api.http.positions import set_position
 from api.http.problems import Problem, problem_responses
 from api.http.schemas import (
@@ -25,7 +26,7 @@ from domain.engine.runtime import REQUEST_KEY
 from domain.errors import ConcurrentUpdateError, ReasonRequiredError
 from domain.history import state_snapshots as snapshots
 from domain.record.thread import WorkflowThread
-from service.services import Services, ServicesDep
+from service.services import Services
 from service.wire import reserved_thread_json, state_json, thread_json
 
 router = APIRouter(tags=["threads (LangGraph)"])

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from api.http.auth import Reader
+from api.http.deps import ServicesDep
 from api.http.problems import problem_responses
 from api.presenters.time_travel import diff_json, state_json
 from domain.history.time_travel import (
@@ -24,7 +25,6 @@ from domain.history.time_travel import (
     state_at_version,
 )
 from service.lineage import lineage, lineage_json
-from service.services import ServicesDep
 
 router = APIRouter(tags=["threads (time travel)"])
 REF = "a version number (1 is the first event) or a checkpoint id"

@@ -1,0 +1,86 @@
+"""Errors of the server's machinery: what a use case or the run machinery refuses.
+
+Like the domain's errors they are HoldpointErrors, mapped to HTTP statuses in one table
+(`api.http.problems`); a CLI prints them on one line. A `RefusalError` is an attempt
+the edge records as refused (AccessRefused, with its `reason`) before it answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain.errors import HoldpointError
+
+
+class ServiceError(HoldpointError):
+    """Refused by the server's machinery, not by a domain rule."""
+
+
+class RefusalError(ServiceError):
+    """An answer refused before any rule of the hold point could see it; on record.
+
+    `reason` is the refusal's code (`domain.access.identity.REFUSAL_REASONS`); `members`
+    say more, for the problem (who decided first, and when)."""
+
+    reason = "conflict"
+
+    def __init__(self, message: str, reason: str | None = None, **members: Any) -> None:
+        super().__init__(message)
+        if reason is not None:
+            self.reason = reason
+        self.members = members
+
+
+class InterruptNeverRaisedError(RefusalError, LookupError):
+    """No thread ever raised an interrupt with this id."""
+
+    reason = "unknown_interrupt"
+
+    def __init__(self, interrupt_id: str) -> None:
+        super().__init__(f"No interrupt {interrupt_id} was ever raised")
+        self.interrupt_id = interrupt_id
+
+
+class InterruptNotOpenError(RefusalError):
+    """The interrupt was answered, expired, withdrawn or asked again: nothing recorded."""
+
+
+class RunInProgressError(ServiceError):
+    """Another run of the thread held it for longer than the server waits."""
+
+    def __init__(self, thread_id: str, run_id: str | None, waited: float) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} is busy with run {run_id or '(finishing)'} and stayed "
+            f"busy for {waited:g} s; join that run, then try again"
+        )
+        self.thread_id = thread_id
+
+
+class ServerStoppingError(ServiceError):
+    """The server is shutting down and starts no more runs."""
+
+    def __init__(self) -> None:
+        super().__init__("The server is stopping")
+
+
+class PositionBeyondLogError(ServiceError, ValueError):
+    """A wait for a log position that was never recorded: it could never end."""
+
+    def __init__(self, position: int, head: int) -> None:
+        super().__init__(f"position {position} is beyond the last recorded event ({head})")
+
+
+class ReadModelBehindError(ServiceError):
+    """The read models did not reach a position in the time the server waits."""
+
+
+class UnknownGraphError(ServiceError, LookupError):
+    """No served graph has this graph id or assistant id."""
+
+
+class GraphNotServedError(ServiceError):
+    """The thread's graph is recorded but not served by this process: readable, not runnable."""
+
+
+class IdempotencyKeyReusedError(ServiceError):
+    """An Idempotency-Key sent again with a different answer."""
