@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from domain.errors import (
     DecisionContradictionError,
@@ -42,15 +42,27 @@ from domain.errors import (
     InvalidUpdateError,
     QuestionChangedError,
     ReasonRequiredError,
-    ResumeRequiredError,
     RepeatedApprovalError,
+    ResumeRequiredError,
     SeparationOfDutiesError,
     WrongRoleError,
 )
 from domain.record.hashing import canonical_json, to_json
 
-if TYPE_CHECKING:
-    from domain.record.thread import WorkflowThread
+
+class HoldPointThread(Protocol):
+    """What these rules read of a thread (`domain.record.thread.WorkflowThread`), which
+    itself asks them: a protocol, so that the rules need not import the aggregate."""
+
+    thread_id: str
+    next: list[str]
+    interrupts: dict[str, dict[str, Any]]
+    decided: dict[str, dict[str, Any]]
+
+    def holds(self) -> dict[str, dict[str, Any]]: ...
+
+    def shaped_by(self, principal_id: str) -> str | None: ...
+
 
 DECIDING_ROLES = ("reviewer", "admin")
 RUNNING_ROLES = ("agent", "admin")  # who feeds a thread that stands at no hold point
@@ -120,7 +132,7 @@ def holds_role_for(actor: dict[str, Any], record: dict[str, Any]) -> bool:
 
 
 def check_may_decide(
-    thread: WorkflowThread, interrupt_id: str, actor: dict[str, Any], policy: Oversight
+    thread: HoldPointThread, interrupt_id: str, actor: dict[str, Any], policy: Oversight
 ) -> None:
     """WrongRoleError, SeparationOfDutiesError or RepeatedApprovalError unless `actor`
     may answer the pending interrupt."""
@@ -210,7 +222,7 @@ def record_digest(record: dict[str, Any]) -> str:
 
 
 def check_may_change(
-    thread: WorkflowThread, actor: dict[str, Any], policy: Oversight, change: str
+    thread: HoldPointThread, actor: dict[str, Any], policy: Oversight, change: str
 ) -> None:
     """Unless `actor` may make `change` (an edit, a command) to the thread: at a standing
     hold point, who may decide every one standing (HoldPointBypassError,
@@ -228,7 +240,7 @@ def check_may_change(
 
 
 def check_holds(
-    thread: WorkflowThread, actor: dict[str, Any], policy: Oversight, change: str
+    thread: HoldPointThread, actor: dict[str, Any], policy: Oversight, change: str
 ) -> None:
     """HoldPointBypassError or SeparationOfDutiesError unless `actor` may decide every
     hold point standing on the thread, which `change` would alter."""
@@ -255,7 +267,7 @@ def check_holds(
 
 
 def check_edit_as_node(
-    thread: WorkflowThread,
+    thread: HoldPointThread,
     actor: dict[str, Any],
     policy: Oversight,
     as_node: str,
@@ -308,7 +320,7 @@ def check_goto(actor: dict[str, Any], goto: list[str], natural: list[str]) -> No
         raise HoldPointBypassError(msg)
 
 
-def check_may_fork(source: WorkflowThread, actor: dict[str, Any], version: int) -> None:
+def check_may_fork(source: HoldPointThread, actor: dict[str, Any], version: int) -> None:
     """HoldPointBypassError unless `actor` may decide every decision whose run was still
     going at the checkpoint forked: the fork would run on under that decision. A fork of
     a thread paused at an interrupt asks it again (a new pending approval), so is free."""

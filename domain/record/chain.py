@@ -10,12 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from domain.record.hashing import GENESIS_HASH, event_hash
-
-if TYPE_CHECKING:
-    from domain.record.application import Workflows
 
 _NOT_HASHED = frozenset(
     {"timestamp", "prev_hash", "event_hash", "originator_topic", "class_version"}
@@ -71,11 +68,6 @@ def recompute_hash(event: Any, thread_id: str) -> str:
 def verify_chain(events: Iterable[Any], thread_id: str | None = None) -> ChainReport:
     """Check event objects: each one's hash, its link to the one before, its version."""
     return verify_records((as_recorded(event) for event in events), thread_id)
-
-
-def verify_thread(store: Workflows, thread_id: str) -> ChainReport:
-    """Check a thread's chain as its records are stored."""
-    return verify_records(store.recorded_events(thread_id), thread_id)
 
 
 def verify_records(records: Iterable[RecordedEvent], thread_id: str | None) -> ChainReport:
