@@ -5,7 +5,8 @@ from __future__ import annotations
 from domain.record.application import Workflows
 from projections.oversight import OversightProjection
 from projections.pending_approvals import PendingApprovalsProjection
-from projections.runner import Projection, ProjectionRunner
+from projections.projection import Projection
+from projections.runner import ProjectionRunner
 from projections.thread_index import ThreadIndexProjection
 
 

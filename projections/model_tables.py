@@ -20,7 +20,7 @@ import structlog
 from projections.database import Cursor, Database
 
 if TYPE_CHECKING:
-    from projections.runner import Projection
+    from projections.projection import Projection
 
 POSITIONS = "holdpoint_projection_positions"
 VERSIONS = "holdpoint_projection_versions"

@@ -48,8 +48,8 @@ from projections.oversight_tables import (
     UNSETTLED,
     create_tables,
 )
+from projections.projection import Projection
 from projections.rows import INTERRUPT_CHANGES, INTERRUPT_EVENTS, Row, Rows, continued_threads
-from projections.runner import Projection
 from projections.threads import Thread
 from projections.timestamps import parse_utc_text, utc_text_or_none
 

@@ -26,6 +26,7 @@ from projections.database import Cursor, Database
 from projections.log_reader import Entry
 from projections.oversight_tables import INTERRUPTS
 from projections.paging import keyset_page
+from projections.projection import Projection
 from projections.rows import (
     INTERRUPT_CHANGES,
     INTERRUPT_EVENTS,
@@ -35,7 +36,6 @@ from projections.rows import (
     continued_threads,
     json_text,
 )
-from projections.runner import Projection
 from projections.threads import STARTS
 from projections.timestamps import parse_utc_text, utc_text, utc_text_or_none
 

@@ -22,8 +22,8 @@ from domain.record.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.log_reader import Entry
 from projections.paging import keyset_page
+from projections.projection import Projection
 from projections.rows import ReaderIndex, Rows, TableShape, json_text
-from projections.runner import Projection
 from projections.threads import STARTS
 from projections.timestamps import utc_text
 

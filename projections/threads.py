@@ -14,7 +14,7 @@ aggregate) says so by its class alone, without a lookup.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 from uuid import UUID
 
 import orjson
@@ -25,9 +25,6 @@ from eventsourcing.utils import get_topic
 from domain.record.application import Workflows
 from domain.record.thread import WorkflowThread
 from projections.database import Database
-
-if TYPE_CHECKING:
-    from projections.log_reader import Entry
 
 STARTS = (WorkflowThread.ThreadStarted, WorkflowThread.ThreadForked)
 START_TOPICS = frozenset(get_topic(cls) for cls in STARTS)
@@ -40,6 +37,17 @@ class Thread(NamedTuple):
     graph_id: str
 
 
+class Resolvable(Protocol):
+    """An entry of the log as the directory reads and marks it (`log_reader.Entry`)."""
+
+    cls: type
+    key: str
+    thread: Thread | None
+
+    @property
+    def event(self) -> Any: ...
+
+
 class ThreadDirectory:
     """Originator key (its UUID's hex) -> Thread, from the log's thread starts."""
 
@@ -50,7 +58,7 @@ class ThreadDirectory:
         self._known: dict[str, Thread] = {}
         self._sql = _lookup_statement(store, db)
 
-    def resolve(self, entries: Sequence[Entry]) -> None:
+    def resolve(self, entries: Sequence[Resolvable]) -> None:
         """Set each entry's `thread` (None for an originator that started no thread)."""
         if len(self._known) > self.capacity:
             self._known.clear()

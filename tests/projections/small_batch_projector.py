@@ -24,7 +24,8 @@ from typing import Any
 from api.cli import main as cli
 from projections import catalog
 from projections.database import StagedCursor
-from projections.runner import Projection, ProjectionRunner
+from projections.projection import Projection
+from projections.runner import ProjectionRunner
 
 
 def slowed(projection: Projection, pause: float) -> Projection:
