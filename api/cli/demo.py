@@ -7,9 +7,11 @@ chain, and verifies the chain. It only calls the public API.
 
 from __future__ import annotations
 
+import argparse
 from typing import Any, TypedDict
 from uuid import uuid4
 
+from api.cli.options import Commands
 from domain.graph import END, START, CompiledStateGraph, StateGraph
 from domain.record.chain import ChainReport, verify_records
 from domain.record.store import open_store
@@ -20,6 +22,30 @@ AGENT = {"id": "demo-agent", "role": "agent"}
 REVIEWER = {"id": "demo-reviewer", "role": "reviewer"}
 REASONS = {"approve": "Receipt checked, within policy.", "reject": "No receipt on file."}
 SUMMARY_WIDTH = 60
+
+
+def register(commands: Commands) -> None:
+    """Add `demo` to the `holdpoint` subcommands."""
+    demo = commands.add_parser(
+        "demo",
+        help="run the refund story end to end on the store, and show its events",
+        description=(
+            "Run the seed refund graph on the store: pause for approval, resume with a "
+            "decision, show the recorded events with their hashes and verify the chain."
+        ),
+    )
+    demo.add_argument("--amount", type=float, default=250.0, help="refund amount (default 250)")
+    demo.add_argument(
+        "--decision",
+        choices=["approve", "reject"],
+        default="approve",
+        help="the reviewer's decision (default approve)",
+    )
+    demo.set_defaults(handler=demo_command)
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    return run_demo(amount=args.amount, decision=args.decision)
 
 
 class RefundState(TypedDict):

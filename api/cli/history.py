@@ -20,11 +20,17 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from api.cli.main import parse_moment
+from api.cli.options import (
+    Commands,
+    add_graph_option,
+    add_json_option,
+    load_graph_reducers,
+    parse_moment,
+)
 from api.presenters.time_travel import diff_json, event_json, plain, state_json
 from domain.access.actor import local_actor
 from domain.access.keyring import Keyring
@@ -40,15 +46,17 @@ from domain.history.time_travel import (
 )
 from domain.record.application import Workflows
 from domain.record.store import open_store
-from projections.catalog import runner_for
-from service.graph_loader import load_graph, parse_graph_spec
-from service.lineage import Lineage, lineage, lineage_json
 
+if TYPE_CHECKING:
+    from service.lineage import Lineage
+
+# The read models (for the lineage of `history`, and the database driver under them)
+# are imported by the handler that reads them, not with this module.
 log = structlog.get_logger()
 SUMMARY_WIDTH = 72
 
 
-def register(commands: Any) -> None:
+def register(commands: Commands) -> None:
     """Add `history`, `state`, `diff` and `fork` to the `holdpoint` subcommands."""
     history = commands.add_parser(
         "history",
@@ -61,7 +69,7 @@ def register(commands: Any) -> None:
         ),
     )
     history.add_argument("thread_id", metavar="THREAD", help="the thread's id")
-    history.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_json_option(history, "print JSON instead of a table")
     add_graph_option(history)
     history.set_defaults(handler=show_history)
 
@@ -82,7 +90,7 @@ def register(commands: Any) -> None:
         help="an ISO 8601 time (2025-03-01T09:30:00Z; UTC when no offset is given): "
         "the last version recorded at or before it",
     )
-    state.add_argument("--json", action="store_true", help="print JSON")
+    add_json_option(state)
     add_graph_option(state)
     state.set_defaults(handler=show_state)
 
@@ -97,7 +105,7 @@ def register(commands: Any) -> None:
     diff.add_argument("thread_id", metavar="THREAD", help="the thread's id")
     diff.add_argument("a", metavar="A", help="the version (or checkpoint id) to compare from")
     diff.add_argument("b", metavar="B", help="the version (or checkpoint id) to compare to")
-    diff.add_argument("--json", action="store_true", help="print JSON")
+    add_json_option(diff)
     add_graph_option(diff)
     diff.set_defaults(handler=show_diff)
 
@@ -135,29 +143,9 @@ def register(commands: Any) -> None:
         help="act as this key's principal (default: $HOLDPOINT_API_KEY; none: the local "
         "user, with no role)",
     )
-    fork.add_argument("--json", action="store_true", help="print JSON")
+    add_json_option(fork)
     add_graph_option(fork)
     fork.set_defaults(handler=run_fork)
-
-
-def add_graph_option(parser: argparse.ArgumentParser) -> None:
-    """`--graph NAME=PATH.py:ATTR`, for a command that reads threads: the graphs whose
-    state reducers it may need (`load_graph_reducers`)."""
-    parser.add_argument(
-        "--graph",
-        action="append",
-        default=[],
-        metavar="NAME=PATH.py:ATTR",
-        help="graph NAME's code, for the reducers its state declares (repeatable): they "
-        "fold the recorded updates, no node runs; not needed when the state uses only "
-        "well-known reducers (operator.add, ...) or none",
-    )
-
-
-def load_graph_reducers(specs: list[str], store: Workflows) -> None:
-    """Compile the graphs of `--graph` on `store`, which registers their reducers."""
-    for spec in specs:
-        load_graph(parse_graph_spec(spec), store)
 
 
 @contextmanager
@@ -172,6 +160,9 @@ def _reading(args: argparse.Namespace) -> Iterator[Workflows]:
 
 
 def show_history(args: argparse.Namespace) -> int:
+    from projections.catalog import runner_for  # noqa: PLC0415
+    from service.lineage import lineage, lineage_json  # noqa: PLC0415
+
     with _reading(args) as store:
         found = versions(store, args.thread_id)
         runner = runner_for(store)

@@ -18,8 +18,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from api.cli.options import Commands, UsageError, add_json_option
 from api.cli.progress import ProgressBar
-from domain.errors import HoldpointError, ThreadNotFoundError
+from domain.errors import ThreadNotFoundError
 from domain.record.store import open_store
 from integrity.reporting import (
     bundle_data,
@@ -42,10 +43,6 @@ KEY_VARIABLE = (
 )
 
 
-class UsageError(HoldpointError, ValueError):
-    """Options that do not go together, or an output file that cannot be written."""
-
-
 def _jobs(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -54,7 +51,7 @@ def _jobs(text: str) -> int:
     return value
 
 
-def register(commands: Any) -> None:
+def register(commands: Commands) -> None:
     """Add `verify`, `seal` and `export` to the `holdpoint` parser's subcommands."""
     jobs_help = (
         "processes that check a large log, this one included (default: one per CPU, at most 4)"
@@ -116,7 +113,7 @@ def register(commands: Any) -> None:
         "it is reported as backdated (default 300)",
     )
     verify.add_argument("--jobs", type=_jobs, metavar="N", help=jobs_help)
-    verify.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_json_option(verify, "print the result as JSON")
     verify.set_defaults(handler=_verify)
 
     seal = commands.add_parser(

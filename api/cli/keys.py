@@ -10,16 +10,16 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime
-from typing import Any
 
+from api.cli.options import Commands
 from domain.access.actor import local_actor
 from domain.access.identity import ROLES
 from domain.access.keyring import Keyring
 from domain.record.store import open_store
 
 
-def add_keys_commands(commands: Any) -> None:
-    """Register `keys` and its subcommands on the `holdpoint` parser's subparsers."""
+def register(commands: Commands) -> None:
+    """Add `keys` and its subcommands to the `holdpoint` subcommands."""
     keys = commands.add_parser(
         "keys",
         help="create, list and revoke API keys",

@@ -15,10 +15,10 @@ import contextlib
 import json
 import sys
 from dataclasses import dataclass, field
-from typing import Any
 
 import structlog
 
+from api.cli.options import Commands, UsageError, add_graph_option, add_json_option
 from api.cli.progress import ProgressBar
 from api.presenters.time_travel import replay_json
 from domain.engine.replay import ReplayReport, replay_thread, threads_by_graph
@@ -33,11 +33,7 @@ log = structlog.get_logger()
 DIVERGED = 1
 
 
-class ReplayUsageError(HoldpointError, ValueError):
-    """`holdpoint replay` was given neither a thread nor --all, or both."""
-
-
-def register(commands: Any) -> None:
+def register(commands: Commands) -> None:
     """Add `replay` to the `holdpoint` subcommands."""
     replay = commands.add_parser(
         "replay",
@@ -58,21 +54,15 @@ def register(commands: Any) -> None:
         action="store_true",
         help="replay every thread of every graph loaded, with progress and a summary",
     )
-    replay.add_argument(
-        "--graph",
-        action="append",
-        default=[],
-        metavar="NAME=PATH.py:ATTR",
-        help="today's code for graph NAME (repeatable); default: the seed examples",
-    )
-    replay.add_argument("--json", action="store_true", help="print JSON")
+    add_graph_option(replay, "today's code for graph NAME (repeatable); default: the seed examples")
+    add_json_option(replay)
     replay.set_defaults(handler=run_replay)
 
 
 def run_replay(args: argparse.Namespace) -> int:
     if bool(args.thread_id) == bool(args.all):
         msg = "replay needs one THREAD, or --all (not both)"
-        raise ReplayUsageError(msg)
+        raise UsageError(msg)
     sources = [parse_graph_spec(spec) for spec in args.graph]
     with open_store(existing=True) as store:
         graphs = load_graphs(sources, store)

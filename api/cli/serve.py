@@ -4,14 +4,21 @@ Graphs come from `--graph NAME=path.py:attr` (repeatable), from `--config`
 (a holdpoint.toml with `[graphs]` and `[server]` tables, or a LangGraph
 `langgraph.json`), or, with neither, the seed examples. On a store with no
 API key yet, it makes an agent, a reviewer and an auditor key and prints them
-once, with the refund story as curl lines. The web stack is imported only
-when the command runs, so that the other commands start without it.
+once, with the refund story as curl lines. This module reads the options and
+settings; the web stack (`api.cli.uvicorn_server`) is imported only when the
+command runs, so that the other commands start without it.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any
+
+from api.cli.options import Commands, add_graph_option
+from domain.record.store import backend_of, redacted
+from service.settings import ServerSettings
 
 DESCRIPTION = (
     "Serve the HTTP API (LangGraph-compatible and oversight endpoints) with uvicorn. "
@@ -20,15 +27,10 @@ DESCRIPTION = (
 )
 
 
-def add_serve_command(commands: Any) -> None:
+def register(commands: Commands) -> None:
+    """Add `serve` to the `holdpoint` subcommands."""
     serve = commands.add_parser("serve", help="serve the HTTP API", description=DESCRIPTION)
-    serve.add_argument(
-        "--graph",
-        action="append",
-        default=[],
-        metavar="NAME=PATH.py:ATTR",
-        help="a graph to serve (repeatable); default: the seed examples",
-    )
+    add_graph_option(serve, "a graph to serve (repeatable); default: the seed examples")
     serve.add_argument(
         "--config",
         metavar="FILE",
@@ -48,13 +50,53 @@ def add_serve_command(commands: Any) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from api.cli.server import serve  # noqa: PLC0415 - the web stack, only for this command
+    from api.cli.uvicorn_server import run_server  # noqa: PLC0415 - the web stack
+    from service.graph_loader import parse_graph_spec, read_config  # noqa: PLC0415
 
-    return serve(
-        graph_specs=args.graph,
-        config_file=args.config,
-        host=args.host,
-        port=args.port,
-        no_projector=args.no_projector,
-        max_body_bytes=args.max_body_bytes,
-    )
+    config_file: str | None = args.config
+    sources, server_table = ([], {}) if config_file is None else read_config(Path(config_file))
+    sources += [parse_graph_spec(spec) for spec in args.graph]
+    flags: dict[str, dict[str, Any]] = {
+        "--host": {"host": args.host},
+        "--port": {"port": args.port},
+        "--no-projector": {"projector": False if args.no_projector else None},
+        "--max-body-bytes": {"max_body_bytes": args.max_body_bytes},
+    }
+    try:
+        settings = server_settings(config_file, server_table, flags)
+    except SettingsError as error:
+        print(f"holdpoint: error: {error}", file=sys.stderr)
+        return 2
+    if not settings.projector and backend_of(settings.store_url) != "postgres":
+        print(
+            "holdpoint: error: --no-projector needs a PostgreSQL store; on "
+            f"{redacted(settings.store_url)} the read models run in the server",
+            file=sys.stderr,
+        )
+        return 2
+    return run_server(settings, sources)
+
+
+class SettingsError(ValueError):
+    """A setting refused, with where its value came from."""
+
+
+def server_settings(
+    config_file: str | None, server_table: dict[str, Any], flags: dict[str, dict[str, Any]]
+) -> ServerSettings:
+    """The environment, then the config file's `[server]` table, then each flag (by its
+    name, e.g. `--port`); a bad value is refused naming where it came from."""
+    try:
+        settings = ServerSettings.from_env()
+    except (TypeError, ValueError) as error:
+        raise SettingsError(f"in the environment: {error}") from None
+    try:
+        settings = settings.updated(**server_table)
+    except (TypeError, ValueError) as error:
+        raise SettingsError(f"in the config file {config_file}: {error}") from None
+    for flag, values in flags.items():
+        try:
+            settings = settings.updated(**values)
+        except (TypeError, ValueError) as error:
+            raise SettingsError(f"in the command-line flag {flag}: {error}") from None
+    return settings

@@ -13,20 +13,30 @@ import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
-from api.cli.main import parse_moment
-from domain.errors import HoldpointError, ThreadNotFoundError
+from api.cli.options import (
+    Commands,
+    UsageError,
+    add_graph_filter,
+    add_json_option,
+    add_period_options,
+    period,
+)
+from domain.errors import ThreadNotFoundError
 from domain.record.store import open_store
-from projections.catalog import runner_for
-from projections.thread_index import STATUSES, ThreadIndex, ThreadSummary
+
+if TYPE_CHECKING:
+    from projections.thread_index import ThreadIndex, ThreadSummary
+
+# The thread index (and the database driver under it) is imported when the parser is
+# built (its statuses) or a handler runs, not with this module.
 
 
-class ThreadsUsageError(HoldpointError, ValueError):
-    """A `holdpoint threads` option that cannot be read."""
+def register(commands: Commands) -> None:
+    """Add `threads` and its subcommands to the `holdpoint` subcommands."""
+    from projections.thread_index import STATUSES  # noqa: PLC0415
 
-
-def register(commands: Any) -> None:
     threads = commands.add_parser("threads", help="find threads, and show one")
     thread_commands = threads.add_subparsers(
         dest="threads_command", required=True, metavar="THREADS_COMMAND"
@@ -41,14 +51,17 @@ def register(commands: Any) -> None:
             "than --limit, the last line gives the --after option for the next page."
         ),
     )
-    listing.add_argument("--graph", help="only this graph")
+    add_graph_filter(listing)
     listing.add_argument(
         "--status",
         choices=STATUSES,
         help="only threads in this status (completed: ran to its end; idle: never run)",
     )
-    listing.add_argument("--since", help="only threads created at or after this time")
-    listing.add_argument("--until", help="only threads created before this time")
+    add_period_options(
+        listing,
+        since="only threads created at or after this time",
+        until="only threads created before this time",
+    )
     listing.add_argument(
         "--metadata",
         action="append",
@@ -74,13 +87,16 @@ def register(commands: Any) -> None:
         ),
     )
     show.add_argument("thread_id", metavar="THREAD")
-    show.add_argument("--json", action="store_true", help="print the row as JSON")
+    add_json_option(show, "print the row as JSON")
     show.set_defaults(handler=show_thread)
 
 
 @contextmanager
 def _index() -> Iterator[ThreadIndex]:
     """The thread index of the store (which must exist), up to date."""
+    from projections.catalog import runner_for  # noqa: PLC0415
+    from projections.thread_index import ThreadIndex  # noqa: PLC0415
+
     with open_store(existing=True) as store:
         runner = runner_for(store)
         try:
@@ -91,15 +107,11 @@ def _index() -> Iterator[ThreadIndex]:
 
 
 def list_threads(args: argparse.Namespace) -> int:
-    since = None if args.since is None else parse_moment("--since", args.since)
-    until = None if args.until is None else parse_moment("--until", args.until)
-    if since is not None and until is not None and since >= until:
-        msg = "--since must be before --until"
-        raise ThreadsUsageError(msg)
+    since, until = period(args)
     metadata = dict(_pair(text) for text in args.metadata)
     if args.after is not None and "|" not in args.after:
         msg = f"--after {args.after!r} is not a cursor printed by `holdpoint threads list`"
-        raise ThreadsUsageError(msg)
+        raise UsageError(msg)
     with _index() as index:
         page = index.search(
             graph_id=args.graph,
@@ -149,7 +161,7 @@ def _pair(text: str) -> tuple[str, str]:
     key, equals, value = text.partition("=")
     if not key or not equals:
         msg = f"--metadata {text!r} is not KEY=VALUE"
-        raise ThreadsUsageError(msg)
+        raise UsageError(msg)
     return key, value
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from api.cli.server import SettingsError, server_settings
+from api.cli.serve import SettingsError, server_settings
 from domain.record.store import open_store
 from service.services import Services
 from service.settings import ServerSettings

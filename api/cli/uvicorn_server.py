@@ -1,19 +1,25 @@
-"""Run the app under uvicorn: settings, store, graphs, then the first keys and the banner."""
+"""Run the app under uvicorn: the store, the graphs, then the first keys and the banner.
+
+Kept apart from `api.cli.serve` (which reads the command's options and
+settings) because it imports uvicorn and the FastAPI app at module level:
+`BannerServer` subclasses `uvicorn.Server`. Only `serve`'s handler imports
+this module, so every other command starts without the web stack; merged into
+serve.py, the class would have to be defined inside a function.
+"""
 
 from __future__ import annotations
 
 import gc
 import signal
 import sys
-from pathlib import Path
 from typing import Any
 
 import uvicorn
 
 from api.cli.banner import banner
 from api.http.app import create_app
-from domain.record.store import backend_of, open_store, redacted
-from service.graph_loader import load_graphs, parse_graph_spec, read_config
+from domain.record.store import open_store
+from service.graph_loader import GraphSource, load_graphs
 from service.services import Services
 from service.settings import ServerSettings
 
@@ -45,35 +51,8 @@ class BannerServer(uvicorn.Server):
         print(banner(settings, sorted(self.services.graphs), keys), flush=True)
 
 
-def serve(
-    *,
-    graph_specs: list[str],
-    config_file: str | None,
-    host: str | None,
-    port: int | None,
-    no_projector: bool,
-    max_body_bytes: int | None,
-) -> int:
-    sources, server_table = ([], {}) if config_file is None else read_config(Path(config_file))
-    sources += [parse_graph_spec(spec) for spec in graph_specs]
-    flags: dict[str, dict[str, Any]] = {
-        "--host": {"host": host},
-        "--port": {"port": port},
-        "--no-projector": {"projector": False if no_projector else None},
-        "--max-body-bytes": {"max_body_bytes": max_body_bytes},
-    }
-    try:
-        settings = server_settings(config_file, server_table, flags)
-    except SettingsError as error:
-        print(f"holdpoint: error: {error}", file=sys.stderr)
-        return 2
-    if not settings.projector and backend_of(settings.store_url) != "postgres":
-        print(
-            "holdpoint: error: --no-projector needs a PostgreSQL store; on "
-            f"{redacted(settings.store_url)} the read models run in the server",
-            file=sys.stderr,
-        )
-        return 2
+def run_server(settings: ServerSettings, sources: list[GraphSource]) -> int:
+    """Serve the graphs of `sources` on the store of `settings` until SIGTERM or SIGINT."""
     with open_store(settings.store_url) as store:
         services = Services.build(settings, store, load_graphs(sources, store))
         # The event loop and HTTP parser are uvicorn's "auto" choice: uvloop and httptools,
@@ -104,31 +83,6 @@ def serve(
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
     return 0
-
-
-class SettingsError(ValueError):
-    """A setting refused, with where its value came from."""
-
-
-def server_settings(
-    config_file: str | None, server_table: dict[str, Any], flags: dict[str, dict[str, Any]]
-) -> ServerSettings:
-    """The environment, then the config file's `[server]` table, then each flag (by its
-    name, e.g. `--port`); a bad value is refused naming where it came from."""
-    try:
-        settings = ServerSettings.from_env()
-    except (TypeError, ValueError) as error:
-        raise SettingsError(f"in the environment: {error}") from None
-    try:
-        settings = settings.updated(**server_table)
-    except (TypeError, ValueError) as error:
-        raise SettingsError(f"in the config file {config_file}: {error}") from None
-    for flag, values in flags.items():
-        try:
-            settings = settings.updated(**values)
-        except (TypeError, ValueError) as error:
-            raise SettingsError(f"in the command-line flag {flag}: {error}") from None
-    return settings
 
 
 def _ignore(*_: object) -> None:
