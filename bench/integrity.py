@@ -52,7 +52,8 @@ QUICK_SIZES = Sizes(events=40_000)
 
 def refund_cycle(index: int) -> list[Any]:
     """One thread's refund cycle, recorded on a new aggregate (events not yet saved)."""
-    from domain.record.thread import START, WorkflowThread  # noqa: PLC0415
+    from domain.record.supersteps import START  # noqa: PLC0415
+    from domain.record.thread import WorkflowThread  # noqa: PLC0415
 
     amount = 100.0 + index % 900 + (index % 100) / 100
     thread = WorkflowThread.start(

@@ -29,7 +29,7 @@ from domain.integrity.merkle import MerkleTree
 from domain.integrity.seal import Seal, SealFormatError, present_before
 from domain.integrity.whole_log import FORGED, THREAD_TOPICS, Problem
 from domain.record.application import Workflows
-from domain.record.thread import thread_uuid
+from domain.record.thread_uuids import thread_uuid
 from integrity.ranges import ScanPlan
 from integrity.reporting import ranges_text
 from integrity.scan import scanner_for

@@ -28,7 +28,7 @@ import structlog
 from domain.integrity.diagnosis import diagnose, reference_transcoder
 from domain.integrity.whole_log import LogCheck, LogVerdict, Problem, RangeSummary
 from domain.record.application import Workflows
-from domain.record.thread import thread_uuid
+from domain.record.thread_uuids import thread_uuid
 from integrity.ranges import ScanPlan, check_range, thread_id_of
 from integrity.scan import Scanner, Source, scanner_for, source_for
 

@@ -25,7 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from domain.engine.runtime import UNREAD, Run, resume_map
+from domain.engine.resume_answers import resume_map
+from domain.engine.runtime import UNREAD, Run
 from domain.graph import CompiledStateGraph
 from domain.types import Command
 from service.errors import RunInProgressError, ServerStoppingError

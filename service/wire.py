@@ -11,7 +11,8 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid5
 
-from domain.record.thread import CANCELLED, FAILED, IDLE, INTERRUPTED, RUNNING, WorkflowThread
+from domain.record.thread import WorkflowThread
+from domain.record.thread_state import CANCELLED, FAILED, IDLE, INTERRUPTED, RUNNING
 from domain.types import Interrupt, StateSnapshot
 
 # LangGraph's server derives an assistant's id from its graph's name with this namespace.

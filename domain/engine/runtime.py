@@ -6,6 +6,10 @@ runs, so that of two racing resumes only one runs node code). Then it runs
 supersteps: every runnable node of the open step sees the state as it was at
 the start of the step; their outcomes are recorded together, in one commit,
 before the next step starts.
+
+`Run` here drives a run and records it; its pieces are its siblings: answering a
+paused thread (resume_answers.py), calling the nodes (node_tasks.py), the chunks it
+streams (stream_chunks.py), and what it reads of the graph (run_graph.py).
 """
 
 from __future__ import annotations
@@ -13,85 +17,41 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 from domain.access.actor import resolve_actor
-from domain.engine.task_context import TaskContext, call_with_timeout, enter_task, leave_task
+from domain.engine import node_tasks
+from domain.engine.node_tasks import Outcome, Task, check_one_writer_per_key
+from domain.engine.resume_answers import answer_interrupts
+from domain.engine.stream_chunks import interrupt_chunks, pending_interrupts, values_chunks
+from domain.engine.task_context import TaskContext
 from domain.errors import (
-    AmbiguousResumeError,
     EmptyInputError,
-    GraphDefinitionError,
-    GraphInterrupt,
     GraphRecursionError,
     HoldpointError,
     InvalidUpdateError,
     MissingThreadIdError,
     NoCheckpointerError,
-    NodeTimeoutError,
-    NotInterruptedError,
     OversightError,
     ThreadCancelledError,
     ThreadNotFoundError,
-    UnknownInterruptError,
 )
 from domain.history import state_snapshots as snapshots
 from domain.history.forks import branch
 from domain.oversight import hold_points
-from domain.record.hashing import to_json
 from domain.record.schema import as_state, as_update
-from domain.record.thread import (
-    CANCELLED,
-    IDLE,
-    INTERRUPTED,
-    START,
-    WorkflowThread,
-)
-from domain.types import Command, Interrupt
+from domain.record.supersteps import START
+from domain.record.thread_state import CANCELLED, IDLE
+from domain.types import Command
 
 if TYPE_CHECKING:
-    from domain.graph.compiled import CompiledStateGraph
+    from domain.engine.run_graph import RunGraph
     from domain.record.application import Workflows
+    from domain.record.thread import WorkflowThread
 
 DEFAULT_RECURSION_LIMIT = 10007
 REQUEST_KEY = "holdpoint_request"  # configurable: the HTTP request a run serves
-_INTERRUPT_ID_CHARS = frozenset("0123456789abcdef")
-
-
-def is_interrupt_id(key: object) -> bool:
-    """LangGraph's rule: a resume map's keys are all 32 lowercase hex digits."""
-    return isinstance(key, str) and len(key) == 32 and set(key) <= _INTERRUPT_ID_CHARS
-
-
-def resume_map(resume: Any) -> dict[str, Any] | None:
-    """`Command(resume=...)`'s value as {interrupt_id: answer} when it is a resume map (a
-    dict whose keys are all interrupt ids), else None: one answer to the one pending."""
-    if isinstance(resume, dict) and resume and all(map(is_interrupt_id, resume)):
-        return dict(resume)
-    return None
-
-
-@dataclass(slots=True)
-class Task:
-    node: str
-    context: TaskContext
-    state: Any
-
-
-@dataclass(slots=True)
-class Outcome:
-    """What one node run produced."""
-
-    node: str
-    update: dict[str, Any] | None = None
-    routes: list[str] = field(default_factory=list)
-    duration_ms: float = 0.0
-    interrupt: GraphInterrupt | None = None
-    error: BaseException | None = None
-    applied: list[dict[str, Any]] | None = None  # the answers its interrupt() calls received
-
-
 UNREAD = object()  # Run.begin's `as_read` when the caller has not read the thread
 
 
@@ -99,7 +59,7 @@ class Run:
     """One invoke/stream of a graph on a thread, from input to pause or end."""
 
     def __init__(
-        self, graph: CompiledStateGraph, config: dict[str, Any] | None, modes: tuple[str, ...]
+        self, graph: RunGraph, config: dict[str, Any] | None, modes: tuple[str, ...]
     ) -> None:
         config = config or {}
         configurable = config.get("configurable") or {}
@@ -230,70 +190,15 @@ class Run:
             msg = "Cannot use Command(resume=...) without a checkpointer"
             raise NoCheckpointerError(msg)
         thread = self._existing_thread("a resume never starts a thread; check the thread_id")
-        if thread.status == CANCELLED:
-            raise ThreadCancelledError(self.thread_id)
-        if thread.status != INTERRUPTED:
-            raise NotInterruptedError(self.thread_id, thread.status)
-        if command.goto_nodes():
-            msg = (
-                "Command(resume=...) cannot also goto: an answer resumes the interrupted "
-                "node, which routes on; send goto in a Command of its own once the thread "
-                "is no longer paused"
-            )
-            raise InvalidUpdateError(msg)
-        answers = self._match_answers(thread, command.resume)
-        configurable = self.config.get("configurable") or {}
-        decision = str(configurable.get("decision") or "respond")
-        reason = configurable.get("reason")
-        reason = None if reason is None else to_json(str(reason), "The reason")
-        key = configurable.get("idempotency_key")
-        policy = self.graph.oversight
-        update = None
-        if command.update is not None:  # checked before anything is recorded
-            given = as_update(command.update)
-            if given is None:
-                msg = "Command(update=...) must be a dict"
-                raise InvalidUpdateError(msg)
-            update = self.graph.filter_update(given, "The Command update")
-        values = {}
-        for interrupt_id, value in answers.items():
-            values[interrupt_id] = to_json(value, "The resume value")
-            hold_points.check_may_decide(thread, interrupt_id, self.actor, policy)
-            hold_points.check_answer(
-                interrupt_id,
-                thread.interrupts[interrupt_id],
-                decision,
-                values[interrupt_id],
-                reason,
-                _shown(configurable.get("payload_digest"), interrupt_id),
-            )
-        if update is not None:  # it changes what every hold point is about
-            hold_points.check_holds(thread, self.actor, policy, "A Command(update=...)")
-        for interrupt_id, value in values.items():
-            thread.answer(
-                interrupt_id,
-                resume=value,
-                decision=decision,
-                reason=reason,
-                actor=self.actor,
-                idempotency_key=None if key is None else str(key),
-                run_id=self.run_id,
-                separation_of_duties=policy.separation_of_duties,
-            )
-        if update is not None:
-            thread.edit(update, self.actor, reason)
-
-    def _match_answers(self, thread: WorkflowThread, resume: Any) -> dict[str, Any]:
-        pending = list(thread.interrupts)
-        answers = resume_map(resume)
-        if answers is not None:
-            unknown = [key for key in answers if key not in thread.interrupts]
-            if unknown:
-                raise UnknownInterruptError(self.thread_id, unknown, pending)
-            return answers
-        if len(pending) > 1:
-            raise AmbiguousResumeError(self.thread_id, pending)
-        return {pending[0]: resume}
+        answer_interrupts(
+            self.graph,
+            thread,
+            command,
+            thread_id=self.thread_id,
+            config=self.config,
+            actor=self.actor,
+            run_id=self.run_id,
+        )
 
     def _begin_continue(self) -> None:
         thread = self._existing_thread("")
@@ -341,46 +246,10 @@ class Run:
         raise GraphRecursionError(msg)
 
     def execute(self, task: Task) -> Outcome:
-        spec = self.graph.builder.nodes[task.node]
-        if spec.is_async:
-            msg = f"Node {task.node!r} is async: run the graph with ainvoke() or astream()"
-            return Outcome(task.node, error=GraphDefinitionError(msg))
-        token = enter_task(task.context)
-        started = time.perf_counter()
-        try:
-            args = (task.state, self.config) if spec.takes_config else (task.state,)
-            timeout = self.graph.step_timeout
-            if timeout is None:
-                returned = spec.action(*args)
-            else:
-                returned = call_with_timeout(task.node, timeout, spec.action, *args)
-        except GraphInterrupt as pause:
-            return _paused(task.node, pause)
-        except Exception as error:  # a node's failure is recorded, then raised
-            return Outcome(task.node, error=error)
-        finally:
-            leave_task(token)
-        return self._outcome(task, returned, started)
+        return node_tasks.execute(self.graph, self.config, task, self._outcome)
 
     async def aexecute(self, task: Task) -> Outcome:
-        spec = self.graph.builder.nodes[task.node]
-        token = enter_task(task.context)
-        started = time.perf_counter()
-        try:
-            args = (task.state, self.config) if spec.takes_config else (task.state,)
-            call = spec.action(*args) if spec.is_async else asyncio.to_thread(spec.action, *args)
-            timeout = self.graph.step_timeout
-            try:
-                returned = await asyncio.wait_for(call, timeout)
-            except TimeoutError:
-                raise NodeTimeoutError(task.node, timeout or 0) from None
-        except GraphInterrupt as pause:
-            return _paused(task.node, pause)
-        except Exception as error:  # a node's failure is recorded, then raised
-            return Outcome(task.node, error=error)
-        finally:
-            leave_task(token)
-        return self._outcome(task, returned, started)
+        return await node_tasks.aexecute(self.graph, self.config, task, self._outcome)
 
     def _outcome(self, task: Task, returned: Any, started: float) -> Outcome:
         duration_ms = round((time.perf_counter() - started) * 1000, 3)
@@ -396,7 +265,7 @@ class Run:
         """Record a superstep's outcomes in one commit; raise a node's error."""
         thread = self._thread()
         outcomes.sort(key=lambda outcome: outcome.node)
-        self._check_one_writer_per_key(thread, outcomes)
+        check_one_writer_per_key(thread, outcomes)
         step = thread.step + 1
         closed_before = thread.step
         chunks: list[tuple[str, Any]] = []
@@ -434,21 +303,6 @@ class Run:
             chunks.extend(self._interrupt_chunks())
         return chunks
 
-    def _check_one_writer_per_key(self, thread: WorkflowThread, outcomes: list[Outcome]) -> None:
-        written = thread.written_in_open_step()
-        for outcome in outcomes:
-            for key in outcome.update or ():
-                if thread.channels.get(key, "") is not None:
-                    continue
-                if key in written and written[key] != outcome.node:
-                    msg = (
-                        f"At key {key!r}: Can receive only one value per step "
-                        f"(nodes {written[key]!r} and {outcome.node!r} both wrote it). "
-                        "Use an Annotated key to handle multiple values."
-                    )
-                    raise InvalidUpdateError(msg)
-                written[key] = outcome.node
-
     # -- results -------------------------------------------------------
 
     def result(self) -> dict[str, Any]:
@@ -460,23 +314,10 @@ class Run:
         return values
 
     def _values_chunk(self) -> list[tuple[str, Any]]:
-        thread = self._thread()
-        chunks: list[tuple[str, Any]] = []
-        if "values" in self.modes:
-            chunks.append(("values", thread.current_values()))
-        if thread.interrupts:
-            chunks.extend(self._interrupt_chunks())
-        return chunks
+        return values_chunks(self._thread(), self.modes)
 
     def _interrupt_chunks(self) -> list[tuple[str, Any]]:
-        thread = self._thread()
-        interrupts = tuple(pending_interrupts(thread))
-        chunks: list[tuple[str, Any]] = []
-        if "updates" in self.modes:
-            chunks.append(("updates", {"__interrupt__": interrupts}))
-        if "values" in self.modes:
-            chunks.append(("values", {**thread.current_values(), "__interrupt__": interrupts}))
-        return chunks
+        return interrupt_chunks(self._thread(), self.modes)
 
     # -- plumbing ------------------------------------------------------
 
@@ -505,24 +346,3 @@ class Run:
                 self.position = position
         elif self.thread is not None:
             self.thread.collect_events()
-
-
-def _paused(node: str, pause: GraphInterrupt) -> Outcome:
-    """A node that paused; an interrupt() value that is not JSON fails the node."""
-    try:
-        pause.value = to_json(pause.value, f"The interrupt() value of node {node!r}")
-    except HoldpointError as error:
-        return Outcome(node, error=error)
-    return Outcome(node, interrupt=pause)
-
-
-def _shown(payload_digest: Any, interrupt_id: str) -> str | None:
-    """The digest of the payload the decider was shown, if the caller sent one: one for
-    the single interrupt answered, or a map by interrupt id."""
-    if isinstance(payload_digest, dict):
-        payload_digest = payload_digest.get(interrupt_id)
-    return None if payload_digest is None else str(payload_digest)
-
-
-def pending_interrupts(thread: WorkflowThread) -> list[Interrupt]:
-    return [Interrupt(value=r["value"], id=i) for i, r in thread.interrupts.items()]

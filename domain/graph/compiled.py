@@ -30,7 +30,8 @@ from domain.record.schema import (
     register_reducer,
     schema_as_record,
 )
-from domain.record.thread import WorkflowThread, fold_update
+from domain.record.supersteps import fold_update
+from domain.record.thread import WorkflowThread
 from domain.types import Command, StateSnapshot, interrupt_policy
 
 if TYPE_CHECKING:

@@ -17,7 +17,8 @@ from domain.history.state_snapshots import fork_thread_id
 from domain.history.time_travel import VersionNotFoundError, head_version
 from domain.oversight.hold_points import check_may_fork
 from domain.record.application import Workflows
-from domain.record.thread import START, WorkflowThread
+from domain.record.supersteps import START
+from domain.record.thread import WorkflowThread
 from domain.record.thread_ids import checked_thread_id
 
 

@@ -17,7 +17,8 @@ from uuid import UUID
 
 from domain.errors import CheckpointNotFoundError, MissingThreadIdError, ThreadCancelledError
 from domain.record.application import ThreadAt, Workflows
-from domain.record.thread import CANCELLED, WorkflowThread
+from domain.record.thread import WorkflowThread
+from domain.record.thread_state import CANCELLED
 from domain.types import Interrupt, PregelTask, StateSnapshot
 
 _FIRST_PAGE = 8

@@ -19,7 +19,8 @@ from typing import Any
 from domain.errors import HoldpointError, ThreadNotFoundError
 from domain.history.state_snapshots import checkpoint_id, load_checkpoint
 from domain.record.application import Workflows
-from domain.record.thread import WorkflowThread, thread_uuid
+from domain.record.thread import WorkflowThread
+from domain.record.thread_uuids import thread_uuid
 
 # The bookkeeping every event carries; the rest of its attributes are its own fields.
 _ENVELOPE = frozenset(

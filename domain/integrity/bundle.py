@@ -28,7 +28,7 @@ from domain.integrity.diagnosis import decode_state, diagnose, reference_transco
 from domain.integrity.merkle import leaf_data, leaf_hash, verify_inclusion
 from domain.integrity.seal import Seal, SealFormatError
 from domain.integrity.whole_log import ALTERED, FORGED, MISSING, Problem, Row, event_name
-from domain.record.thread import thread_uuid
+from domain.record.thread_uuids import thread_uuid
 
 BUNDLE_FORMAT = "holdpoint-evidence/1"
 HEAD_FORMAT = "holdpoint-bundle-head/1"

@@ -31,7 +31,8 @@ from typing import Any, Protocol
 
 from domain.integrity.merkle import leaf_data, leaf_hash
 from domain.record.hashing import GENESIS_HASH
-from domain.record.thread import THREAD_NAMESPACE, WorkflowThread
+from domain.record.thread import WorkflowThread
+from domain.record.thread_uuids import THREAD_NAMESPACE
 
 ALTERED = "altered"
 MISSING = "missing"

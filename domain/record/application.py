@@ -24,7 +24,8 @@ from domain.errors import (
 )
 from domain.record.chain import RecordedEvent
 from domain.record.hashing import to_json
-from domain.record.thread import WorkflowThread, thread_uuid
+from domain.record.thread import WorkflowThread
+from domain.record.thread_uuids import thread_uuid
 
 SNAPSHOT_INTERVAL = 50
 SHORT_THREAD = 16  # read in one query; a longer thread goes through its snapshot

@@ -27,7 +27,8 @@ from domain.history.time_travel import (
     versions,
 )
 from domain.record.application import Workflows
-from domain.record.thread import WorkflowThread, thread_uuid
+from domain.record.thread import WorkflowThread
+from domain.record.thread_uuids import thread_uuid
 from domain.types import Command, interrupt
 from projections.catalog import runner_for
 from projections.pending_approvals import PendingApprovals

@@ -16,7 +16,7 @@ from domain.integrity.whole_log import (
     thread_aggregate_id,
 )
 from domain.record.store import open_store
-from domain.record.thread import thread_uuid
+from domain.record.thread_uuids import thread_uuid
 from tests.integrity.conftest import record_threads
 
 

@@ -27,7 +27,8 @@ from domain.graph.compiled import CompiledStateGraph
 from domain.record import application
 from domain.record.application import Workflows
 from domain.record.store import store_env
-from domain.record.thread import WorkflowThread, thread_uuid
+from domain.record.thread import WorkflowThread
+from domain.record.thread_uuids import thread_uuid
 from domain.types import Command, interrupt
 
 THREAD = "prop"

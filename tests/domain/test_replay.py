@@ -35,7 +35,7 @@ from domain.graph import END, START, CompiledStateGraph, StateGraph
 from domain.history.forks import fork_at_version
 from domain.history.time_travel import fork_origin
 from domain.record.application import Workflows
-from domain.record.thread import thread_uuid
+from domain.record.thread_uuids import thread_uuid
 from domain.types import Command, interrupt
 
 

@@ -24,17 +24,10 @@ from domain.errors import (
 from domain.oversight.hold_points import question_digest
 from domain.record.chain import verify_thread
 from domain.record.hashing import GENESIS_HASH
-from domain.record.thread import (
-    CANCELLED,
-    FAILED,
-    IDLE,
-    INTERRUPTED,
-    RUNNING,
-    START,
-    WorkflowThread,
-    fold_update,
-    thread_uuid,
-)
+from domain.record.supersteps import START, fold_update
+from domain.record.thread import WorkflowThread
+from domain.record.thread_state import CANCELLED, FAILED, IDLE, INTERRUPTED, RUNNING
+from domain.record.thread_uuids import thread_uuid
 
 ACTOR = {"id": "alice", "role": "reviewer", "authenticated": True, "via": "test"}
 HEX32 = re.compile(r"^[0-9a-f]{32}$")

@@ -22,7 +22,7 @@ from domain.graph import END, START, StateGraph
 from domain.history.state_snapshots import checkpoint_id, get_state, get_state_history
 from domain.history.time_travel import VersionNotFoundError, state_at_version
 from domain.record.application import SNAPSHOT_INTERVAL, Workflows, fold_events
-from domain.record.thread import thread_uuid
+from domain.record.thread_uuids import thread_uuid
 
 STEPS = 130
 # ThreadStarted, InputReceived, NodeCompleted(__start__), one per step, ThreadCompleted

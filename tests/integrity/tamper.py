@@ -19,7 +19,7 @@ import psycopg
 from psycopg import sql
 
 from domain.record.hashing import GENESIS_HASH, event_hash
-from domain.record.thread import thread_uuid
+from domain.record.thread_uuids import thread_uuid
 
 Row = tuple[int, str, int, str, bytes]
 

@@ -16,7 +16,7 @@ import pytest
 from domain.integrity.seal import Seal
 from domain.integrity.whole_log import ALTERED, FORGED, MISSING
 from domain.record.store import open_store
-from domain.record.thread import thread_uuid
+from domain.record.thread_uuids import thread_uuid
 from integrity.sealing import latest_seal, make_seal, verify_with_seal
 from integrity.signing import generate_key, load_private_key, public_hex, signature_problem
 from integrity.verify_log import scan_log

@@ -24,7 +24,8 @@ from domain.access.keyring import Keyring
 from domain.history.state_snapshots import get_state_history
 from domain.history.time_travel import versions
 from domain.record.store import open_store
-from domain.record.thread import WorkflowThread, thread_uuid
+from domain.record.thread import WorkflowThread
+from domain.record.thread_uuids import thread_uuid
 from domain.types import Command
 from projections.catalog import runner_for
 from projections.pending_approvals import PendingApprovals

@@ -18,7 +18,7 @@ import pytest
 
 from domain.graph import END, START, StateGraph
 from domain.history.time_travel import versions
-from domain.record.thread import thread_uuid
+from domain.record.thread_uuids import thread_uuid
 from domain.types import interrupt
 from tests.api.http_harness import server_on
 

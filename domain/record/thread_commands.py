@@ -1,0 +1,321 @@
+"""What may happen to a thread: the aggregate's commands, each refusing what may not.
+
+Every command checks the thread's state (`ThreadState`), then records events through
+`WorkflowThread` (domain/record/thread.py), which supplies the event classes, the
+clock and the hash-chained recording declared at the top of `ThreadCommands`. The
+commands live apart from the events to keep each module small; the events stay nested
+in the aggregate, whose recorded topics pin them there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timedelta
+from typing import Any, ClassVar, Self
+
+from domain.errors import (
+    ThreadBusyError,
+    ThreadCancelledError,
+    ThreadInterruptedError,
+    UnknownInterruptError,
+)
+from domain.oversight.hold_points import question_digest, record_digest
+from domain.record.fork_state import carried_state
+from domain.record.supersteps import START
+from domain.record.thread_state import CANCELLED, IDLE, INTERRUPTED, ThreadState
+
+
+def _due(moment: datetime, seconds: float) -> str:
+    return (moment + timedelta(seconds=seconds)).isoformat()
+
+
+class ThreadCommands(ThreadState):
+    """The commands of `WorkflowThread`, which supplies what they record with."""
+
+    # -- supplied by WorkflowThread --------------------------------------
+
+    ThreadStarted: ClassVar[type[Any]]
+    ThreadForked: ClassVar[type[Any]]
+    InputReceived: ClassVar[type[Any]]
+    NodeCompleted: ClassVar[type[Any]]
+    NodeFailed: ClassVar[type[Any]]
+    InterruptRaised: ClassVar[type[Any]]
+    InterruptExpired: ClassVar[type[Any]]
+    InterruptResumed: ClassVar[type[Any]]
+    InterruptApproved: ClassVar[type[Any]]
+    InterruptAssigned: ClassVar[type[Any]]
+    StateEdited: ClassVar[type[Any]]
+    ThreadCompleted: ClassVar[type[Any]]
+    ThreadFailed: ClassVar[type[Any]]
+    ThreadCancelled: ClassVar[type[Any]]
+
+    @staticmethod
+    def _now() -> datetime:
+        """The clock events are stamped by."""
+        raise NotImplementedError
+
+    @classmethod
+    def _open(cls, event_class: type[Any], fields: dict[str, Any]) -> Self:
+        """A new thread, its first event `event_class` with `fields` (a new chain)."""
+        raise NotImplementedError
+
+    def _record(
+        self, event_class: type[Any], timestamp: datetime | None = None, **fields: Any
+    ) -> None:
+        """Append one event, chained to the head."""
+        raise NotImplementedError
+
+    # -- a thread begins -------------------------------------------------
+
+    @classmethod
+    def start(
+        cls,
+        *,
+        thread_id: str,
+        graph_id: str,
+        graph_digest: str,
+        channels: dict[str, str | None],
+        initial: dict[str, Any],
+        waiting_edges: dict[str, list[str]],
+        metadata: dict[str, Any],
+        actor: dict[str, Any],
+    ) -> Self:
+        fields = {
+            "thread_id": thread_id,
+            "graph_id": graph_id,
+            "graph_digest": graph_digest,
+            "channels": channels,
+            "initial": initial,
+            "waiting_edges": waiting_edges,
+            "metadata": metadata,
+            "actor": actor,
+        }
+        return cls._open(cls.ThreadStarted, fields)
+
+    def fork(self, new_thread_id: str, actor: dict[str, Any], run_id: str | None = None) -> Self:
+        """A new thread that starts from this one as it stands, at its checkpoint.
+
+        Pending interrupts are not carried over: the interrupted node runs
+        again in the fork and asks anew (or `domain.history.forks` raises them again on
+        the fork). Answers already given to a node that has not run again are
+        carried over, so that its `interrupt()` calls still match by order.
+        """
+        assert self.checkpoint is not None, "a thread forks from a checkpoint"
+        fields = {
+            "thread_id": new_thread_id,
+            "graph_id": self.graph_id,
+            "graph_digest": self.graph_digest,
+            "channels": self.channels,
+            "waiting_edges": self.waiting_edges,
+            "metadata": self.metadata,
+            "actor": actor,
+            "source_thread_id": self.thread_id,
+            "source_version": self.version,
+            "source_hash": self.head_hash,
+            "state": carried_state(self),
+            "run_id": run_id,
+        }
+        return type(self)._open(self.ThreadForked, fields)
+
+    # -- what happens to a thread, each refusing what may not happen -----
+
+    def check_at_rest(self) -> None:
+        """ThreadCancelledError, ThreadInterruptedError or ThreadBusyError unless the thread
+        may take new input: not cancelled, paused, or in the middle of a run."""
+        status = self.status
+        if status == CANCELLED:
+            raise ThreadCancelledError(self.thread_id)
+        if status == INTERRUPTED:
+            raise ThreadInterruptedError(self.thread_id, list(self.interrupts))
+        if status != IDLE:
+            raise ThreadBusyError(self.thread_id, status, self.pending_nodes())
+
+    def receive_input(
+        self, run_id: str, update: dict[str, Any], routes: list[str], actor: dict[str, Any]
+    ) -> None:
+        """A run begins with new input (or a Command's update and goto), which the
+        `__start__` task applies at once. Refused, recording nothing, unless the thread
+        is at rest (`check_at_rest`)."""
+        self.check_at_rest()
+        self._record(self.InputReceived, run_id=run_id, input=update, actor=actor)
+        self.complete_node(START, update, routes)
+
+    def complete_node(
+        self,
+        node: str,
+        update: dict[str, Any],
+        routes: list[str],
+        duration_ms: float = 0.0,
+        applied: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """A node of the open step finished: its update, its routes, the answers it got."""
+        self._record(
+            self.NodeCompleted,
+            step=self.step + 1,
+            node=node,
+            task_id=self.task_id(node),
+            update=update,
+            routes=routes,
+            duration_ms=duration_ms,
+            applied=applied,
+        )
+
+    def fail_node(self, node: str, error: BaseException) -> None:
+        """A node of the open step raised; the step stays open, so it can run again."""
+        self._record(
+            self.NodeFailed,
+            step=self.step + 1,
+            node=node,
+            error_type=type(error).__name__,
+            message=str(error),
+        )
+
+    def fail(self, error_type: str, message: str) -> None:
+        """The run stopped on an error that belongs to no one node (a recursion limit)."""
+        self._record(self.ThreadFailed, step=self.step + 1, error_type=error_type, message=message)
+
+    def complete(self) -> None:
+        """The run reached END."""
+        self._record(self.ThreadCompleted, step=self.step)
+
+    def edit(
+        self,
+        values: dict[str, Any],
+        actor: dict[str, Any],
+        reason: str | None,
+        *,
+        as_node: str | None = None,
+        next_nodes: list[str] | None = None,
+        decision: str | None = None,
+        separation_of_duties: bool | None = None,
+    ) -> None:
+        """A human changed the state (as `as_node`, routing to `next_nodes` if given). The
+        caller has checked the hold points' rules (domain/oversight/hold_points.py); a cancelled
+        thread is refused (ThreadCancelledError), recording nothing."""
+        if self.status == CANCELLED:
+            raise ThreadCancelledError(self.thread_id)
+        self._record(
+            self.StateEdited,
+            values=values,
+            as_node=as_node,
+            next=next_nodes,
+            actor=actor,
+            reason=reason,
+            decision=decision,
+            separation_of_duties=separation_of_duties,
+        )
+
+    def cancel(self, actor: dict[str, Any], reason: str | None) -> None:
+        """A human stopped the thread for good; ThreadCancelledError if it already was."""
+        if self.status == CANCELLED:
+            raise ThreadCancelledError(self.thread_id)
+        self._record(self.ThreadCancelled, step=self.step, actor=actor, reason=reason)
+
+    # -- interrupts ------------------------------------------------------
+
+    def raise_interrupt(
+        self,
+        *,
+        step: int,
+        node: str,
+        index: int,
+        value: Any,
+        policy: dict[str, Any] | None = None,
+        reasked: str | None = None,
+    ) -> str:
+        """Record an interrupt; its id is unique in the thread and stable.
+
+        `reasked`: the interrupt whose answer did not apply, because the node asked
+        something else in its place (domain/oversight/hold_points.py)."""
+        policy = policy or {}
+        seed = f"{self.thread_id}\x1f{self.version + 1}\x1f{node}\x1f{index}"
+        interrupt_id = hashlib.sha256(seed.encode()).hexdigest()[:32]
+        seconds = policy.get("deadline_seconds")
+        raised_at = self._now()  # due by is counted from the event's own time
+        due_by = None if seconds is None else _due(raised_at, seconds)
+        self._record(
+            self.InterruptRaised,
+            raised_at,
+            step=step,
+            node=node,
+            interrupt_id=interrupt_id,
+            index=index,
+            value=value,
+            required_role=policy.get("required_role"),
+            reason_required=bool(policy.get("reason_required")),
+            due_by=due_by,
+            on_expiry=None if seconds is None else {**policy["on_expiry"], "seconds": seconds},
+            digest=question_digest(value),
+            approvals=policy.get("approvals") or 1,
+            decision_values=policy.get("decision_values"),
+            reasked=reasked,
+        )
+        return interrupt_id
+
+    def assign(self, interrupt_id: str, reviewer_id: str | None, actor: dict[str, Any]) -> None:
+        """Name the reviewer of a pending interrupt (None: no one); UnknownInterruptError,
+        recording nothing, when it is not pending."""
+        if interrupt_id not in self.interrupts:
+            raise UnknownInterruptError(self.thread_id, [interrupt_id], list(self.interrupts))
+        self._record(
+            self.InterruptAssigned, interrupt_id=interrupt_id, reviewer_id=reviewer_id, actor=actor
+        )
+
+    def answer(
+        self,
+        interrupt_id: str,
+        *,
+        resume: Any,
+        decision: str,
+        reason: str | None,
+        actor: dict[str, Any],
+        idempotency_key: str | None,
+        run_id: str,
+        separation_of_duties: bool,
+    ) -> None:
+        """Record an answer to a pending interrupt, bound to the question it answers (the
+        payload's digest). An approval short of the approvals the interrupt needs is an
+        InterruptApproved, and the interrupt stays pending; any other answer resumes it.
+        The caller has checked the answer (domain/oversight/hold_points.py); an interrupt
+        that is not pending is refused (UnknownInterruptError), recording nothing."""
+        record = self.interrupts.get(interrupt_id)
+        if record is None:
+            raise UnknownInterruptError(self.thread_id, [interrupt_id], list(self.interrupts))
+        digest = record_digest(record)
+        needed = record.get("approvals", 1)
+        given = len(record.get("approved_by", ())) + 1
+        answer = {
+            "interrupt_id": interrupt_id,
+            "resume": resume,
+            "digest": digest,
+            "reason": reason,
+            "actor": actor,
+            "idempotency_key": idempotency_key,
+            "run_id": run_id,
+            "separation_of_duties": separation_of_duties,
+        }
+        if decision == "approve" and given < needed:
+            self._record(self.InterruptApproved, **answer, approvals=given, needed=needed)
+        else:
+            self._record(self.InterruptResumed, **answer, decision=decision)
+
+    def expire(self, interrupt_id: str, now: datetime) -> bool:
+        """Record that a pending interrupt's deadline passed, and apply its rule.
+
+        Returns False, recording nothing, when the interrupt is no longer
+        pending or is not yet due (another worker, or a human, came first).
+        """
+        record = self.interrupts.get(interrupt_id) or {}
+        due_by = record.get("due_by")
+        if due_by is None or datetime.fromisoformat(due_by) > now:
+            return False
+        rule = record["on_expiry"]
+        new_due_by = _due(now, rule["seconds"]) if rule["action"] == "escalate" else None
+        self._record(
+            self.InterruptExpired,
+            interrupt_id=interrupt_id,
+            due_by=due_by,
+            rule=rule,
+            new_due_by=new_due_by,
+        )
+        return True
