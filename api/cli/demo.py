@@ -13,7 +13,7 @@ from uuid import uuid4
 
 from api.cli.options import Commands
 from domain.graph import END, START, CompiledStateGraph, StateGraph
-from domain.record.chain import ChainReport, verify_records
+from domain.record.chain import ChainReport
 from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
 from domain.types import Command, interrupt
@@ -88,7 +88,7 @@ def run_demo(amount: float = 250.0, decision: str = "approve") -> int:
         print(f"\nOutcome: {result['outcome']}\n")
         events = store.thread_events(thread_id)
         show_events(events)
-        return show_verdict(verify_records(store.recorded_events(thread_id), thread_id))
+        return show_verdict(store.verify_chain(thread_id))
 
 
 def show_pause(graph: CompiledStateGraph, config: dict[str, Any], result: dict[str, Any]) -> None:

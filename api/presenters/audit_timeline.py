@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Any
 
 from domain.record.application import Workflows
-from domain.record.chain import verify_records
 from domain.record.thread import WorkflowThread
 from service.wire import iso
 
@@ -128,7 +127,7 @@ def timeline(store: Workflows, thread_id: str) -> dict[str, Any]:
                 "event_hash": event.event_hash,
             }
         )
-    report = verify_records(store.recorded_events(thread_id), thread_id)
+    report = store.verify_chain(thread_id)
     return {
         "thread_id": thread_id,
         "graph_id": graph_id,

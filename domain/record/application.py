@@ -22,7 +22,7 @@ from domain.errors import (
     OversightError,
     ThreadNotFoundError,
 )
-from domain.record.chain import RecordedEvent
+from domain.record.chain import ChainReport, RecordedEvent, verify_records
 from domain.record.hashing import to_json
 from domain.record.thread import WorkflowThread
 from domain.record.thread_uuids import thread_uuid
@@ -212,6 +212,10 @@ class Workflows(Application[Any]):
         if thread is None or not thread.expire(interrupt_id, now):
             return None
         return self.record(thread)
+
+    def verify_chain(self, thread_id: str) -> ChainReport:
+        """Check the thread's hash chain as its events are stored."""
+        return verify_records(self.recorded_events(thread_id), thread_id)
 
     def recorded_events(self, thread_id: str) -> list[RecordedEvent]:
         """The thread's events as stored, before any upcasting (for verification)."""

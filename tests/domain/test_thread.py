@@ -22,7 +22,6 @@ from domain.errors import (
     UnknownInterruptError,
 )
 from domain.oversight.hold_points import question_digest
-from domain.record.chain import verify_thread
 from domain.record.hashing import GENESIS_HASH
 from domain.record.supersteps import START, fold_update
 from domain.record.thread import WorkflowThread
@@ -730,7 +729,7 @@ def test_a_field_left_to_its_default_is_recorded_and_hashed_with_the_rest(store)
 
     # Then the default is in the record, and the chain verifies as stored
     assert completed.state["applied"] is None
-    assert verify_thread(store, thread.thread_id).ok
+    assert store.verify_chain(thread.thread_id).ok
 
 
 # -- the aggregate refuses what may not happen to it -----------------------------

@@ -24,7 +24,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from domain.record.chain import verify_thread
 from domain.record.store import open_store
 from projections.catalog import runner_for
 from tests.api.http.test_serve import Serving
@@ -109,7 +108,7 @@ def assert_store_is_whole(store_url: str, thread_ids: list[str]) -> None:
     """Every chain verifies, and the read models equal a rebuild from zero."""
     with open_store(store_url) as store:
         for thread_id in thread_ids:
-            report = verify_thread(store, thread_id)
+            report = store.verify_chain(thread_id)
             assert report.ok, report
         runner = runner_for(store)
         try:

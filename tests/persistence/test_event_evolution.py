@@ -19,7 +19,7 @@ from eventsourcing.persistence import StoredEvent
 
 from domain.history import state_snapshots as snapshots
 from domain.record.application import Workflows
-from domain.record.chain import verify_chain, verify_thread
+from domain.record.chain import verify_chain
 from domain.record.thread import WorkflowThread
 from domain.types import Command, interrupt
 from tests.graphs import linear_graph
@@ -98,7 +98,7 @@ def test_an_old_answer_reads_under_its_new_name(v1_store):
 
 @pytest.mark.parametrize("thread_id", THREADS)
 def test_old_threads_verify_as_stored(v1_store, thread_id):
-    report = verify_thread(v1_store, thread_id)
+    report = v1_store.verify_chain(thread_id)
     assert report.ok, report
     assert report.events_checked == len(v1_store.thread_events(thread_id))
 
@@ -106,7 +106,7 @@ def test_old_threads_verify_as_stored(v1_store, thread_id):
 def test_an_upcast_event_no_longer_matches_its_hash_so_verification_reads_records(v1_store):
     # The hash covers the fields as recorded: the upcast object has other names.
     assert verify_chain(v1_store.thread_events("approved")).ok is False
-    assert verify_thread(v1_store, "approved").ok is True
+    assert v1_store.verify_chain("approved").ok is True
 
 
 @pytest.mark.parametrize("thread_id", THREADS)
@@ -127,4 +127,4 @@ def test_a_thread_paused_under_v1_resumes_under_v2_and_its_chain_still_verifies(
     # Then it runs to the end, and old and new events chain together
     assert result["log"] == ["check", "booked"]
     assert v1_store.thread("edited").status == "idle"
-    assert verify_thread(v1_store, "edited").ok
+    assert v1_store.verify_chain("edited").ok

@@ -30,7 +30,6 @@ import pytest
 
 import domain.record.thread
 from domain.graph import END, START, StateGraph
-from domain.record.chain import verify_thread
 from domain.types import Command, interrupt
 from projections.catalog import runner_for
 from projections.oversight_report import oversight_report
@@ -445,7 +444,7 @@ def test_the_clock_stamps_every_event_and_the_chain_still_verifies(store, clock)
     assert ("InterruptRaised", at(3, 9)) in stamps
     assert ("InterruptResumed", at(3, 9, 0, 4)) in stamps
     assert {stamp for _, stamp in stamps} == {at(3, 9), at(3, 9, 0, 4)}
-    assert verify_thread(store, "t").ok
+    assert store.verify_chain("t").ok
 
 
 def test_every_figure_equals_the_hand_computed_value(db):
