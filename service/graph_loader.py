@@ -28,6 +28,7 @@ from domain.graph import CompiledStateGraph, StateGraph
 from domain.oversight.hold_points import check_approvals
 from domain.record.application import Workflows
 from domain.types import expiry_rule
+from service.refund_graph import build_graph
 
 GRAPH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -171,8 +172,6 @@ def load_graphs(sources: list[GraphSource], store: Workflows) -> dict[str, Compi
     if not sources:
         sources = seed_sources()
         if not sources:  # an installed package without the examples folder
-            from api.cli.demo import build_graph  # noqa: PLC0415 - only this fallback needs it
-
             return {"refund": build_graph(store)}
     graphs: dict[str, CompiledStateGraph] = {}
     for source in sources:

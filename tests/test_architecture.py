@@ -168,3 +168,35 @@ def test_persistence_modules_import_only_the_library_and_drivers(path):
         if m.split(".", maxsplit=1)[0] in {"domain", "api", "projections"}
     ]
     assert bad == [], f"{module_name(path)} imports {bad}"
+
+
+HTTP_EDGES = ("api.http", "api.ui")
+
+
+@pytest.mark.parametrize("path", modules_under("service"), ids=module_name)
+def test_the_service_layer_imports_no_entry_point_and_no_web_framework(path):
+    # When
+    bad = [
+        m
+        for m in imports_of(path)
+        if m.split(".", maxsplit=1)[0] in {"api", "fastapi", "starlette", "uvicorn"}
+    ]
+
+    # Then
+    assert bad == [], f"{module_name(path)} imports {bad}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        p
+        for package in ("domain", "service", "projections", "integrity", "persistence", "api")
+        for p in modules_under(package)
+        if not module_name(p).startswith(HTTP_EDGES)
+    ],
+    ids=module_name,
+)
+def test_only_the_http_edges_answer_with_problems(path):
+    # Rules raise domain or service errors; api/http/problems.py maps them, once.
+    bad = [m for m in imports_of(path) if m == "api.http.problems"]
+    assert bad == [], f"{module_name(path)} imports {bad}"

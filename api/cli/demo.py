@@ -8,15 +8,16 @@ chain, and verifies the chain. It only calls the public API.
 from __future__ import annotations
 
 import argparse
-from typing import Any, TypedDict
+from typing import Any
 from uuid import uuid4
 
 from api.cli.options import Commands
-from domain.graph import END, START, CompiledStateGraph, StateGraph
+from domain.graph import END, CompiledStateGraph
 from domain.record.chain import ChainReport
 from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
-from domain.types import Command, interrupt
+from domain.types import Command
+from service.refund_graph import build_graph
 
 AGENT = {"id": "demo-agent", "role": "agent"}
 REVIEWER = {"id": "demo-reviewer", "role": "reviewer"}
@@ -46,29 +47,6 @@ def register(commands: Commands) -> None:
 
 def demo_command(args: argparse.Namespace) -> int:
     return run_demo(amount=args.amount, decision=args.decision)
-
-
-class RefundState(TypedDict):
-    refund_amount: float
-    outcome: str
-
-
-def check_and_process(state: RefundState) -> dict[str, str]:
-    """Seed (b): refunds over $100 need a human's approval."""
-    amount = state["refund_amount"]
-    if amount > 100:
-        approved = interrupt({"question": f"Approve a ${amount} refund?"})
-        if not approved:
-            return {"outcome": "Refund denied by reviewer."}
-    return {"outcome": f"Refund of ${amount} processed."}
-
-
-def build_graph(checkpointer: Any) -> CompiledStateGraph:
-    builder = StateGraph(RefundState)
-    builder.add_node("check_and_process", check_and_process)
-    builder.add_edge(START, "check_and_process")
-    builder.add_edge("check_and_process", END)
-    return builder.compile(checkpointer=checkpointer, name="refund")
 
 
 def run_demo(amount: float = 250.0, decision: str = "approve") -> int:
