@@ -1,4 +1,8 @@
-"""Dependencies point one way: api -> projections -> domain.
+"""Dependencies point one way: api -> service -> projections/integrity -> domain.
+
+Within the domain, the record and its rules (record, oversight, access,
+history, integrity) import no engine, and no module anywhere is part of an
+import cycle, even one made only of annotations.
 
 Every module is parsed with `ast` (nothing is imported), so a violation is
 caught even in a branch that never runs, such as an `if TYPE_CHECKING:` block.
@@ -200,3 +204,114 @@ def test_only_the_http_edges_answer_with_problems(path):
     # Rules raise domain or service errors; api/http/problems.py maps them, once.
     bad = [m for m in imports_of(path) if m == "api.http.problems"]
     assert bad == [], f"{module_name(path)} imports {bad}"
+
+
+ENGINE = ("domain.engine", "domain.graph")
+ENGINE_INDEPENDENT = (
+    "domain.record",
+    "domain.oversight",
+    "domain.access",
+    "domain.history",
+    "domain.integrity",
+)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in DOMAIN_MODULES if module_name(p).startswith(ENGINE_INDEPENDENT)],
+    ids=module_name,
+)
+def test_the_record_and_its_rules_import_no_engine(path):
+    # A second engine (LangGraph through a checkpointer) writes the same record.
+    bad = [m for m in imports_of(path) if m.startswith(ENGINE)]
+    assert bad == [], f"{module_name(path)} imports {bad}"
+
+
+def import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
+    """Module -> the project modules it imports, at any scope (TYPE_CHECKING too)."""
+    paths = {
+        module_name(p, root): p
+        for package in packages
+        for p in sorted((root / package).rglob("*.py"))
+    }
+
+    def owner(module: str) -> str:
+        while module and module not in paths:
+            module = module.rpartition(".")[0]
+        return module
+
+    return {
+        name: {owner(m) for m in imports_of(path, root) if owner(m)} - {name}
+        for name, path in paths.items()
+    }
+
+
+def cycles_of(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start, imported in graph.items():
+        if start in index:
+            continue
+        work = [(start, iter(sorted(imported)))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            step = next(edges, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    on_stack.add(step)
+                    work.append((step, iter(sorted(graph[step]))))
+                elif step in on_stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+PROJECT_PACKAGES = ("domain", "service", "projections", "integrity", "persistence", "api")
+
+
+def test_no_import_cycle_at_any_scope():
+    # When
+    cycles = cycles_of(import_graph(ROOT, PROJECT_PACKAGES))
+
+    # Then
+    assert cycles == []
+
+
+def test_the_cycle_check_finds_a_cycle_through_type_checking(tmp_path):
+    # Given: a imports b at run time; b imports a only for its annotations
+    package = tmp_path / "domain"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from domain.b import B\n")
+    (package / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from domain.a import A\n"
+    )
+    (package / "c.py").write_text("from domain import a\n")
+
+    # When
+    cycles = cycles_of(import_graph(tmp_path, ("domain",)))
+
+    # Then
+    assert cycles == [["domain.a", "domain.b"]]

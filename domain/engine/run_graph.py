@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 class RunNode(Protocol):
-    """A node as a run calls it (`domain.graph.state.NodeSpec`)."""
+    """A node as a run calls it (`domain.graph.definition.NodeSpec`)."""
 
     @property
     def action(self) -> Callable[..., Any]: ...

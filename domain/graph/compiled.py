@@ -35,7 +35,7 @@ from domain.record.thread import WorkflowThread
 from domain.types import Command, StateSnapshot, interrupt_policy
 
 if TYPE_CHECKING:
-    from domain.graph.state import Branch, StateGraph
+    from domain.graph.definition import Branch, GraphDefinition
 
 StreamMode = str | list[str] | tuple[str, ...]
 _MODES = ("values", "updates")
@@ -53,7 +53,7 @@ def _modes(stream_mode: StreamMode) -> tuple[str, ...]:
 class CompiledStateGraph:
     """A graph bound to a checkpointer: LangGraph's run and read methods."""
 
-    def __init__(self, builder: StateGraph, checkpointer: Any, graph_id: str) -> None:
+    def __init__(self, builder: GraphDefinition, checkpointer: Any, graph_id: str) -> None:
         if checkpointer is not None and not isinstance(checkpointer, Workflows):
             msg = (
                 "checkpointer must be a Holdpoint store: InMemorySaver() or "

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 from domain.record.hashing import canonical_json
 
 if TYPE_CHECKING:
-    from domain.graph.state import StateGraph
+    from domain.graph.definition import GraphDefinition
 
 
-def graph_digest(builder: StateGraph) -> str:
+def graph_digest(builder: GraphDefinition) -> str:
     structure = {
         "nodes": {name: code_digest(spec.action) for name, spec in builder.nodes.items()},
         "edges": sorted(builder.edges),

@@ -4,35 +4,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from domain.errors import GraphDefinitionError
 from domain.graph.compiled import CompiledStateGraph
 from domain.graph.constants import END, START
+from domain.graph.definition import Branch, NodeSpec
 from domain.record.schema import Channel, channels_of
-
-
-@dataclass(frozen=True, slots=True)
-class NodeSpec:
-    """A node: its callable, whether it is async, whether it takes `config`."""
-
-    name: str
-    action: Callable[..., Any]
-    is_async: bool
-    takes_config: bool
-    metadata: dict[str, Any] | None
-
-
-@dataclass(frozen=True, slots=True)
-class Branch:
-    """A conditional edge: `path(state)` names the next node(s)."""
-
-    path: Callable[..., Any]
-    path_map: dict[Hashable, str] | None
-
-    def targets(self) -> list[str] | None:
-        return None if self.path_map is None else list(self.path_map.values())
 
 
 def _takes_config(action: Callable[..., Any]) -> bool:
