@@ -190,8 +190,7 @@ def load_graph(source: GraphSource, store: Workflows) -> CompiledStateGraph:
         msg = f"Graph {source.name!r}: {source.path} has no attribute {source.attr!r}"
         raise GraphLoadError(msg) from None
     found = _graph_of(target, source)
-    builder = found.builder if isinstance(found, CompiledStateGraph) else found
-    graph = builder.compile(checkpointer=store, name=source.name)
+    graph = _builder_of(found).compile(checkpointer=store, name=source.name)
     if isinstance(found, CompiledStateGraph):
         graph.adopt_settings(found)
     if source.interrupt_deadline is not None:
@@ -201,6 +200,15 @@ def load_graph(source: GraphSource, store: Workflows) -> CompiledStateGraph:
         approvals=source.approvals,
     )
     return graph
+
+
+def _builder_of(found: StateGraph | CompiledStateGraph) -> StateGraph:
+    """The builder to compile again on the store (a compiled graph keeps its own)."""
+    builder = found.builder if isinstance(found, CompiledStateGraph) else found
+    if not isinstance(builder, StateGraph):
+        msg = f"A compiled graph built by {type(builder).__qualname__}, not StateGraph"
+        raise GraphLoadError(msg)
+    return builder
 
 
 def _import(source: GraphSource) -> ModuleType:
