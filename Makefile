@@ -31,10 +31,14 @@ run: $(STAMP)  ## the HTTP API on the embedded SQLite store, projections in-proc
 demo: $(STAMP)  ## the refund story in one process, with its events and hash chain
 	$(BIN)/holdpoint demo
 
+# Tests wait on the disk, servers and browsers more than on the CPU: 4 workers on
+# 2 cores take the suite from 9.8 to 4.9 minutes (each test has its own store and port).
+TEST_WORKERS ?= 4
+
 test: $(STAMP)  ## the whole suite, after the linters
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
