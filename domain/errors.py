@@ -148,6 +148,17 @@ class ThreadBusyError(HoldpointError):
         self.status = status
 
 
+class RunNotInProgressError(HoldpointError):
+    """A takeover of a run that is not the thread's run in progress."""
+
+    def __init__(self, thread_id: str, run_id: str, current: str | None) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} has no unfinished work of run {run_id} to take over "
+            f"(its run: {current or 'none'})"
+        )
+        self.thread_id = thread_id
+
+
 class ThreadCancelledError(HoldpointError):
     """The thread was cancelled; it can be read but not run."""
 

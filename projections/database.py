@@ -225,6 +225,8 @@ class PostgresDatabase(Database):
                 return connection
             try:
                 connection.execute("")
+                connection.rollback()  # the ping began a transaction: end it, or each
+                # transaction() after it would be a savepoint in one never committed
             except psycopg.Error:
                 connection.close()
         if connection is None or connection.closed:

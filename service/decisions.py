@@ -139,6 +139,7 @@ def decide(services: Services, actor: Principal, decision: Decision, action: str
             stream_modes=(),
             assistant_id=assistant_id(graph.graph_id),
             metadata={"graph_id": graph.graph_id, "decision": decision.decision},
+            wait=True,  # for a run that holds the thread: its end may decide the question
         )
         try:
             record = services.runs.start(run)

@@ -27,7 +27,7 @@ from domain.record.application import Workflows
 from domain.record.store import backend_of, open_store
 from persistence.sqlite import write_gate
 from projections.catalog import all_projections, runner_for
-from projections.database import Cursor, Database, SQLiteDatabase
+from projections.database import Cursor, Database, SQLiteDatabase, database_for
 from projections.deadlines import expire_overdue
 from projections.pending_approvals import PendingApprovals
 from projections.runner import ProjectionRunner, ProjectionStatus
@@ -63,6 +63,14 @@ class GatedSQLiteDatabase(SQLiteDatabase):
             return
         with self._gate, super().transaction(write=True) as cursor:
             yield cursor
+
+
+def side_tables_for(store: Workflows) -> Database:
+    """The store's own database, for the tables beside its events (runs, leases): on
+    SQLite written under the file's write gate, as the read models are."""
+    if backend_of(store) == "sqlite":
+        return GatedSQLiteDatabase(str(store.env.get("SQLITE_DBNAME")))
+    return database_for(store)
 
 
 def _runner(store: Workflows) -> ProjectionRunner:

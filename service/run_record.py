@@ -1,9 +1,13 @@
-"""One run as the HTTP API sees it: its status, its stream of chunks, its output.
+"""One run as the process that runs it sees it: its status, its chunks, its output.
 
-A run's record lives in the memory of the process that runs it (see
-`service/runs.py`); what it did is in the store as events. Chunks are produced
-in a worker thread and consumed on the event loop: each subscriber has an
-`asyncio.Queue` fed with `call_soon_threadsafe`, first with the chunks so far.
+The run itself is a row in the store (service/run_store.py), and what it did is
+in the store as events; its record here is the live part, in the memory of the
+process that runs it: the chunks for its streams. Chunks are produced in a
+worker thread and consumed on the event loop: each subscriber has an
+`asyncio.Queue` fed with `call_soon_threadsafe`, first with the chunks so far. A
+record *handed over* ends its local streams without an end of its own: the run
+waits in the queue, or was left to a takeover, and is followed through the store
+from then on (service/run_follow.py).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ class RunRecord:
         kwargs: dict[str, Any],
         origin_thread_id: str | None = None,
         keep_chunks: bool = False,
+        multitask_strategy: str = "reject",
+        attempt: int = 1,
     ) -> None:
         self.run_id = run_id
         self.thread_id = thread_id
@@ -45,6 +51,9 @@ class RunRecord:
         self.assistant_id = assistant_id
         self.metadata = metadata
         self.kwargs = kwargs
+        self.multitask_strategy = multitask_strategy
+        self.attempt = attempt
+        self.handed_over = False
         self.created_at = self.updated_at = datetime.now(UTC)
         self.status = PENDING
         self.output: dict[str, Any] | None = None
@@ -70,7 +79,7 @@ class RunRecord:
             "updated_at": iso(self.updated_at),
             "status": self.status,
             "metadata": self.metadata,
-            "multitask_strategy": "reject",
+            "multitask_strategy": self.multitask_strategy,
             "kwargs": self.kwargs,
             "langsmith_session_name": None,
         }
@@ -102,6 +111,15 @@ class RunRecord:
             if not self.keep_chunks:
                 self._chunks.clear()  # a late subscriber gets the output, not every step
 
+    def hand_over(self) -> None:
+        """End the local streams; the run goes on elsewhere (or later), in the store."""
+        with self._lock:
+            self.handed_over = True
+            self._finished.set()
+            for loop, queue, _ in self._subscribers:
+                _put(loop, queue, DONE)
+            self._subscribers.clear()
+
     # -- consuming (event loop) ---------------------------------------
 
     def subscribe(self, *, chunks: bool = True) -> asyncio.Queue[Chunk]:
@@ -109,10 +127,11 @@ class RunRecord:
         queue: asyncio.Queue[Chunk] = asyncio.Queue()
         with self._lock:
             if self._finished.is_set():
-                if chunks and self.keep_chunks:
+                settled = chunks and not self.handed_over
+                if settled and self.keep_chunks:
                     for chunk in self._chunks:
                         queue.put_nowait(chunk)
-                elif chunks and self.output is not None and "__error__" not in self.output:
+                elif settled and self.output is not None and "__error__" not in self.output:
                     queue.put_nowait(("values", self.output))
                 queue.put_nowait(DONE)
                 return queue

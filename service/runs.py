@@ -1,38 +1,58 @@
-"""Runs: graph code in worker threads, never on the event loop.
+"""Runs: recorded in the store, one runner per thread in the whole deployment.
 
-A run takes its thread's lock (one run at a time per thread in this process;
-a second one waits up to `busy_wait` seconds, then gets 409), then *begins*:
-the input or the human's answer is checked and committed, so a bad request
-fails with a clear error and records nothing. The supersteps then run on in
-the background; the run's record tells how it ended. `RunManager.launch`
-(the runs endpoints, from the event loop) does all of it in one worker of
-the manager's executor, from checking the request to the run's end;
-`RunManager.start` (a decision, from a worker thread) begins the run there
-and hands the supersteps to another executor, whose workers never wait for a
-thread's lock, so a run begun by `start` always gets a worker to end it. Run
-records are kept in memory, the newest `keep` of them: the events of a run
-are in the store, its record is a convenience of this process.
+A run is a row of the store's runs table (service/run_store.py). Before any
+node code runs, the run claims its thread with a lease in the store; a second
+run of the thread, from any process, follows its `multitask_strategy`:
+`reject` answers at once with RunInProgressError, naming the run in progress;
+`enqueue` waits in the store's queue and runs after. A decision waits up to
+`busy_wait` seconds for the thread instead.
+
+Once it holds the lease a run *begins*: its input or the human's answer is
+checked and committed, so a bad request fails with a clear error and records
+nothing (the run's row is forgotten with it). The supersteps then run on in
+the background. `RunManager.launch` (the runs endpoints, from the event loop)
+does all of it in one worker of the manager's executor; `RunManager.start` (a
+decision, from a worker thread) begins the run there and hands the supersteps
+to another executor, whose workers never wait for a thread.
+
+Every process is a worker too (`RunWorker` in service/run_worker.py): it renews
+the leases of its runs, takes runs from the queue, and takes over the runs
+whose runner let its lease expire, recording `RunTakenOver` on the thread
+before their nodes run again. A run's chunks are kept in this process's memory
+for its streams; other processes follow the run through the store
+(service/run_follow.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import socket
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+from uuid import uuid4
+
+import structlog
 
 from domain.engine.resume_answers import resume_map
 from domain.engine.runtime import UNREAD, Run
 from domain.graph import CompiledStateGraph
 from domain.types import Command
+from persistence.failures import STORE_UNAVAILABLE
 from service.errors import RunInProgressError, ServerStoppingError
 from service.run_executor import RunExecutor
 from service.run_record import ERROR, SUCCESS, RunRecord
+from service.run_store import RunStore, StoredRun
 from service.wire import output_json
+
+log = structlog.get_logger()
+STRATEGIES = ("reject", "enqueue")
 
 
 @dataclass
@@ -49,6 +69,8 @@ class RunRequest:
     kwargs: dict[str, Any] = field(default_factory=dict)
     streamed: bool = False  # keep every chunk for the run's stream, however late it is read
     thread_as_read: Any = UNREAD  # the thread (or None) as the checks read it
+    multitask_strategy: str = "reject"  # when another run holds the thread
+    wait: bool = False  # instead: wait up to `busy_wait` s for the thread (a decision)
 
 
 @dataclass(frozen=True)
@@ -60,91 +82,67 @@ class RunOutcome:
     interrupts_raised: int
 
 
-@dataclass(frozen=True)
-class _Begun:
-    """A run that has begun, holding its thread's lock (`locked_id`) until it finishes."""
+@dataclass
+class Begun:
+    """A run that has begun, holding its thread's lease (`lease_thread`) until it ends."""
 
     record: RunRecord
     run: Run
-    locked_id: str
+    lease_thread: str
     decisions: list[str]
     before: set[str]  # the interrupts pending when it began
+    lost: bool = False  # its lease was taken over: it stops before its next step
 
 
-class ThreadLocks:
-    """One lock per thread id, dropped when nobody holds or waits for it."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[str, tuple[threading.Lock, int]] = {}
-        self.holders: dict[str, str] = {}
-
-    def acquire(self, thread_id: str, timeout: float) -> bool:
-        with self._guard:
-            lock, users = self._locks.get(thread_id) or (threading.Lock(), 0)
-            self._locks[thread_id] = (lock, users + 1)
-        if lock.acquire(timeout=timeout):
-            return True
-        self._forget(thread_id)
-        return False
-
-    def release(self, thread_id: str) -> None:
-        with self._guard:
-            lock, _ = self._locks[thread_id]
-            self.holders.pop(thread_id, None)
-        lock.release()
-        self._forget(thread_id)
-
-    def _forget(self, thread_id: str) -> None:
-        with self._guard:
-            lock, users = self._locks[thread_id]
-            if users <= 1:
-                del self._locks[thread_id]
-            else:
-                self._locks[thread_id] = (lock, users - 1)
+def runner_name() -> str:
+    """This process as a runner: host, pid and a random part (a pid is reused)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:8]}"
 
 
 class RunManager:
-    """Starts runs, keeps their records, and runs their supersteps in the background."""
+    """Starts runs, holds their leases, and runs their supersteps in the background."""
 
     def __init__(
         self,
         *,
+        store: RunStore,
         workers: int,
         busy_wait: float,
         keep: int,
+        lease_ttl: float,
         turn: float = 0.0,
         on_finish: Callable[[RunOutcome], None] | None = None,
     ) -> None:
         # Whole runs, from the request's checks on (`launch`): one after another on a lead
-        # thread, beside it on helpers once graph code or a wait for a thread's lock has
-        # taken `turn` s (service/run_executor.py); these workers may wait for a thread's lock.
+        # thread, beside it on helpers once graph code or a wait for a thread has taken
+        # `turn` s (service/run_executor.py).
         self.launcher = RunExecutor(workers, turn)
-        # The supersteps of runs begun elsewhere (`start`); these never wait for a lock.
+        # The supersteps of runs begun elsewhere (`start`, the worker); these never wait.
         self.executor = ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix="holdpoint-run-rest"
         )
+        self.store = store
+        self.owner = runner_name()
+        self.lease_ttl = lease_ttl
         self.busy_wait = busy_wait
         self.keep = keep
         self.on_finish = on_finish
-        self.locks = ThreadLocks()
         self._records: OrderedDict[str, RunRecord] = OrderedDict()
+        self._held: dict[str, Begun] = {}  # by run id: the runs whose lease this process holds
         self._guard = threading.Lock()
+        self._freed = threading.Condition()  # a thread's lease was let go here
+        self.on_queued: Callable[[], None] | None = None  # wakes the worker
 
     # -- records -------------------------------------------------------
 
-    def get(self, run_id: str) -> RunRecord | None:
+    def local(self, run_id: str) -> RunRecord | None:
+        """The run's record in this process (its chunks), if it runs or ran here."""
         with self._guard:
             return self._records.get(run_id)
 
-    def of_thread(self, thread_id: str) -> list[RunRecord]:
-        """The thread's runs known to this process, newest first."""
+    def held_runs(self) -> list[Begun]:
         with self._guard:
-            found = [r for r in self._records.values() if r.thread_id == thread_id]
-        return found[::-1]
-
-    def active_run(self, thread_id: str) -> str | None:
-        return self.locks.holders.get(thread_id)
+            return list(self._held.values())
 
     def _remember(self, record: RunRecord) -> None:
         with self._guard:
@@ -161,25 +159,29 @@ class RunManager:
         """Begin a run (blocking: call it from a worker thread); the rest runs in the background.
 
         Raises the domain's errors, having recorded nothing, when the input or
-        the answer does not fit the thread; RunInProgressError when the thread stays
-        busy with another run for longer than `busy_wait`.
+        the answer does not fit the thread; RunInProgressError when another run holds
+        the thread (for longer than `busy_wait`, if the request waits).
         """
         begun = self._begin(request)
-        try:
-            self.executor.submit(self._finish, begun)
-        except RuntimeError:  # the executor is shut down: the server is stopping
-            self.locks.release(begun.locked_id)
-            error = RuntimeError("the server is stopping")
-            begun.record.finish(ERROR, _error_output(error), None)
+        if isinstance(begun, StoredRun):
+            return self._queued_record(request, begun)
+        self.submit_rest(begun)
         return begun.record
+
+    def submit_rest(self, begun: Begun) -> None:
+        """Run a begun run's supersteps on the executor."""
+        try:
+            self.executor.submit(self.finish, begun)
+        except RuntimeError:  # the executor is shut down: the server is stopping
+            self._let_go(begun)
 
     def launch(
         self, prepare: Callable[[], RunRequest], *, until_done: bool = False
     ) -> asyncio.Future[RunRecord]:
         """Prepare, begin and finish a run in one of the manager's workers (call it on the
-        event loop). The future is the record once the run has begun (`until_done`: once it
-        has finished), or the error that kept it from beginning, nothing recorded; the same
-        worker runs it to its end.
+        event loop). The future is the record once the run has begun or is queued
+        (`until_done`: once it has finished here), or the error that kept it from
+        beginning, nothing recorded; the same worker runs it to its end.
 
         One worker thread from the request to the run's end, and one wake-up of the event
         loop for a caller that waits for the end: each hand-over between threads costs a
@@ -190,14 +192,18 @@ class RunManager:
 
         def job() -> None:
             try:
-                begun = self._begin(prepare())
+                request = prepare()
+                begun = self._begin(request)
             except BaseException as error:
                 _notify(loop, outcome, error)
+                return
+            if isinstance(begun, StoredRun):
+                _notify(loop, outcome, self._queued_record(request, begun))
                 return
             if not until_done:
                 _notify(loop, outcome, begun.record)
             try:
-                self._finish(begun)
+                self.finish(begun)
             finally:
                 _notify(loop, outcome, begun.record)  # no-op if settled
 
@@ -207,68 +213,243 @@ class RunManager:
             outcome.set_exception(ServerStoppingError())
         return outcome
 
-    def _begin(self, request: RunRequest) -> _Begun:
-        """Take the thread's lock and begin the run: its input or answers committed."""
-        thread_id = request.thread_id
+    def _begin(self, request: RunRequest) -> Begun | StoredRun:
+        """Claim the thread and begin the run: its input or answers committed. A StoredRun:
+        the run waits in the store's queue (`enqueue`)."""
+        if request.multitask_strategy not in STRATEGIES:
+            msg = f"multitask_strategy {request.multitask_strategy!r}"
+            raise NotImplementedError(msg)
+        stored = StoredRun(
+            run_id=str(uuid4()),
+            thread_id=request.thread_id,
+            graph_id=request.graph.graph_id,
+            assistant_id=request.assistant_id,
+            request=request_json(request),
+            multitask_strategy=request.multitask_strategy,
+        )
+        enqueue = request.multitask_strategy == "enqueue" and not request.wait
+        deadline = time.monotonic() + (self.busy_wait if request.wait else 0.0)
         with self.launcher.may_wait():
-            locked = self.locks.acquire(thread_id, self.busy_wait)
-        if not locked:
-            raise RunInProgressError(thread_id, self.active_run(thread_id), self.busy_wait)
+            while True:
+                opened = self.store.open(stored, self.owner, self.lease_ttl, enqueue=enqueue)
+                if opened.queued:
+                    if self.on_queued is not None:
+                        self.on_queued()
+                    return stored
+                if opened.started:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    waited = self.busy_wait if request.wait else 0.0
+                    raise RunInProgressError(request.thread_id, opened.holder, waited)
+                with self._freed:  # woken by a run of this process; others are polled
+                    self._freed.wait(min(left, 0.05))
+        return self.begin_claimed(request, stored)
+
+    def begin_claimed(
+        self, request: RunRequest, stored: StoredRun, *, refusal_ends_run: bool = False
+    ) -> Begun:
+        """Begin a run whose thread's lease this process holds. On a refusal the thread is
+        let go, and the run forgotten (its caller gets the error) or, with
+        `refusal_ends_run` (a queued run, whose caller has gone), ended with the error."""
+        config = with_run_id(request.config, stored.run_id)
         try:
-            run = Run(request.graph, request.config, request.stream_modes)
-            self.locks.holders[thread_id] = run.run_id
+            run = Run(request.graph, config, request.stream_modes)
             chunks = run.begin(request.input, request.thread_as_read)
-        except BaseException:
-            self.locks.release(thread_id)
+        except BaseException as error:
+            with contextlib.suppress(*STORE_UNAVAILABLE):  # then the lease expires instead
+                if refusal_ends_run:
+                    self.store.finish(
+                        stored.run_id,
+                        stored.run_thread_id,
+                        self.owner,
+                        ERROR,
+                        _error_output(error),
+                        None,
+                    )
+                else:
+                    self.store.discard(stored.run_id, stored.run_thread_id, self.owner)
+            self._notify_freed()
             raise
+        return self.adopt(request, stored, run, chunks)
+
+    def adopt(
+        self,
+        request: RunRequest,
+        stored: StoredRun,
+        run: Run,
+        chunks: list[tuple[str, Any]],
+    ) -> Begun:
+        """Hold a run that has begun in this process: its record, its lease."""
         record = RunRecord(
-            run_id=run.run_id,
+            run_id=stored.run_id,
             thread_id=run.thread_id,
             graph_id=request.graph.graph_id,
             assistant_id=request.assistant_id,
             metadata=request.metadata,
             kwargs=request.kwargs,
-            origin_thread_id=thread_id,
+            origin_thread_id=stored.thread_id,
             keep_chunks=request.streamed,
+            multitask_strategy=stored.multitask_strategy,
+            attempt=stored.attempt,
         )
         record.position = run.position
         record.emit(chunks)
         before = set(run.thread.interrupts) if run.thread is not None else set()
+        begun = Begun(record, run, stored.run_thread_id, _decisions(request), before)
         self._remember(record)
-        return _Begun(record, run, thread_id, _decisions(request), before)
+        with self._guard:
+            self._held[stored.run_id] = begun
+        return begun
 
-    def _finish(self, begun: _Begun) -> None:
+    def finish(self, begun: Begun) -> None:
+        """Run a begun run's supersteps to its end, and record how it ended."""
         record, run, before = begun.record, begun.run, begun.before
         record.started()
         try:
             if any(spec.is_async for spec in run.graph.builder.nodes.values()):
                 with self.launcher.may_wait():
-                    asyncio.run(_async_steps(record, run))
+                    asyncio.run(_async_steps(begun))
             else:
-                while tasks := run.plan():
+                while not begun.lost and (tasks := run.plan()):
                     with self.launcher.may_wait():  # graph code
                         results = [run.execute(task) for task in tasks]
                     record.emit(run.complete(results))
             status, output = SUCCESS, output_json(run.result())
+        except STORE_UNAVAILABLE as error:
+            self._abandon(begun, error)
+            return
         except Exception as error:  # a node's failure ends the run; it is recorded
             status, output = ERROR, _error_output(error)
+        if begun.lost:
+            self._abandon(begun, None)
+            return
         raised = 0
         if run.thread is not None:
             raised = len(set(run.thread.interrupts) - before)
+        try:
+            kept = self.store.finish(
+                record.run_id,
+                begun.lease_thread,
+                self.owner,
+                status,
+                output,
+                run.position,
+                run.thread_id,
+            )
+        except STORE_UNAVAILABLE as error:
+            self._abandon(begun, error)
+            return
+        if not kept:
+            log.warning("run taken over before it finished here", run_id=record.run_id)
+        self._forget(begun)
         record.finish(status, output, run.position)
-        self.locks.release(begun.locked_id)
         if self.on_finish is not None:
             self.on_finish(RunOutcome(record, begun.decisions, raised))
+
+    def _abandon(self, begun: Begun, error: BaseException | None) -> None:
+        """Stop a run here without recording its end: its lease is no longer renewed, and
+        expires; then a runner (this one, or another) takes it over and ends it."""
+        self._forget(begun)
+        if error is not None:
+            log.warning(
+                "run left for a takeover: the store did not answer",
+                run_id=begun.record.run_id,
+                error=f"{type(error).__name__}: {error}",
+            )
+        begun.record.hand_over()
+
+    def _let_go(self, begun: Begun) -> None:
+        """The server is stopping: the run is left to a takeover."""
+        self._abandon(begun, None)
+
+    def _forget(self, begun: Begun) -> None:
+        with self._guard:
+            self._held.pop(begun.record.run_id, None)
+        self._notify_freed()
+
+    def _notify_freed(self) -> None:
+        with self._freed:
+            self._freed.notify_all()
+
+    def _queued_record(self, request: RunRequest, stored: StoredRun) -> RunRecord:
+        """The record of a run that waits in the queue: the worker that takes it (here or
+        elsewhere) runs it."""
+        record = RunRecord(
+            run_id=stored.run_id,
+            thread_id=request.thread_id,
+            graph_id=request.graph.graph_id,
+            assistant_id=request.assistant_id,
+            metadata=request.metadata,
+            kwargs=request.kwargs,
+            keep_chunks=request.streamed,
+            multitask_strategy=stored.multitask_strategy,
+        )
+        record.hand_over()
+        return record
 
     def shutdown(self) -> None:
         self.launcher.shutdown()
         self.executor.shutdown(wait=True, cancel_futures=False)
 
 
-async def _async_steps(record: RunRecord, run: Run) -> None:
-    while tasks := run.plan():
+async def _async_steps(begun: Begun) -> None:
+    run = begun.run
+    while not begun.lost and (tasks := run.plan()):
         outcomes = await asyncio.gather(*(run.aexecute(task) for task in tasks))
-        record.emit(run.complete(list(outcomes)))
+        begun.record.emit(run.complete(list(outcomes)))
+
+
+def with_run_id(config: dict[str, Any], run_id: str) -> dict[str, Any]:
+    """`config` with the run's id in its `configurable`, for the events it records."""
+    configurable = dict(config.get("configurable") or {})
+    configurable["run_id"] = run_id
+    return {**config, "configurable": configurable}
+
+
+def request_json(request: RunRequest) -> dict[str, Any]:
+    """What a run was asked to do, as JSON, for the runner that takes it from the queue
+    or over from a dead runner (`request_from`)."""
+    graph_input = request.input
+    if isinstance(graph_input, Command):
+        graph_input = {
+            "__command__": {
+                "resume": graph_input.resume,
+                "update": graph_input.update,
+                "goto": graph_input.goto_nodes(),
+            }
+        }
+    return {
+        "input": graph_input,
+        "config": {k: v for k, v in request.config.items() if k != "callbacks"},
+        "stream_modes": list(request.stream_modes),
+        "metadata": request.metadata,
+        "kwargs": request.kwargs,
+        "streamed": request.streamed,
+    }
+
+
+def request_from(stored: StoredRun, graph: CompiledStateGraph) -> RunRequest:
+    """The RunRequest a stored run was made from."""
+    asked = stored.request
+    graph_input = asked["input"]
+    if isinstance(graph_input, dict) and set(graph_input) == {"__command__"}:
+        command = graph_input["__command__"]
+        graph_input = Command(
+            resume=command["resume"], update=command["update"], goto=command["goto"]
+        )
+    return RunRequest(
+        graph=graph,
+        thread_id=stored.thread_id,
+        input=graph_input,
+        config=asked["config"],
+        stream_modes=tuple(asked["stream_modes"]),
+        assistant_id=stored.assistant_id,
+        metadata=asked["metadata"],
+        kwargs=asked["kwargs"],
+        streamed=asked["streamed"],
+        multitask_strategy=stored.multitask_strategy,
+    )
 
 
 def _decisions(request: RunRequest) -> list[str]:

@@ -15,8 +15,10 @@ from persistence.key_probe import SQLiteKeyProbe
 from service.errors import GraphNotServedError, UnknownGraphError
 from service.metrics import Metrics
 from service.rate_limit import RateLimiter
-from service.read_models import ReadModels
+from service.read_models import ReadModels, side_tables_for
 from service.reservations import Reservations
+from service.run_store import RunStore
+from service.run_worker import RunWorker
 from service.runs import RunManager
 from service.settings import ServerSettings
 from service.wire import assistant_id
@@ -33,6 +35,7 @@ class Services:
     read_models: ReadModels
     runs: RunManager
     metrics: Metrics
+    worker: RunWorker | None = None  # this process's share of the queue and takeovers
     # Checks API keys on the event loop, where the store's reads never block (an embedded
     # store): a Keyring on a store of its own, used by the loop's thread alone. None: keys
     # are checked in worker threads.
@@ -60,12 +63,16 @@ class Services:
                 graph.set_oversight(separation_of_duties=False)
 
         runs = RunManager(
+            store=RunStore(side_tables_for(store)),
             workers=settings.run_workers,
             busy_wait=settings.busy_wait_timeout,
             keep=settings.runs_kept,
+            lease_ttl=settings.run_lease_seconds,
             turn=settings.run_turn,
             on_finish=metrics.observe_run,
         )
+        worker = RunWorker(runs, store, graphs, poll=settings.run_poll_seconds)
+        worker.start()
         return cls(
             settings,
             store,
@@ -74,6 +81,7 @@ class Services:
             read_models,
             runs,
             metrics,
+            worker=worker,
             key_checker=_key_checker(store),
             rate_limiter=RateLimiter.from_settings(settings),
         )
@@ -105,7 +113,10 @@ class Services:
         return graph
 
     def close(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
         self.runs.shutdown()
+        self.runs.store.close()
         self.read_models.stop()
         if self.key_checker is not None:
             self.key_checker.probe.close()

@@ -59,8 +59,14 @@ class ServerSettings:
     # Seconds a node may run before its run records NodeFailed (NodeTimeoutError), for
     # the graphs that set no `step_timeout` of their own; None: no limit.
     step_timeout: float | None = None
-    # Finished runs kept in memory (per process) for runs.get / runs.join.
+    # Runs whose chunks this process keeps in memory for their streams (the runs
+    # themselves are in the store).
     runs_kept: int = 10_000
+    # Seconds a runner's lease on a thread lasts unless renewed (a third of it between
+    # renewals): after a crash, another process takes the run over once it has expired.
+    run_lease_seconds: float = 15.0
+    # Seconds between a worker's looks at the store's queue and at expired leases.
+    run_poll_seconds: float = 1.0
     # Per API key and process (service/rate_limit.py): a burst of requests at once, then a rate
     # per second, on the endpoints that start runs and on decisions; a rate of 0 turns it off.
     run_rate_limit: float = DEFAULT_RUN_RATE_LIMIT
@@ -117,6 +123,11 @@ class ServerSettings:
         if workers is not None and workers < 1:
             msg = f"Server setting run_workers must be 1 or more: {workers!r}"
             raise ValueError(msg)
+        for name in ("run_lease_seconds", "run_poll_seconds"):
+            seconds = known.get(name)
+            if seconds is not None and seconds <= 0:
+                msg = f"Server setting {name} must be a number of seconds above 0: {seconds!r}"
+                raise ValueError(msg)
         turn = known.get("run_turn")
         if turn is not None and turn < 0:
             msg = f"Server setting run_turn must be a number of seconds, 0 or more: {turn!r}"

@@ -100,7 +100,14 @@ def decide(
         record_refused_answer(services, request, principal, error)
         raise
     note(request, thread_id=decided.thread_id, run_id=decided.event.run_id)
-    return decision_json(decided), decided.position
+    answer = decision_json(decided)
+    run = services.runs.store.get(decided.event.run_id) if answer["resumed"] else None
+    answer["run"] = None if run is None else {
+        "run_id": run.run_id,
+        "status": run.status,
+        "attempt": run.attempt,
+    }
+    return answer, decided.position
 
 
 def decision_json(decided: decisions.Decided) -> dict[str, Any]:

@@ -68,6 +68,12 @@ class EventRef(Answer):
     hash: str
 
 
+class RunStatus(Answer):
+    run_id: str
+    status: str = Field(description="pending, running, success or error, as the store has it")
+    attempt: int = Field(description="1, or more once runners took the run over after a crash")
+
+
 class Decision(Answer):
     """An answer as recorded (InterruptResumed, or InterruptApproved short of the last)."""
 
@@ -84,6 +90,9 @@ class Decision(Answer):
     run_id: str
     approvals: Approvals | None = Field(description="four eyes: approvals so far, and needed")
     resumed: bool = Field(description="false while more approvals are needed")
+    run: RunStatus | None = Field(
+        description="the run the answer began, as it stands now (a retry tells its outcome)"
+    )
     event: EventRef
 
 

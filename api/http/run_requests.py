@@ -27,7 +27,7 @@ from domain.engine.runtime import REQUEST_KEY
 from domain.errors import HoldpointError, ThreadNotFoundError
 from domain.record.thread_ids import thread_id_problem
 from domain.types import Command
-from service.runs import RunRequest
+from service.runs import STRATEGIES, RunRequest
 from service.services import Services
 from service.wire import assistant_id
 
@@ -116,6 +116,13 @@ def prepare_run(
         )
         raise Problem(422, msg, code="invalid-request")
     modes = stream_modes(body.stream_mode)
+    strategy = body.multitask_strategy or "reject"
+    if strategy not in STRATEGIES:
+        msg = (
+            f"Invalid body.multitask_strategy: {strategy!r} is not supported; use reject "
+            "(the default: 409 while another run holds the thread) or enqueue"
+        )
+        raise Problem(422, msg, code="invalid-request")
     run_input = graph_input(body)
     stateless = thread_id is None
     thread_id = thread_id or str(uuid4())
@@ -142,7 +149,6 @@ def prepare_run(
     configurable.update(
         thread_id=thread_id,
         actor=principal.as_actor(),
-        run_id=str(uuid4()),
         **{REQUEST_KEY: {"action": action_of(request), "target": thread_id}},
     )
     checkpoint_id = body.checkpoint_id or (
@@ -174,6 +180,7 @@ def prepare_run(
         kwargs=_kwargs(body, modes, stateless),
         streamed=streamed,
         thread_as_read=thread,
+        multitask_strategy=strategy,
     )
 
 

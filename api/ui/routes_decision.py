@@ -134,7 +134,7 @@ def _decide(
     throttle(services, request, viewer.principal, DECISIONS)
     key = form.get("idempotency_key") or None
     answer, _position = decide(services, request, viewer.principal, interrupt_id, body, key)
-    run = services.runs.get(answer["run_id"]) if answer.get("run_id") else None
+    run = services.runs.local(answer["run_id"]) if answer.get("run_id") else None
     if run is not None:
         run.wait_blocking(RUN_WAIT_SECONDS)
 

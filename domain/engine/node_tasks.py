@@ -61,7 +61,7 @@ def execute(graph: RunGraph, config: dict[str, Any], task: Task, finish: Finish)
     token = enter_task(task.context)
     started = time.perf_counter()
     try:
-        args = (task.state, config) if spec.takes_config else (task.state,)
+        args = (task.state, task.context.config or config) if spec.takes_config else (task.state,)
         timeout = graph.step_timeout
         if timeout is None:
             returned = spec.action(*args)
@@ -82,7 +82,7 @@ async def aexecute(graph: RunGraph, config: dict[str, Any], task: Task, finish: 
     token = enter_task(task.context)
     started = time.perf_counter()
     try:
-        args = (task.state, config) if spec.takes_config else (task.state,)
+        args = (task.state, task.context.config or config) if spec.takes_config else (task.state,)
         call = spec.action(*args) if spec.is_async else asyncio.to_thread(spec.action, *args)
         timeout = graph.step_timeout
         try:

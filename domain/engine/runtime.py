@@ -232,7 +232,17 @@ class Run:
         tasks = []
         for node in runnable:
             answers = list(thread.answers.get(node, ()))
-            context = TaskContext(node=node, durable=durable, answers=answers)
+            task_id = thread.task_id(node)
+            config = {
+                **self.config,
+                "metadata": {
+                    **(self.config.get("metadata") or {}),
+                    "langgraph_node": node,
+                    "langgraph_step": thread.step + 1,
+                    "holdpoint_task_id": task_id,
+                },
+            }
+            context = TaskContext(node, durable, answers, task_id=task_id, config=config)
             tasks.append(Task(node, context, as_state(self.graph.state_schema, dict(base))))
         return tasks
 

@@ -25,6 +25,10 @@ class TaskContext:
     node: str
     durable: bool
     answers: list[dict[str, Any]] = field(default_factory=list)
+    # The same on every run of the node in this step, after a takeover too: an idempotency
+    # key for the node's side effects (`get_config()["metadata"]["holdpoint_task_id"]`).
+    task_id: str = ""
+    config: dict[str, Any] = field(default_factory=dict)  # what `get_config()` returns
     calls: int = 0
     applied: list[dict[str, Any]] = field(default_factory=list)
 

@@ -399,6 +399,22 @@ class WorkflowThread(ThreadCommands, Aggregate):
             thread.step += 1
             thread._mark_checkpoint(self, "update")
 
+    class RunTakenOver(Event):
+        """A runner took a run over from one whose lease expired (it died, or stalled),
+        before running the run's unfinished nodes again: at-least-once, on record."""
+
+        run_id: str
+        runner: str
+        previous_runner: str
+        lease_expired_at: str
+        reason: str
+        attempt: int
+        nodes: list[str]  # the nodes that run again, each with its stable task id
+        task_ids: list[str]
+
+        def fold(self, thread: WorkflowThread) -> None:
+            thread.run_id = self.run_id
+
     class ThreadCompleted(Event):
         """The run reached END."""
 

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar, Self
 
 from domain.errors import (
+    RunNotInProgressError,
     ThreadBusyError,
     ThreadCancelledError,
     ThreadInterruptedError,
@@ -45,6 +46,7 @@ class ThreadCommands(ThreadState):
     InterruptApproved: ClassVar[type[Any]]
     InterruptAssigned: ClassVar[type[Any]]
     StateEdited: ClassVar[type[Any]]
+    RunTakenOver: ClassVar[type[Any]]
     ThreadCompleted: ClassVar[type[Any]]
     ThreadFailed: ClassVar[type[Any]]
     ThreadCancelled: ClassVar[type[Any]]
@@ -159,6 +161,33 @@ class ThreadCommands(ThreadState):
             duration_ms=duration_ms,
             applied=applied,
         )
+
+    def take_over(
+        self,
+        run_id: str,
+        runner: str,
+        previous_runner: str,
+        lease_expired_at: str,
+        attempt: int,
+    ) -> list[str]:
+        """A runner takes over `run_id`, whose runner's lease expired, before its
+        unfinished nodes run again; the nodes. Refused, recording nothing, unless the
+        run is the thread's and has nodes left to run (RunNotInProgressError)."""
+        nodes = self.runnable()
+        if self.run_id != run_id or not nodes or self.status == CANCELLED:
+            raise RunNotInProgressError(self.thread_id, run_id, self.run_id)
+        self._record(
+            self.RunTakenOver,
+            run_id=run_id,
+            runner=runner,
+            previous_runner=previous_runner,
+            lease_expired_at=lease_expired_at,
+            reason="the previous runner's lease expired",
+            attempt=attempt,
+            nodes=nodes,
+            task_ids=[self.task_id(node) for node in nodes],
+        )
+        return nodes
 
     def fail_node(self, node: str, error: BaseException) -> None:
         """A node of the open step raised; the step stays open, so it can run again."""

@@ -63,7 +63,8 @@ def refusals(services: Services) -> list[str]:
 
 
 def finished(services: Services, decided: Any) -> None:
-    [record] = services.runs.of_thread(decided.thread_id)
+    record = services.runs.local(decided.event.run_id)
+    assert record is not None
     assert record.wait_blocking(WAIT)
 
 

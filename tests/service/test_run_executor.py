@@ -16,6 +16,8 @@ import pytest
 
 from domain.record.store import open_store
 from service.run_executor import RunExecutor
+from projections.database import database_for
+from service.run_store import RunStore
 from service.runs import RunManager, RunRequest
 from tests.graphs import linear_graph
 
@@ -140,7 +142,7 @@ def lookup(state: Lookup) -> dict[str, Any]:
     return {"found": state["key"].upper()}
 
 
-def _request(graph: Any, thread_id: str, key: str) -> RunRequest:
+def _request(graph: Any, thread_id: str, key: str, *, wait: bool = False) -> RunRequest:
     return RunRequest(
         graph=graph,
         thread_id=thread_id,
@@ -148,6 +150,7 @@ def _request(graph: Any, thread_id: str, key: str) -> RunRequest:
         config={"configurable": {"thread_id": thread_id}},
         stream_modes=("values",),
         assistant_id="lookup",
+        wait=wait,
     )
 
 
@@ -156,13 +159,17 @@ def lookups():
     """The lookup graph and a RunManager with a lead thread; the node of key "slow" waits
     for the gate this yields too, released (if the test did not) before the manager stops."""
     with open_store("memory://") as store:
-        manager = RunManager(workers=4, busy_wait=WAIT, keep=100, turn=0.01)
+        runs = RunStore(database_for(store))
+        manager = RunManager(
+            store=runs, workers=4, busy_wait=WAIT, keep=100, lease_ttl=WAIT, turn=0.01
+        )
         gate = RELEASE["slow"] = threading.Event()
         try:
             yield linear_graph(store, Lookup, lookup, name="lookup"), manager, gate
         finally:
             RELEASE.pop("slow").set()
             manager.shutdown()
+            runs.close()
 
 
 def test_a_run_whose_node_waits_on_io_does_not_hold_up_another_threads_run(lookups):
@@ -189,7 +196,9 @@ def test_a_run_that_waits_for_its_threads_lock_does_not_hold_up_another_threads_
         # A decision's run holds thread t-busy (its node waits on I/O) ...
         holder = await asyncio.to_thread(manager.start, _request(graph, "t-busy", "slow"))
         # ... so the next run on t-busy waits for the thread's lock, on the lead.
-        queued = manager.launch(lambda: _request(graph, "t-busy", "next"), until_done=True)
+        queued = manager.launch(
+            lambda: _request(graph, "t-busy", "next", wait=True), until_done=True
+        )
         fast = manager.launch(lambda: _request(graph, "t-other", "fast"), until_done=True)
         fast_record = await asyncio.wait_for(fast, WAIT)
         assert not queued.done(), "the run on the busy thread still waits for its lock"

@@ -36,8 +36,10 @@ from api.http.routes.threads import thread_or_404
 from api.http.run_requests import RUN_FIELDS, is_resume, prepare_run, run_permission
 from api.http.schemas import RunCreate
 from domain.access.identity import Principal
+from service import run_follow
 from service.rate_limit import RUNS
 from service.run_record import DONE, RunRecord
+from service.run_store import StoredRun
 from service.runs import RunRequest
 from service.services import Services
 from service.wire import output_json
@@ -85,7 +87,7 @@ async def begin(
     return record
 
 
-def run_headers(record: RunRecord, tail: str = "") -> dict[str, str]:
+def run_headers(record: RunRecord | StoredRun, tail: str = "") -> dict[str, str]:
     path = f"/threads/{record.thread_id}/runs/{record.run_id}"
     headers = {"Content-Location": path}
     if tail:
@@ -95,22 +97,46 @@ def run_headers(record: RunRecord, tail: str = "") -> dict[str, str]:
     return headers
 
 
-async def sse(record: RunRecord, modes: list[str]) -> AsyncIterator[bytes]:
-    yield event("metadata", {"run_id": record.run_id, "attempt": 1})
-    queue = record.subscribe()
-    while True:
-        try:
-            chunk = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
-        except TimeoutError:
-            yield b": keepalive\n\n"
-            continue
-        if chunk is DONE:
-            break
-        mode, data = chunk
+async def sse(
+    services: Services, run_id: str, record: RunRecord | None, modes: list[str]
+) -> AsyncIterator[bytes]:
+    """The run's chunks: from this process's memory while it runs here, then (queued,
+    taken over, or run by another process) followed through the store."""
+    attempt = record.attempt if record is not None else 1
+    yield event("metadata", {"run_id": run_id, "attempt": attempt})
+    after: int | None = None
+    if record is not None:
+        queue = record.subscribe()
+        while True:
+            try:
+                chunk = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+            except TimeoutError:
+                yield b": keepalive\n\n"
+                continue
+            if chunk is DONE:
+                break
+            mode, data = chunk
+            if mode in modes:
+                yield event(mode, output_json(data))
+        if not record.handed_over:
+            if record.output is not None and "__error__" in record.output:
+                yield event("error", record.output["__error__"])
+            return
+        if record.status != "pending":  # its beginning was streamed here
+            thread = await asyncio.to_thread(services.store.thread, record.thread_id)
+            after = 0 if thread is None else thread.version
+    stored = await asyncio.to_thread(services.runs.store.get, run_id)
+    if stored is None:
+        return
+    followed = run_follow.chunks(
+        services.store, services.runs.store, stored, tuple(modes), after_version=after
+    )
+    async for mode, data in followed:
         if mode in modes:
             yield event(mode, output_json(data))
-    if record.output is not None and "__error__" in record.output:
-        yield event("error", record.output["__error__"])
+    ended = await run_follow.until_done(services.runs.store, run_id)
+    if ended.output is not None and "__error__" in ended.output:
+        yield event("error", ended.output["__error__"])
 
 
 def event(name: str, data: Any) -> bytes:
@@ -118,18 +144,28 @@ def event(name: str, data: Any) -> bytes:
     return f"event: {name}\ndata: {text}\n\n".encode()
 
 
-def streaming(record: RunRecord) -> StreamingResponse:
-    modes = list(record.kwargs.get("stream_mode") or ["values"])
+def streaming(
+    services: Services, run: RunRecord | StoredRun, record: RunRecord | None
+) -> StreamingResponse:
+    """The run's stream; `record`: its live record in this process, if it has one."""
+    kwargs = run.kwargs if isinstance(run, RunRecord) else run.request.get("kwargs") or {}
+    modes = list(kwargs.get("stream_mode") or ["values"])
     return StreamingResponse(
-        sse(record, modes),
+        sse(services, run.run_id, record, modes),
         media_type="text/event-stream",
-        headers={**run_headers(record, "/stream"), "Cache-Control": "no-store"},
+        headers={**run_headers(run, "/stream"), "Cache-Control": "no-store"},
     )
 
 
-async def finished(record: RunRecord) -> JSONResponse:
-    await record.wait()
-    return JSONResponse(record.output, headers=run_headers(record, "/join"))
+async def finished(services: Services, run_id: str, record: RunRecord | None) -> JSONResponse:
+    """The run's output once it has ended: from its record here, or from the store once it
+    runs elsewhere (queued, taken over, or another process's)."""
+    if record is not None:
+        await record.wait()
+        if not record.handed_over:
+            return JSONResponse(record.output, headers=run_headers(record, "/join"))
+    stored = await run_follow.until_done(services.runs.store, run_id)
+    return JSONResponse(stored.output, headers=run_headers(stored, "/join"))
 
 
 # -- on a thread --------------------------------------------------------
@@ -167,7 +203,7 @@ async def wait_run(
     principal: RunnerOrDecider,
 ) -> JSONResponse:
     record = await begin(services, request, principal, thread_id, body, until_done=True)
-    return await finished(record)
+    return await finished(services, record.run_id, record)
 
 
 @router.post(
@@ -184,7 +220,7 @@ async def stream_run(
     principal: RunnerOrDecider,
 ) -> StreamingResponse:
     record = await begin(services, request, principal, thread_id, body, streamed=True)
-    return streaming(record)
+    return streaming(services, record, record)
 
 
 # -- stateless: on a new thread -------------------------------------------
@@ -208,7 +244,7 @@ async def wait_stateless_run(
     body: RunCreate, request: Request, services: ServicesDep, principal: RunnerOrDecider
 ) -> JSONResponse:
     record = await begin(services, request, principal, None, body, until_done=True)
-    return await finished(record)
+    return await finished(services, record.run_id, record)
 
 
 @router.post(
@@ -221,21 +257,18 @@ async def stream_stateless_run(
     body: RunCreate, request: Request, services: ServicesDep, principal: RunnerOrDecider
 ) -> StreamingResponse:
     record = await begin(services, request, principal, None, body, streamed=True)
-    return streaming(record)
+    return streaming(services, record, record)
 
 
 # -- reading runs ---------------------------------------------------------
 
 
-def run_or_404(services: Services, thread_id: str, run_id: str) -> RunRecord:
-    record = services.runs.get(run_id)
-    if record is None or not record.belongs_to(thread_id):
-        msg = (
-            f"Run {run_id} of thread {thread_id!r} is not known to this server process "
-            "(run records are kept in memory; the thread's events are in the store)"
-        )
+def run_or_404(services: Services, thread_id: str, run_id: str) -> StoredRun:
+    stored = services.runs.store.get(run_id)
+    if stored is None or not stored.belongs_to(thread_id):
+        msg = f"Run {run_id} of thread {thread_id!r} not found"
         raise Problem(404, msg, code="run-not-found")
-    return record
+    return stored
 
 
 @router.get(
@@ -253,8 +286,8 @@ def list_runs(
 ) -> list[dict[str, Any]]:
     if services.reservations.get(thread_id) is None:
         thread_or_404(services, thread_id)
-    records = [r for r in services.runs.of_thread(thread_id) if status in (None, r.status)]
-    return [record.json() for record in records[offset : offset + limit]]
+    runs = services.runs.store.of_thread(thread_id, limit=limit, offset=offset, status=status)
+    return [run.json() for run in runs]
 
 
 @router.get(
@@ -272,7 +305,8 @@ def get_run(thread_id: str, run_id: str, services: ServicesDep, _: Reader) -> di
     responses=problem_responses(403, 404),
 )
 async def join_run(thread_id: str, run_id: str, services: ServicesDep, _: Reader) -> JSONResponse:
-    return await finished(run_or_404(services, thread_id, run_id))
+    await run_in_threadpool(run_or_404, services, thread_id, run_id)
+    return await finished(services, run_id, services.runs.local(run_id))
 
 
 @router.get(
@@ -284,4 +318,5 @@ async def join_run(thread_id: str, run_id: str, services: ServicesDep, _: Reader
 async def join_stream(
     thread_id: str, run_id: str, services: ServicesDep, _: Reader
 ) -> StreamingResponse:
-    return streaming(run_or_404(services, thread_id, run_id))
+    stored = await run_in_threadpool(run_or_404, services, thread_id, run_id)
+    return streaming(services, stored, services.runs.local(run_id))

@@ -46,7 +46,7 @@ def thread_or_404(services: Services, thread_id: str) -> WorkflowThread:
 def thread_view(services: Services, thread_id: str) -> dict[str, Any]:
     thread = services.store.thread(thread_id)
     if thread is not None:
-        return thread_json(thread, busy=services.runs.active_run(thread_id) is not None)
+        return thread_json(thread, busy=services.runs.store.holder(thread_id) is not None)
     reservation = services.reservations.get(thread_id)
     if reservation is None:
         raise not_found(thread_id)

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from domain.record.thread import WorkflowThread
+from service.run_store import StoredRun
 from tests.api.http_harness import running_server, server_on
 
 
@@ -98,7 +99,9 @@ def test_a_retry_with_the_same_idempotency_key_returns_the_first_answer(server):
         )
     assert first.status_code == 200
     assert again.status_code == 200
-    assert again.content == first.content
+    # The same answer, and the run it began as it stands now: ended, where it was running
+    assert {**again.json(), "run": None} == {**first.json(), "run": None}
+    assert again.json()["run"] == {**first.json()["run"], "status": "success"}
     assert first.json()["idempotency_key"] == headers["Idempotency-Key"]
     assert first.json()["resume"] is False
     assert server.event_count(thread_id) == events
@@ -123,7 +126,9 @@ def test_an_idempotent_answer_survives_a_restart(tmp_path):
             again = reviewer.post(f"/approvals/{interrupt_id}/decision", json=body, headers=headers)
         assert second_server.event_count(thread_id) == events
     assert again.status_code == 200
-    assert again.content == first.content
+    # The same answer, and the run it began as it stands now: ended, where it was running
+    assert {**again.json(), "run": None} == {**first.json(), "run": None}
+    assert again.json()["run"] == {**first.json()["run"], "status": "success"}
 
 
 def test_the_principal_who_started_a_thread_may_not_decide_it(server):
@@ -344,11 +349,14 @@ def test_a_resume_run_on_an_unknown_thread_is_404_and_recorded(server):
 
 
 def test_an_answer_to_a_busy_thread_is_409_and_recorded_by_either_endpoint(tmp_path):
-    # Given a paused thread whose lock another run holds for longer than the server waits
+    # Given a paused thread whose lease another process's run holds for longer than the
+    # server waits
     with running_server(f"sqlite:///{tmp_path / 'h.db'}", busy_wait_timeout=0.1) as busy:
         thread_id, interrupt_id = paused_refund(busy)
         position = busy.head()
-        assert busy.services.runs.locks.acquire(thread_id, timeout=5)
+        runs = busy.services.runs.store
+        holder = StoredRun("run-elsewhere", thread_id, "refund", "refund", request={})
+        assert runs.open(holder, "another-process", ttl=60, enqueue=False).started
         try:
             # When a reviewer answers by a decision, then by a resume run
             with busy.http("reviewer") as reviewer:
@@ -360,7 +368,7 @@ def test_an_answer_to_a_busy_thread_is_409_and_recorded_by_either_endpoint(tmp_p
                     json={"assistant_id": "refund", "command": {"resume": True}},
                 )
         finally:
-            busy.services.runs.locks.release(thread_id)
+            runs.finish(holder.run_id, thread_id, "another-process", "success", {}, None)
 
         # Then both are 409 thread-busy, nothing is decided, and both refusals are on record
         for answer in (decided, resumed):

@@ -127,7 +127,7 @@ def settle(server: Server, response: Any) -> None:
         if isinstance(body, dict) and isinstance(body.get("run_id"), str):
             run_ids.add(body["run_id"])
     for run_id in run_ids:
-        record = server.services.runs.get(run_id)
+        record = server.services.runs.local(run_id)
         if record is not None:
             assert record.wait_blocking(60), f"run {run_id} did not end"
 

@@ -1,0 +1,447 @@
+"""Runs and thread leases, in the store's own database.
+
+A run is a row of `holdpoint_runs`: created (pending, in the queue, or at once
+running), claimed, finished, taken over. One runner at a time per thread, in
+the whole deployment, is a row of `holdpoint_thread_leases`: the thread, the run,
+the runner (a process) and when the lease expires, by the database's clock. A
+runner renews every lease it holds in one statement (`renew`), a few times per
+lease period; a lease not renewed expires, and a live runner then takes the
+run over (`take_over_expired`).
+
+Why a table beside the read models, not events: a lease is renewed every few
+seconds and means nothing once it has expired; as events it would fill the
+hash-chained record with heartbeats an auditor has no use for. What the record
+needs, it gets as events: the run's input or answer, every node's outcome,
+and a takeover (`RunTakenOver`, before a node runs again). The row is the
+operational state of a run; the thread's events stay the evidence.
+
+Claims are atomic in both dialects: a lease is taken by an upsert that
+succeeds only over an expired lease, and the queue is read `FOR UPDATE SKIP
+LOCKED` on PostgreSQL (on SQLite a write transaction holds the file's one
+write lock). Runs of one thread leave the queue in the order they entered it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from projections.database import Cursor, Database
+
+RUNS = "holdpoint_runs"
+LEASES = "holdpoint_thread_leases"
+PENDING, RUNNING, SUCCESS, ERROR = "pending", "running", "success", "error"
+DONE = (SUCCESS, ERROR)
+# Seconds since the epoch, by the database's clock: every process compares leases on
+# one clock, whatever its host's says.
+NOW = {
+    "sqlite": "((julianday('now') - 2440587.5) * 86400.0)",
+    "postgres": "extract(epoch from clock_timestamp())::double precision",
+}
+_COLUMNS = (
+    "run_id, thread_id, run_thread_id, graph_id, assistant_id, status, multitask_strategy, "
+    "request, output, position, owner, attempt, takeovers, created_at, updated_at"
+)
+
+
+@dataclass
+class StoredRun:
+    """One run as the store keeps it; `request` is what was asked, as JSON."""
+
+    run_id: str
+    thread_id: str  # the thread the run was asked for
+    graph_id: str
+    assistant_id: str
+    request: dict[str, Any]
+    multitask_strategy: str = "reject"
+    run_thread_id: str = ""  # the thread it runs on: a fork, for a run from a past checkpoint
+    status: str = PENDING
+    output: dict[str, Any] | None = None
+    position: int | None = None
+    owner: str | None = None
+    attempt: int = 1
+    takeovers: list[dict[str, Any]] = field(default_factory=list)
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.run_thread_id = self.run_thread_id or self.thread_id
+        self.updated_at = self.updated_at or self.created_at
+
+    @property
+    def done(self) -> bool:
+        return self.status in DONE
+
+    def belongs_to(self, thread_id: str) -> bool:
+        return thread_id in (self.thread_id, self.run_thread_id)
+
+    def json(self) -> dict[str, Any]:
+        """LangGraph's Run, with the run's attempts and takeovers."""
+        return {
+            "run_id": self.run_id,
+            "thread_id": self.run_thread_id,
+            "assistant_id": self.assistant_id,
+            "created_at": _iso(self.created_at),
+            "updated_at": _iso(self.updated_at),
+            "status": self.status,
+            "metadata": self.request.get("metadata") or {},
+            "multitask_strategy": self.multitask_strategy,
+            "kwargs": self.request.get("kwargs") or {},
+            "langsmith_session_name": None,
+            "attempt": self.attempt,
+            "taken_over": [
+                {**note, "at": _iso(note["at"]), "lease_expired_at": _iso(note["lease_expired_at"])}
+                for note in self.takeovers
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class Opened:
+    """What `open` did: the run started (its lease held), queued, or neither, as the
+    thread's lease is held by `holder` (a run id)."""
+
+    started: bool
+    queued: bool
+    holder: str | None = None
+
+
+@dataclass(frozen=True)
+class Expired:
+    """A running run whose runner let its lease expire."""
+
+    run_id: str
+    thread_id: str
+    owner: str
+    expired_at: float
+
+
+def create_tables(cursor: Cursor, db: Database) -> None:
+    """The runs and leases tables and their indexes, if missing."""
+    runs, leases = db.table(RUNS), db.table(LEASES)
+    cursor.execute(
+        f"CREATE TABLE IF NOT EXISTS {runs} ("
+        "run_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, run_thread_id TEXT NOT NULL, "
+        "graph_id TEXT NOT NULL, assistant_id TEXT NOT NULL, status TEXT NOT NULL, "
+        "multitask_strategy TEXT NOT NULL, request TEXT NOT NULL, output TEXT, "
+        "position BIGINT, owner TEXT, attempt INTEGER NOT NULL, takeovers TEXT NOT NULL, "
+        "created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL)"
+    )
+    cursor.execute(f"CREATE INDEX IF NOT EXISTS {RUNS}_thread ON {runs} (thread_id, created_at)")
+    cursor.execute(f"CREATE INDEX IF NOT EXISTS {RUNS}_status ON {runs} (status, created_at)")
+    cursor.execute(
+        f"CREATE TABLE IF NOT EXISTS {leases} ("
+        "thread_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, owner TEXT NOT NULL, "
+        "expires_at DOUBLE PRECISION NOT NULL)"
+    )
+    cursor.execute(f"CREATE INDEX IF NOT EXISTS {LEASES}_owner ON {leases} (owner)")
+
+
+class RunStore:
+    """The runs and leases of one store, through its database."""
+
+    def __init__(self, db: Database, *, create: bool = True) -> None:
+        self.db = db
+        self._runs, self._leases = db.table(RUNS), db.table(LEASES)
+        self._now = NOW[db.dialect]
+        if create:
+            with db.transaction() as cursor:
+                create_tables(cursor, db)
+
+    # -- writing -------------------------------------------------------
+
+    def open(self, run: StoredRun, owner: str, ttl: float, *, enqueue: bool) -> Opened:
+        """Record `run` and claim its thread for `owner`, in one transaction: started
+        (running, the lease held for `ttl` s) if no live lease holds the thread; else
+        queued (pending) with `enqueue`, or not recorded at all, naming the holder."""
+        with self.db.transaction() as cursor:
+            if enqueue and self._queued_before(cursor, run.run_thread_id):
+                self._insert(cursor, run, PENDING, None)  # behind the runs already waiting
+                return Opened(started=False, queued=True)
+            if self._claim(cursor, run.run_thread_id, run.run_id, owner, ttl):
+                self._insert(cursor, run, RUNNING, owner)
+                return Opened(started=True, queued=False)
+            if enqueue:
+                self._insert(cursor, run, PENDING, None)
+                return Opened(started=False, queued=True)
+            return Opened(started=False, queued=False, holder=self._holder(cursor, run))
+
+    def discard(self, run_id: str, thread_id: str, owner: str) -> None:
+        """Forget a run that never began (its input refused, nothing recorded) and free
+        its thread."""
+        with self.db.transaction() as cursor:
+            cursor.execute(f"DELETE FROM {self._runs} WHERE run_id = %s", (run_id,))
+            self._release(cursor, thread_id, run_id, owner)
+
+    def finish(
+        self,
+        run_id: str,
+        thread_id: str,
+        owner: str,
+        status: str,
+        output: dict[str, Any],
+        position: int | None,
+        run_thread_id: str | None = None,
+    ) -> bool:
+        """Record how the run ended and free its thread; False (nothing written) if
+        another runner has taken the run over meanwhile."""
+        with self.db.transaction() as cursor:
+            cursor.execute(
+                f"UPDATE {self._runs} SET status = %s, output = %s, position = %s, "
+                "run_thread_id = %s, updated_at = %s WHERE run_id = %s AND owner = %s",
+                (
+                    status,
+                    json.dumps(output),
+                    position,
+                    run_thread_id or thread_id,
+                    time.time(),
+                    run_id,
+                    owner,
+                ),
+            )
+            if cursor.rowcount != 1:
+                return False
+            self._release(cursor, thread_id, run_id, owner)
+            if run_thread_id and run_thread_id != thread_id:
+                self._release(cursor, run_thread_id, run_id, owner)
+            return True
+
+    def renew(self, owner: str, run_ids: Sequence[str], ttl: float) -> set[str]:
+        """Extend the leases `owner` holds for `run_ids` by `ttl` s from now, in one
+        statement; the runs whose lease `owner` still holds (the others were taken over)."""
+        if not run_ids:
+            return set()
+        marks = ", ".join(["%s"] * len(run_ids))
+        with self.db.transaction() as cursor:
+            cursor.execute(
+                f"UPDATE {self._leases} SET expires_at = {self._now} + %s "
+                f"WHERE owner = %s AND run_id IN ({marks}) RETURNING run_id",
+                (ttl, owner, *run_ids),
+            )
+            return {str(row[0]) for row in cursor.fetchall()}
+
+    def claim_next(self, owner: str, ttl: float, graph_ids: Sequence[str]) -> StoredRun | None:
+        """Take the oldest queued run of `graph_ids` whose thread is free and has no older
+        run waiting: its lease claimed and its status running, or None."""
+        if not graph_ids:
+            return None
+        lock = " FOR UPDATE OF r SKIP LOCKED" if self.db.dialect == "postgres" else ""
+        graphs = ", ".join(["%s"] * len(graph_ids))
+        with self.db.transaction() as cursor:
+            cursor.execute(
+                f"SELECT r.run_id, r.run_thread_id FROM {self._runs} r WHERE r.status = %s "
+                f"AND r.graph_id IN ({graphs}) "
+                f"AND NOT EXISTS (SELECT 1 FROM {self._leases} l WHERE "
+                f"l.thread_id = r.run_thread_id AND l.expires_at > {self._now}) "
+                f"AND NOT EXISTS (SELECT 1 FROM {self._runs} o WHERE o.status = %s "
+                "AND o.run_thread_id = r.run_thread_id AND (o.created_at < r.created_at "
+                "OR (o.created_at = r.created_at AND o.run_id < r.run_id))) "
+                f"ORDER BY r.created_at, r.run_id LIMIT 8{lock}",
+                (PENDING, *graph_ids, PENDING),
+            )
+            for run_id, thread_id in cursor.fetchall():
+                if self._claim(cursor, str(thread_id), str(run_id), owner, ttl):
+                    cursor.execute(
+                        f"UPDATE {self._runs} SET status = %s, owner = %s, updated_at = %s "
+                        "WHERE run_id = %s",
+                        (RUNNING, owner, time.time(), run_id),
+                    )
+                    return self._get(cursor, str(run_id))
+        return None
+
+    def expired(self, graph_ids: Sequence[str]) -> list[Expired]:
+        """Running runs of `graph_ids` whose lease has expired (their runner died, stalled
+        or lost the store)."""
+        if not graph_ids:
+            return []
+        graphs = ", ".join(["%s"] * len(graph_ids))
+        with self.db.transaction(write=False) as cursor:
+            cursor.execute(
+                f"SELECT r.run_id, r.run_thread_id, l.owner, l.expires_at FROM {self._runs} r "
+                f"JOIN {self._leases} l ON l.thread_id = r.run_thread_id AND l.run_id = r.run_id "
+                f"WHERE r.status = %s AND r.graph_id IN ({graphs}) "
+                f"AND l.expires_at < {self._now}",
+                (RUNNING, *graph_ids),
+            )
+            return [
+                Expired(str(run_id), str(thread_id), str(owner), float(at))
+                for run_id, thread_id, owner, at in cursor.fetchall()
+            ]
+
+    def take_over(self, expired: Expired, owner: str, ttl: float) -> StoredRun | None:
+        """Claim an expired run for `owner`: its lease renewed in `owner`'s name, its
+        attempt counted and the takeover noted on the row; None if another runner was
+        first (or the runner came back)."""
+        with self.db.transaction() as cursor:
+            cursor.execute(
+                f"UPDATE {self._leases} SET owner = %s, expires_at = {self._now} + %s "
+                f"WHERE thread_id = %s AND run_id = %s AND owner = %s "
+                f"AND expires_at < {self._now}",
+                (owner, ttl, expired.thread_id, expired.run_id, expired.owner),
+            )
+            if cursor.rowcount != 1:
+                return None
+            run = self._get(cursor, expired.run_id)
+            assert run is not None, "a lease names only recorded runs"
+            note = {
+                "at": time.time(),
+                "runner": owner,
+                "previous_runner": expired.owner,
+                "lease_expired_at": expired.expired_at,
+                "reason": "the previous runner's lease expired",
+            }
+            run.takeovers.append(note)
+            run.attempt += 1
+            run.owner = owner
+            cursor.execute(
+                f"UPDATE {self._runs} SET owner = %s, attempt = %s, takeovers = %s, "
+                "updated_at = %s WHERE run_id = %s",
+                (owner, run.attempt, json.dumps(run.takeovers), time.time(), run.run_id),
+            )
+            return run
+
+    # -- reading -------------------------------------------------------
+
+    def get(self, run_id: str) -> StoredRun | None:
+        with self.db.transaction(write=False) as cursor:
+            return self._get(cursor, run_id)
+
+    def of_thread(
+        self, thread_id: str, *, limit: int, offset: int = 0, status: str | None = None
+    ) -> list[StoredRun]:
+        """The thread's runs, newest first."""
+        where, params = "thread_id = %s", [thread_id]
+        if status is not None:
+            where, params = where + " AND status = %s", [thread_id, status]
+        with self.db.transaction(write=False) as cursor:
+            cursor.execute(
+                f"SELECT {_COLUMNS} FROM {self._runs} WHERE {where} "
+                "ORDER BY created_at DESC, run_id DESC LIMIT %s OFFSET %s",
+                (*params, limit, offset),
+            )
+            return [_stored(row) for row in cursor.fetchall()]
+
+    def holder(self, thread_id: str) -> str | None:
+        """The run whose live lease holds the thread, if one does."""
+        with self.db.transaction(write=False) as cursor:
+            cursor.execute(
+                f"SELECT run_id FROM {self._leases} WHERE thread_id = %s "
+                f"AND expires_at > {self._now}",
+                (thread_id,),
+            )
+            row = cursor.fetchone()
+        return None if row is None else str(row[0])
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- statements ----------------------------------------------------
+
+    def _claim(self, cursor: Cursor, thread_id: str, run_id: str, owner: str, ttl: float) -> bool:
+        """Take the thread's lease for `run_id` unless a live one holds it."""
+        cursor.execute(
+            f"INSERT INTO {self._leases} AS l (thread_id, run_id, owner, expires_at) "
+            f"VALUES (%s, %s, %s, {self._now} + %s) ON CONFLICT (thread_id) DO UPDATE SET "
+            "run_id = excluded.run_id, owner = excluded.owner, expires_at = excluded.expires_at "
+            f"WHERE l.expires_at < {self._now} AND NOT EXISTS (SELECT 1 FROM {self._runs} r "
+            "WHERE r.run_id = l.run_id AND r.status = 'running')",
+            (thread_id, run_id, owner, ttl),
+        )
+        return bool(cursor.rowcount == 1)
+
+    def _release(self, cursor: Cursor, thread_id: str, run_id: str, owner: str) -> None:
+        cursor.execute(
+            f"DELETE FROM {self._leases} WHERE thread_id = %s AND run_id = %s AND owner = %s",
+            (thread_id, run_id, owner),
+        )
+
+    def _queued_before(self, cursor: Cursor, thread_id: str) -> bool:
+        cursor.execute(
+            f"SELECT 1 FROM {self._runs} WHERE run_thread_id = %s AND status = %s LIMIT 1",
+            (thread_id, PENDING),
+        )
+        return cursor.fetchone() is not None
+
+    def _holder(self, cursor: Cursor, run: StoredRun) -> str | None:
+        cursor.execute(
+            f"SELECT run_id FROM {self._leases} WHERE thread_id = %s", (run.run_thread_id,)
+        )
+        row = cursor.fetchone()
+        return None if row is None else str(row[0])
+
+    def _insert(self, cursor: Cursor, run: StoredRun, status: str, owner: str | None) -> None:
+        run.status, run.owner = status, owner
+        cursor.execute(
+            f"INSERT INTO {self._runs} ({_COLUMNS}) VALUES ({', '.join(['%s'] * 15)})",
+            _row(run),
+        )
+
+    def _get(self, cursor: Cursor, run_id: str) -> StoredRun | None:
+        cursor.execute(f"SELECT {_COLUMNS} FROM {self._runs} WHERE run_id = %s", (run_id,))
+        row = cursor.fetchone()
+        return None if row is None else _stored(row)
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat()
+
+
+def _row(run: StoredRun) -> Sequence[Any]:
+    return (
+        run.run_id,
+        run.thread_id,
+        run.run_thread_id,
+        run.graph_id,
+        run.assistant_id,
+        run.status,
+        run.multitask_strategy,
+        json.dumps(run.request),
+        None if run.output is None else json.dumps(run.output),
+        run.position,
+        run.owner,
+        run.attempt,
+        json.dumps(run.takeovers),
+        run.created_at,
+        run.updated_at,
+    )
+
+
+def _stored(row: Sequence[Any]) -> StoredRun:
+    (
+        run_id,
+        thread_id,
+        run_thread_id,
+        graph_id,
+        assistant_id,
+        status,
+        strategy,
+        request,
+        output,
+        position,
+        owner,
+        attempt,
+        takeovers,
+        created_at,
+        updated_at,
+    ) = row
+    return StoredRun(
+        run_id=str(run_id),
+        thread_id=str(thread_id),
+        run_thread_id=str(run_thread_id),
+        graph_id=str(graph_id),
+        assistant_id=str(assistant_id),
+        request=json.loads(request),
+        multitask_strategy=str(strategy),
+        status=str(status),
+        output=None if output is None else json.loads(output),
+        position=None if position is None else int(position),
+        owner=None if owner is None else str(owner),
+        attempt=int(attempt),
+        takeovers=json.loads(takeovers),
+        created_at=float(created_at),
+        updated_at=float(updated_at),
+    )

@@ -1,0 +1,188 @@
+"""Every process's share of the deployment's runs: leases renewed, queue, takeovers.
+
+One thread per process (`RunWorker`) does three things, each in the store:
+
+- it renews the leases of the runs this process holds, every third of the
+  lease period, in one statement, and stops a run whose lease another runner
+  has taken (it may have stalled past its lease);
+- it takes runs from the queue (`multitask_strategy: enqueue`, oldest first,
+  one thread's runs in order) and runs them;
+- it takes over the runs whose runner let its lease expire (the process died,
+  or lost the store), and ends them: a run whose input was never recorded
+  begins now; a run with nodes left records `RunTakenOver` on its thread (the
+  nodes, their task ids, the runners, the lease) and runs those nodes again;
+  a run whose nodes all ran has only its end recorded.
+
+It polls every `poll` seconds, and wakes at once when this process queues a
+run or a run of it ends. The guarantee (README, "Runs that survive crashes"):
+at most one runner at a time per thread; a node runs again only after its
+runner's lease expired; a side effect is exactly-once when the node passes its
+task id (`get_config()["metadata"]["holdpoint_task_id"]`) as an idempotency key.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from domain.engine.runtime import Run
+from domain.engine.stream_chunks import pending_interrupts
+from domain.errors import HoldpointError
+from domain.graph import CompiledStateGraph
+from domain.record.application import Workflows
+from domain.record.thread import WorkflowThread
+from persistence.failures import STORE_UNAVAILABLE
+from service.run_record import ERROR, SUCCESS
+from service.run_store import Expired, RunStore, StoredRun
+from service.runs import Begun, RunManager, request_from, with_run_id
+from service.wire import output_json
+
+log = structlog.get_logger()
+
+
+class RunWorker:
+    """Renews this process's leases, runs queued runs, takes over expired ones."""
+
+    def __init__(
+        self,
+        runs: RunManager,
+        store: Workflows,
+        graphs: dict[str, CompiledStateGraph],
+        *,
+        poll: float,
+    ) -> None:
+        self.runs = runs
+        self.run_store: RunStore = runs.store
+        self.store = store
+        self.graphs = graphs
+        self.poll = poll
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="holdpoint-run-worker")
+        self._thread.daemon = True
+        runs.on_queued = self._wake.set
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    # -- the loop --------------------------------------------------------
+
+    def _loop(self) -> None:
+        renew_every = self.runs.lease_ttl / 3
+        renewed = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                if time.monotonic() - renewed >= renew_every:
+                    self.renew()
+                    renewed = time.monotonic()
+                self.sweep()
+            except STORE_UNAVAILABLE as error:
+                log.warning("run worker: the store did not answer", error=str(error))
+            except Exception:  # the loop must go on: a bug here would strand every run
+                log.exception("run worker pass failed")
+            self._wake.wait(min(self.poll, renew_every))
+            self._wake.clear()
+
+    def renew(self) -> None:
+        """Renew the leases of this process's runs; stop those another runner took."""
+        held = self.runs.held_runs()
+        if not held:
+            return
+        kept = self.run_store.renew(
+            self.runs.owner, [b.record.run_id for b in held], self.runs.lease_ttl
+        )
+        for begun in held:
+            if begun.record.run_id not in kept and not begun.record.done:
+                log.warning("run's lease was taken over; it stops", run_id=begun.record.run_id)
+                begun.lost = True
+
+    def sweep(self) -> None:
+        """Take over the expired runs, then run the queued ones this process can."""
+        served = list(self.graphs)
+        for expired in self.run_store.expired(served):
+            taken = self.run_store.take_over(expired, self.runs.owner, self.runs.lease_ttl)
+            if taken is not None:
+                self._resume(taken, expired)
+        while not self._stop.is_set():
+            queued = self.run_store.claim_next(self.runs.owner, self.runs.lease_ttl, served)
+            if queued is None:
+                return
+            self._begin_queued(queued)
+
+    # -- running what was claimed ----------------------------------------
+
+    def _begin_queued(self, stored: StoredRun) -> None:
+        request = request_from(stored, self.graphs[stored.graph_id])
+        try:
+            begun = self.runs.begin_claimed(request, stored, refusal_ends_run=True)
+        except HoldpointError:
+            return  # recorded as the run's end by begin_claimed
+        self.runs.submit_rest(begun)
+
+    def _resume(self, stored: StoredRun, expired: Expired) -> None:
+        """End a run taken over from a runner whose lease expired."""
+        log.warning(
+            "taking over a run whose runner's lease expired",
+            run_id=stored.run_id,
+            previous_runner=expired.owner,
+            attempt=stored.attempt,
+        )
+        thread = self.store.thread(stored.run_thread_id)
+        if thread is None or not _began(self.store, stored):
+            self._begin_queued(stored)  # nothing of it was recorded: it begins now
+            return
+        if thread.error is not None or not thread.runnable() or thread.status == "cancelled":
+            self._record_end(stored, thread)  # its nodes all ran: only its end is missing
+            return
+        thread.take_over(
+            stored.run_id,
+            self.runs.owner,
+            expired.owner,
+            datetime.fromtimestamp(expired.expired_at, UTC).isoformat(),
+            stored.attempt,
+        )
+        self.store.record(thread)
+        request = request_from(stored, self.graphs[stored.graph_id])
+        run = Run(request.graph, with_run_id(request.config, stored.run_id), request.stream_modes)
+        chunks = run.begin(None, thread)
+        begun: Begun = self.runs.adopt(request, stored, run, chunks)
+        self.runs.submit_rest(begun)
+
+    def _record_end(self, stored: StoredRun, thread: WorkflowThread) -> None:
+        output: dict[str, Any]
+        if thread.error is not None:
+            status = ERROR
+            error = thread.error
+            output = {"__error__": {"error": error["type"], "message": error["message"]}}
+        else:
+            status = SUCCESS
+            output = thread.current_values()
+            if thread.interrupts:
+                output["__interrupt__"] = pending_interrupts(thread)
+            output = output_json(output)
+        self.run_store.finish(
+            stored.run_id,
+            stored.run_thread_id,
+            self.runs.owner,
+            status,
+            output,
+            None,
+        )
+
+
+def _began(store: Workflows, stored: StoredRun) -> bool:
+    """Whether the run's input or answer was recorded on its thread."""
+    return any(
+        getattr(event, "run_id", None) == stored.run_id
+        for event in store.thread_events(stored.run_thread_id)
+    )
