@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -19,7 +20,7 @@ from service.read_models import ReadModels, side_tables_for
 from service.reservations import Reservations
 from service.run_store import RunStore
 from service.run_worker import RunWorker
-from service.runs import RunManager
+from service.runs import RunManager, RunOutcome
 from service.settings import ServerSettings
 from service.wire import assistant_id
 
@@ -62,17 +63,7 @@ class Services:
             if not settings.separation_of_duties:  # off for the server: off for every graph
                 graph.set_oversight(separation_of_duties=False)
 
-        runs = RunManager(
-            store=RunStore(side_tables_for(store)),
-            workers=settings.run_workers,
-            busy_wait=settings.busy_wait_timeout,
-            keep=settings.runs_kept,
-            lease_ttl=settings.run_lease_seconds,
-            turn=settings.run_turn,
-            on_finish=metrics.observe_run,
-        )
-        worker = RunWorker(runs, store, graphs, poll=settings.run_poll_seconds)
-        worker.start()
+        runs, worker = build_runs(settings, store, graphs, metrics.observe_run)
         return cls(
             settings,
             store,
@@ -122,6 +113,28 @@ class Services:
             self.key_checker.probe.close()
             if self.key_checker.store is not self.store:
                 self.key_checker.store.close()
+
+
+def build_runs(
+    settings: ServerSettings,
+    store: Workflows,
+    graphs: dict[str, CompiledStateGraph],
+    on_finish: Callable[[RunOutcome], None] | None = None,
+) -> tuple[RunManager, RunWorker]:
+    """A process's runs of `graphs` and its worker (started): leases renewed, the queue
+    served, expired runs taken over (`holdpoint serve`, `holdpoint worker`)."""
+    runs = RunManager(
+        store=RunStore(side_tables_for(store)),
+        workers=settings.run_workers,
+        busy_wait=settings.busy_wait_timeout,
+        keep=settings.runs_kept,
+        lease_ttl=settings.run_lease_seconds,
+        turn=settings.run_turn,
+        on_finish=on_finish,
+    )
+    worker = RunWorker(runs, store, graphs, poll=settings.run_poll_seconds)
+    worker.start()
+    return runs, worker
 
 
 def _key_checker(store: Workflows) -> Keyring | None:

@@ -44,9 +44,22 @@ def command_groups(command: str | None = None) -> tuple[CommandGroup, ...]:
         report,
         serve,
         threads,
+        worker,
     )
 
-    return (demo, serve, db, keys, integrity, projections, threads, report, history, replay)
+    return (
+        demo,
+        serve,
+        worker,
+        db,
+        keys,
+        integrity,
+        projections,
+        threads,
+        report,
+        history,
+        replay,
+    )
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -10,6 +10,10 @@ counts how often it ran, and kills a server while it hangs.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +26,7 @@ import pytest
 
 from domain.record.store import open_store
 from tests.api.http_harness import postgres_schema_url
+
 from tests.cli_process import holdpoint
 from tests.e2e.test_crash_recovery import (
     REFUND,
@@ -32,6 +37,7 @@ from tests.e2e.test_crash_recovery import (
     wait_for_file,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 GRAPH = """
 import pathlib, time
 from typing import Any, TypedDict
@@ -301,3 +307,44 @@ def test_of_30_decisions_spread_over_three_servers_one_wins_and_pay_runs_once(
         names = [type(e).__name__ for e in store.thread_events("t-5")]
     assert names.count("InterruptResumed") == 1
     assert len(pay_runs(folder)) == 1
+
+
+@contextmanager
+def worker(store_url: str, folder: Path) -> Iterator[subprocess.Popen[str]]:
+    """`holdpoint worker` on the store, serving the test's graph, until stopped."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "api.cli.main", "worker", "--graph",
+         f"crash={folder / 'graph.py'}:builder", "--config", str(folder / "holdpoint.toml")],
+        cwd=ROOT, env={**os.environ, "HOLDPOINT_STORE": store_url}, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        yield process
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=WAIT)
+        assert process.returncode == 0, stderr
+
+
+def test_a_worker_process_takes_over_the_run_of_a_killed_server(store_url, folder, keys):
+    with server(store_url, folder) as (a, url_a), worker(store_url, folder):
+        with client(url_a, keys["agent"]) as agent:
+            interrupt_id = paused(agent, "t-6")
+        (folder / "hang").touch()
+        decided = decide(url_a, keys["reviewer"], interrupt_id, "approve-t-6")
+        wait_for_file(folder / "entered")
+        kill(a)
+        (folder / "hang").unlink()
+        # With no server left, the worker alone ends the run
+        deadline = time.monotonic() + WAIT
+        while True:
+            with open_store(store_url) as store:
+                names = [type(e).__name__ for e in store.thread_events("t-6")]
+            if "ThreadCompleted" in names:
+                break
+            assert time.monotonic() < deadline, names
+            time.sleep(0.05)
+    assert names.count("RunTakenOver") == 1
+    assert len(pay_runs(folder)) == 2
+    assert decided.status_code == 200
+    verify(store_url)
