@@ -26,7 +26,6 @@ import pytest
 
 from domain.record.store import open_store
 from tests.api.http_harness import postgres_schema_url
-
 from tests.cli_process import holdpoint
 from tests.e2e.test_crash_recovery import (
     REFUND,
