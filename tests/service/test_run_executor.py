@@ -15,8 +15,8 @@ from typing import Any, TypedDict
 import pytest
 
 from domain.record.store import open_store
-from service.run_executor import RunExecutor
 from projections.database import database_for
+from service.run_executor import RunExecutor
 from service.run_store import RunStore
 from service.runs import RunManager, RunRequest
 from tests.graphs import linear_graph

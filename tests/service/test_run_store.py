@@ -40,7 +40,8 @@ def expire(runs: RunStore, thread_id: str) -> None:
 def test_a_run_on_a_free_thread_starts_and_holds_it(runs):
     opened = runs.open(a_run("r-1"), "runner-a", TTL, enqueue=False)
 
-    assert opened.started and not opened.queued
+    assert opened.started
+    assert not opened.queued
     assert runs.holder("t-1") == "r-1"
     stored = runs.get("r-1")
     assert stored is not None
@@ -64,7 +65,8 @@ def test_an_enqueued_run_waits_then_is_claimed_once_the_thread_is_free(runs):
     assert runs.finish("r-1", "t-1", "runner-a", "success", {"paid": True}, 7)
     claimed = runs.claim_next("runner-b", TTL, ["refund"])
 
-    assert claimed is not None and claimed.run_id == "r-2"
+    assert claimed is not None
+    assert claimed.run_id == "r-2"
     assert (claimed.status, claimed.owner) == (RUNNING, "runner-b")
     assert runs.holder("t-1") == "r-2"
     assert runs.claim_next("runner-c", TTL, ["refund"]) is None
@@ -103,7 +105,8 @@ def test_an_expired_lease_is_taken_over_once_and_noted(runs):
     first = runs.take_over(expired, "runner-b", TTL)
     second = runs.take_over(expired, "runner-c", TTL)
 
-    assert first is not None and second is None
+    assert first is not None
+    assert second is None
     assert (first.owner, first.attempt) == ("runner-b", 2)
     [note] = first.takeovers
     assert (note["runner"], note["previous_runner"]) == ("runner-b", "runner-a")
