@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 
@@ -263,3 +266,75 @@ def test_a_read_only_postgresql_gets_503_reads_still_answer_and_writes_resume_af
 
         # And once it is writable again, the same decision is recorded exactly once
         recorded_once_when_sent_again(server, "t-read-only", interrupt_id, "read-only-1")
+
+
+OUTAGE_SECONDS = 30.0
+
+
+def test_postgresql_stopped_for_30_s_under_load_loses_no_cycle_and_strands_no_thread():
+    """Four clients run refund cycles; the database stops for 30 s and starts again. Every
+    cycle a client saw confirmed is in the store once, and once it is back every thread
+    ends or pauses: the runs the outage cut short are taken over, with no one's help."""
+    with (
+        private_postgres() as database,
+        running_server(database.url, run_lease_seconds=1.0, run_poll_seconds=0.1) as server,
+    ):
+        confirmed: list[str] = []
+        started: list[str] = []
+        stop = threading.Event()
+
+        def cycles(number: int) -> None:
+            for cycle in range(10_000):
+                if stop.is_set():
+                    return
+                thread_id = f"t-{number}-{cycle}"
+                started.append(thread_id)
+                try:
+                    interrupt_id = paused_thread(server, thread_id)
+                    answer = decide(server, interrupt_id, f"key-{thread_id}")
+                except (httpx.HTTPError, KeyError, ValueError):
+                    continue  # refused during the outage: a 503, or no interrupt yet
+                if answer.status_code == 200:
+                    confirmed.append(thread_id)
+
+        clients = [threading.Thread(target=cycles, args=(n,)) for n in range(4)]
+        for client in clients:
+            client.start()
+        try:
+            wait_until(lambda: len(confirmed) >= 8, "cycles before the outage")
+            # When the database stops for 30 s under load, then starts again
+            database.stop()
+            stop_at = time.monotonic() + OUTAGE_SECONDS
+            while time.monotonic() < stop_at:
+                stop.wait(0.5)
+            database.start()
+            before = len(confirmed)
+            wait_until(lambda: len(confirmed) >= before + 4, "cycles after the outage")
+        finally:
+            stop.set()
+            for client in clients:
+                client.join(timeout=120)
+
+        # Then no run is left running, no thread busy, no confirmed decision lost or doubled
+        runs = server.services.runs.store
+        wait_until(
+            lambda: all(run.done for t in started for run in runs.of_thread(t, limit=100)),
+            "every run to end",
+        )
+        for thread_id in started:
+            thread = server.store.thread(thread_id)
+            if thread is None:
+                continue  # its first run was refused in the outage: nothing recorded
+            assert thread.status in ("idle", "interrupted"), (thread_id, thread.status)
+            names = [type(event).__name__ for event in server.store.thread_events(thread_id)]
+            assert names.count("InterruptResumed") <= 1, thread_id
+            if thread_id in confirmed:
+                assert names.count("InterruptResumed") == 1, thread_id
+                assert names[-1] == "ThreadCompleted", (thread_id, names)
+
+
+def wait_until(condition, what: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
