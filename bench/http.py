@@ -215,12 +215,13 @@ def _holdpoint_keys(store_url: str, clients: int) -> tuple[tuple[str, str], ...]
 
 @contextmanager
 def holdpoint_server(
-    store_url: str, directory: Path, clients: int, config: str = ""
+    store_url: str, directory: Path, clients: int, config: str = "", graph_source: str = ""
 ) -> Iterator[Endpoint]:
-    """``holdpoint serve`` on ``store_url``, serving the refund graph as ``refund``, with
-    keys for ``clients`` clients (and ``config`` as its holdpoint.toml, if any)."""
+    """``holdpoint serve`` on ``store_url``, serving the refund graph (or the module
+    ``graph_source``, whose ``graph`` it serves) as ``refund``, with keys for ``clients``
+    clients (and ``config`` as its holdpoint.toml, if any)."""
     graph = directory / "refund_graph.py"
-    graph.write_text(HOLDPOINT_GRAPH.format(root=str(ROOT)), encoding="utf-8")
+    graph.write_text(graph_source or HOLDPOINT_GRAPH.format(root=str(ROOT)), encoding="utf-8")
     env = {**os.environ, "HOLDPOINT_STORE": store_url}
     keys = _holdpoint_keys(store_url, clients)
     port = free_port()

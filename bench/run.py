@@ -30,6 +30,7 @@ from bench.machine import cpu_busy, header_lines, load_average, postgres_line, s
 from bench.postgres import connect
 from bench.projections import PROJECTION_CASES
 from bench.report import CaseResult, write_report
+from bench.runs import RUN_CASES
 from bench.time_travel import TIME_TRAVEL_CASES
 from service.bootstrap import configure_logging
 
@@ -37,6 +38,7 @@ ALL_CASES = {
     **CASES,
     **PROJECTION_CASES,
     **HTTP_CASES,
+    **RUN_CASES,
     **LOAD_CASES,
     **INTEGRITY_CASES,
     **TIME_TRAVEL_CASES,
