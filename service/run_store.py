@@ -227,7 +227,7 @@ class RunStore:
     def claim_next(self, owner: str, ttl: float, graph_ids: Sequence[str]) -> StoredRun | None:
         """Take the oldest queued run of `graph_ids` whose thread is free and has no older
         run waiting: its lease claimed and its status running, or None."""
-        if not graph_ids:
+        if not graph_ids or not self._any_queued():
             return None
         lock = " FOR UPDATE OF r SKIP LOCKED" if self.db.dialect == "postgres" else ""
         graphs = ", ".join(["%s"] * len(graph_ids))
@@ -358,6 +358,12 @@ class RunStore:
             f"DELETE FROM {self._leases} WHERE thread_id = %s AND run_id = %s AND owner = %s",
             (thread_id, run_id, owner),
         )
+
+    def _any_queued(self) -> bool:
+        """Whether any run waits in the queue: a read, before a claim's write lock."""
+        with self.db.transaction(write=False) as cursor:
+            cursor.execute(f"SELECT 1 FROM {self._runs} WHERE status = %s LIMIT 1", (PENDING,))
+            return cursor.fetchone() is not None
 
     def _queued_before(self, cursor: Cursor, thread_id: str) -> bool:
         cursor.execute(

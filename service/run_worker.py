@@ -62,12 +62,18 @@ class RunWorker:
         self.poll = poll
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._draining = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="holdpoint-run-worker")
         self._thread.daemon = True
         runs.on_queued = self._wake.set
 
     def start(self) -> None:
         self._thread.start()
+
+    def drain(self) -> None:
+        """Take no more runs (queued or expired); go on renewing this process's leases
+        until `stop`, so that no run still running here is taken over meanwhile."""
+        self._draining.set()
 
     def stop(self) -> None:
         self._stop.set()
@@ -85,7 +91,8 @@ class RunWorker:
                 if time.monotonic() - renewed >= renew_every:
                     self.renew()
                     renewed = time.monotonic()
-                self.sweep()
+                if not self._draining.is_set():
+                    self.sweep()
             except STORE_UNAVAILABLE as error:
                 log.warning("run worker: the store did not answer", error=str(error))
             except Exception:  # the loop must go on: a bug here would strand every run
@@ -113,7 +120,7 @@ class RunWorker:
             taken = self.run_store.take_over(expired, self.runs.owner, self.runs.lease_ttl)
             if taken is not None:
                 self._resume(taken, expired)
-        while not self._stop.is_set():
+        while not self._draining.is_set():
             queued = self.run_store.claim_next(self.runs.owner, self.runs.lease_ttl, served)
             if queued is None:
                 return

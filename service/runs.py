@@ -238,13 +238,20 @@ class RunManager:
                     return stored
                 if opened.started:
                     break
-                left = deadline - time.monotonic()
-                if left <= 0:
+                if not self._wait_for_thread(stored.run_thread_id, deadline):
                     waited = self.busy_wait if request.wait else 0.0
                     raise RunInProgressError(request.thread_id, opened.holder, waited)
-                with self._freed:  # woken by a run of this process; others are polled
-                    self._freed.wait(min(left, 0.05))
         return self.begin_claimed(request, stored)
+
+    def _wait_for_thread(self, thread_id: str, deadline: float) -> bool:
+        """Until no lease holds the thread (True), or the deadline (False); woken by the
+        runs of this process, polling the store (a read) for the others'."""
+        while (left := deadline - time.monotonic()) > 0:
+            with self._freed:
+                self._freed.wait(min(left, 0.05))
+            if self.store.holder(thread_id) is None:
+                return True
+        return False
 
     def begin_claimed(
         self, request: RunRequest, stored: StoredRun, *, refusal_ends_run: bool = False

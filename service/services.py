@@ -105,8 +105,10 @@ class Services:
 
     def close(self) -> None:
         if self.worker is not None:
-            self.worker.stop()
+            self.worker.drain()  # no new runs; this process's leases renewed until they end
         self.runs.shutdown()
+        if self.worker is not None:
+            self.worker.stop()
         self.runs.store.close()
         self.read_models.stop()
         if self.key_checker is not None:

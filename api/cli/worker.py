@@ -64,8 +64,9 @@ def run_worker(args: argparse.Namespace) -> int:
         runs, worker = build_runs(settings, store, graphs)
         log.info("worker started", graphs=sorted(graphs), runner=runs.owner)
         stop.wait()
-        worker.stop()
+        worker.drain()
         runs.shutdown()
+        worker.stop()
         runs.store.close()
         log.info("worker stopped", runner=runs.owner)
     return 0
