@@ -151,14 +151,20 @@ class RunWorker:
         if thread.error is not None or not thread.runnable() or thread.status == "cancelled":
             self._record_end(stored, thread)  # its nodes all ran: only its end is missing
             return
-        thread.take_over(
-            stored.run_id,
-            self.runs.owner,
-            expired.owner,
-            datetime.fromtimestamp(expired.expired_at, UTC).isoformat(),
-            stored.attempt,
-        )
-        self.store.record(thread)
+        try:
+            thread.take_over(
+                stored.run_id,
+                self.runs.owner,
+                expired.owner,
+                datetime.fromtimestamp(expired.expired_at, UTC).isoformat(),
+                stored.attempt,
+            )
+            self.store.record(thread)
+        except HoldpointError:  # the thread moved on meanwhile (cancelled, say): end the run
+            now = self.store.thread(stored.run_thread_id)
+            assert now is not None, "a thread is never deleted"
+            self._record_end(stored, now)
+            return
         request = request_from(stored, self.graphs[stored.graph_id])
         run = Run(request.graph, with_run_id(request.config, stored.run_id), request.stream_modes)
         chunks = run.begin(None, thread)

@@ -114,3 +114,28 @@ def test_an_approval_names_the_digest_it_answered(app):
     assert decided.status_code == 200
     assert decided.json()["payload_digest"] == question_digest(asked["value"])
     assert (decided.json()["resume"], decided.json()["resumed"]) == (True, True)
+
+
+@pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
+def test_a_multitask_strategy_not_supported_is_a_422_naming_those_that_are(app, strategy):
+    thread_id, _ = paused(app)
+    body = {"assistant_id": "refund", "input": None, "multitask_strategy": strategy}
+
+    refused = call(app, "agent", "POST", f"/threads/{thread_id}/runs", body)
+
+    assert refused.status_code == 422
+    assert refused.json()["detail"] == (
+        f"Invalid body.multitask_strategy: {strategy!r} is not supported; use reject "
+        "(the default: 409 while another run holds the thread) or enqueue"
+    )
+
+
+def test_a_run_is_read_back_from_the_store_with_its_attempt(app):
+    thread_id, _ = paused(app)
+    [run] = call(app, "agent", "GET", f"/threads/{thread_id}/runs").json()
+
+    read = call(app, "agent", "GET", f"/threads/{thread_id}/runs/{run['run_id']}").json()
+
+    assert read == run
+    assert (read["status"], read["attempt"], read["taken_over"]) == ("success", 1, [])
+    assert read["multitask_strategy"] == "reject"
