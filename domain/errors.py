@@ -87,6 +87,22 @@ class CheckpointNotFoundError(HoldpointError, LookupError):
         self.checkpoint_id = checkpoint_id
 
 
+class ThreadUnreadableError(HoldpointError):
+    """One of the thread's stored events cannot be decoded (the store was damaged there):
+    the thread cannot be folded, so it can be neither read nor run."""
+
+    def __init__(self, thread_id: str, version: int | None, event: str | None, why: str) -> None:
+        where = "one of its events" if version is None else f"its event at version {version}"
+        kind = f" ({event})" if event else ""
+        super().__init__(
+            f"Thread {thread_id!r} cannot be read: {where}{kind} cannot be decoded: {why}. "
+            "The store is damaged there: run `holdpoint verify` to see what is wrong"
+        )
+        self.thread_id = thread_id
+        self.version = version
+        self.why = why
+
+
 class NotInterruptedError(HoldpointError):
     """A resume was sent to a thread that is not paused at an interrupt."""
 

@@ -14,18 +14,33 @@ compressor, a `\\u` escape (which might spell a key `_type_` that a byte search
 would miss), a number of 19 digits or more (orjson reads an integer beyond 64
 bits as a float; the json module keeps it exact), and JSON that orjson does not
 read (NaN, an infinite number), which it refuses.
+
+A stored event that cannot be made into its event, by either path, raises
+`UndecodableEventError` (the library's `MapperDeserialisationError`, naming the
+topic, the originator and its version, and why): JSON that cannot be read, a
+topic that names no class, a state that is not an object, or one that lacks a
+field the event's class has no default for (the library would build the event
+and fail later, wherever the field is first read). Readers turn it into their
+own answer: a thread that cannot be read (`domain.record.application`), an
+event the read models quarantine (`projections.quarantine`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 from uuid import UUID
 
 import orjson
-from eventsourcing.persistence import Mapper, StoredEvent, find_id_convertor
-from eventsourcing.utils import resolve_topic
+from eventsourcing.persistence import (
+    Mapper,
+    MapperDeserialisationError,
+    StoredEvent,
+    find_id_convertor,
+)
+from eventsourcing.utils import TopicError, resolve_topic
 
 TYPED_VALUE = b'"_type_"'
 ESCAPE = b"\\u"
@@ -39,32 +54,91 @@ NUMBER_SHAPES = bytes(
     48 if 48 <= byte <= 57 else 58 if byte in NUMBER_START else 120 for byte in range(256)
 )
 LONG_NUMBER = b":" + b"0" * 19
+_FROM_THE_ROW = frozenset({"originator_id", "originator_version"})
+
+
+class UndecodableEventError(MapperDeserialisationError):
+    """A stored event that cannot be made into its event; `reason` says why."""
+
+    def __init__(
+        self, topic: str, originator_id: Any, originator_version: int, reason: str
+    ) -> None:
+        super().__init__(
+            f"The event at version {originator_version} of {originator_id} ({topic}) "
+            f"cannot be decoded: {reason}"
+        )
+        self.topic = topic
+        self.originator_id = originator_id
+        self.originator_version = originator_version
+        self.reason = reason
+
+
+class _EventClass(NamedTuple):
+    cls: type
+    class_version: int
+    required: frozenset[str]  # the fields a stored state must hold
+
+
+def required_fields(cls: type) -> frozenset[str]:
+    """The fields of an event class without a default, but those the row itself gives."""
+    if not dataclasses.is_dataclass(cls):
+        return frozenset()
+    return frozenset(
+        field.name
+        for field in dataclasses.fields(cls)
+        if field.init
+        and field.default is dataclasses.MISSING
+        and field.default_factory is dataclasses.MISSING
+        and field.name not in _FROM_THE_ROW
+    )
 
 
 class EventMapper(Mapper[UUID]):
-    """A `Mapper` whose `to_domain_event` takes the fast path where it gives the same event."""
+    """A `Mapper` whose `to_domain_event` takes the fast path where it gives the same event,
+    and raises `UndecodableEventError` for a stored event that makes no event."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._plain = self.cipher is None and self.compressor is None
-        self._classes: dict[str, tuple[type, int]] = {}
+        self._classes: dict[str, _EventClass] = {}
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
-        event = self.decode(
+        return self.event_of(
             stored_event.topic,
             stored_event.originator_id,
             stored_event.originator_version,
             stored_event.state,
+            stored_event,
         )
-        return super().to_domain_event(stored_event) if event is None else event
 
-    def event_of(self, topic: str, originator_id: Any, version: int, state: bytes) -> Any:
+    def event_of(
+        self,
+        topic: str,
+        originator_id: Any,
+        version: int,
+        state: bytes,
+        stored: StoredEvent | None = None,
+    ) -> Any:
         """The event of a stored record's parts, without a `StoredEvent` unless the fast
-        path does not apply (for readers with their own SQL: the read models' log)."""
-        event = self.decode(topic, originator_id, version, state)
-        if event is None:
-            stored = StoredEvent(originator_id, version, topic, bytes(state))
-            event = super().to_domain_event(stored)
+        path does not apply (for readers with their own SQL: the read models' log).
+
+        Raises UndecodableEventError.
+        """
+        try:
+            found = self._class(topic)
+            event = self.decode(topic, originator_id, version, state)
+            if event is None:
+                stored = stored or StoredEvent(originator_id, version, topic, bytes(state))
+                event = super().to_domain_event(stored)
+        except UndecodableEventError:
+            raise
+        except Exception as error:  # whatever fails here, the stored event makes no event
+            reason = _reason(error)
+            raise UndecodableEventError(topic, originator_id, version, reason) from error
+        if not found.required <= vars(event).keys():
+            missing = ", ".join(sorted(found.required - vars(event).keys()))
+            reason = f"its stored state lacks the field(s) {missing}"
+            raise UndecodableEventError(topic, originator_id, version, reason)
         return event
 
     def decode(self, topic: str, originator_id: Any, version: int, state: bytes) -> Any | None:
@@ -90,11 +164,7 @@ class EventMapper(Mapper[UUID]):
             data["timestamp"] = datetime.fromisoformat(moment)
         except ValueError:
             return None
-        found = self._classes.get(topic)
-        if found is None:
-            cls = resolve_topic(topic)
-            self._classes[topic] = found = (cls, getattr(cls, "class_version", 1))
-        cls, class_version = found
+        cls, class_version, _ = self._class(topic)
         convert = find_id_convertor(cls, cast("Hashable", type(originator_id)))
         data["originator_id"] = convert(originator_id)
         data["originator_version"] = version
@@ -105,3 +175,23 @@ class EventMapper(Mapper[UUID]):
         event: Any = object.__new__(cls)
         object.__setattr__(event, "__dict__", data)
         return event
+
+    def _class(self, topic: str) -> _EventClass:
+        found = self._classes.get(topic)
+        if found is None:
+            cls = resolve_topic(topic)
+            found = _EventClass(cls, getattr(cls, "class_version", 1), required_fields(cls))
+            self._classes[topic] = found
+        return found
+
+
+def _reason(error: Exception) -> str:
+    """Why a stored event made no event, in words."""
+    if isinstance(error, TopicError):
+        return "its topic names no event class"
+    if isinstance(error, MapperDeserialisationError):
+        cause = error.__cause__ or error
+        return f"its stored state is not JSON ({type(cause).__name__}: {cause})"
+    if isinstance(error, TypeError | AttributeError):
+        return f"its stored state is not an event's object ({type(error).__name__}: {error})"
+    return f"its stored state makes no event ({type(error).__name__}: {error})"

@@ -82,7 +82,8 @@ _DESCRIPTIONS = {
     422: "The request is well-formed but invalid: `detail` names the field",
     429: (
         "The key is over its rate limit, or this address sent too many requests without "
-        "a valid key: retry after `Retry-After` seconds"
+        "a valid key: retry after `Retry-After` seconds; or, on `POST /threads`, the "
+        "principal holds too many reserved threads that never ran"
     ),
     503: "The store or the read models are not available in time",
 }
@@ -136,6 +137,7 @@ _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
     (errors.QuestionChangedError, 409, "question-changed"),
     (errors.OversightError, 403, "forbidden"),
     (errors.ThreadNotFoundError, 404, "thread-not-found"),
+    (errors.ThreadUnreadableError, 409, "thread-unreadable"),
     (errors.CheckpointNotFoundError, 404, "checkpoint-not-found"),
     (time_travel.VersionNotFoundError, 404, "version-not-found"),
     (time_travel.NotYetStartedError, 404, "version-not-found"),
@@ -165,6 +167,7 @@ _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
     (service_errors.IdempotencyKeyReusedError, 422, "idempotency-key-reused"),
     (service_errors.PositionBeyondLogError, 422, "invalid-request"),
     (service_errors.ReadModelBehindError, 503, "read-model-behind"),
+    (service_errors.TooManyReservationsError, 429, "too-many-reservations"),
     (service_errors.ServerStoppingError, 503, "stopping"),
 ]
 # The detail of an error that names no request field itself: the field it came from.
@@ -223,6 +226,8 @@ def from_domain_error(error: errors.HoldpointError) -> Problem:
                 extensions["reason"] = error.reason
             if isinstance(error, service_errors.RefusalError):
                 extensions.update(error.members)
+            if isinstance(error, errors.ThreadUnreadableError):  # which event: see verify
+                extensions.update(thread_id=error.thread_id, version=error.version)
             return Problem(status, detail, code=code, headers=headers, **extensions)
     return Problem(400, str(error), code="bad-request")
 

@@ -137,7 +137,7 @@ class ForkOrigin:
 
 def head_version(store: Workflows, thread_id: str) -> int:
     """The thread's latest version; ThreadNotFoundError if it was never recorded."""
-    last = list(store.events.get(thread_uuid(thread_id), desc=True, limit=1))
+    last = store.recorder.select_events(thread_uuid(thread_id), desc=True, limit=1)  # not decoded
     if not last:
         raise ThreadNotFoundError(thread_id)
     return int(last[0].originator_version)

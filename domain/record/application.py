@@ -7,20 +7,28 @@ for a store URL; `InMemorySaver()` is one kept in memory.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Snapshot
-from eventsourcing.persistence import AggregateRecorder, IntegrityError, StoredEvent
+from eventsourcing.persistence import (
+    AggregateRecorder,
+    IntegrityError,
+    MapperDeserialisationError,
+    StoredEvent,
+)
+from eventsourcing.utils import TopicError, get_topic
 
 from domain.access.identity import RefusedAttempt
 from domain.errors import (
     ConcurrentUpdateError,
     OversightError,
     ThreadNotFoundError,
+    ThreadUnreadableError,
 )
 from domain.record.chain import ChainReport, RecordedEvent, verify_records
 from domain.record.hashing import to_json
@@ -30,6 +38,11 @@ from domain.record.thread_uuids import thread_uuid
 SNAPSHOT_INTERVAL = 50
 SHORT_THREAD = 16  # read in one query; a longer thread goes through its snapshot
 MAX_VERSION = 2**62  # above this a version names nothing (and `version + ahead` fits a bigint)
+# What the store's mapper raises for a stored event it cannot decode (its own error,
+# `persistence.event_mapper.UndecodableEventError`, is a MapperDeserialisationError).
+UNDECODABLE = (MapperDeserialisationError, TopicError)
+SNAPSHOT_TOPIC = get_topic(WorkflowThread.Snapshot)
+T = TypeVar("T")
 
 
 def fold_events(thread: Any, events: Iterable[Any]) -> Any:
@@ -38,6 +51,37 @@ def fold_events(thread: Any, events: Iterable[Any]) -> Any:
     for event in events:
         thread = event.mutate(thread)
     return thread
+
+
+def unreadable(thread_id: str, error: Exception) -> ThreadUnreadableError:
+    """The domain's error for a stored event of the thread that the mapper could not
+    decode (the store's mapper names its version, topic and why)."""
+    version = getattr(error, "originator_version", None)
+    topic = getattr(error, "topic", None)
+    name = topic.rpartition(":")[2].rpartition(".")[2] if isinstance(topic, str) else None
+    why = getattr(error, "reason", None) or f"{type(error).__name__}: {error}"
+    return ThreadUnreadableError(
+        thread_id, version if isinstance(version, int) else None, name, why
+    )
+
+
+@contextmanager
+def decoding(thread_id: str) -> Iterator[None]:
+    """Turn a failure to decode one of the thread's events into ThreadUnreadableError."""
+    try:
+        yield
+    except UNDECODABLE as error:
+        raise unreadable(thread_id, error) from None
+
+
+def decoded(thread_id: str, events: Iterator[T]) -> Iterator[T]:
+    """`events`, decoded as they are iterated, with `decoding`'s error."""
+    with decoding(thread_id):
+        yield from events
+
+
+def _of_a_snapshot(error: Exception) -> bool:
+    return getattr(error, "topic", None) == SNAPSHOT_TOPIC
 
 
 @dataclass(frozen=True)
@@ -115,18 +159,26 @@ class Workflows(Application[Any]):
         the repository (snapshot, then the events after it).
         """
         aggregate_id = thread_uuid(thread_id)
-        if version is None:
-            interval = self.snapshotting_intervals.get(WorkflowThread, SNAPSHOT_INTERVAL)
-            probe = min(SHORT_THREAD, interval)
-            rows = self.recorder.select_events(aggregate_id, limit=probe)
-            if len(rows) < probe:  # the whole thread, and too short to have a snapshot
-                return fold_events(None, map(self.mapper.to_domain_event, rows)) if rows else None
-        try:
-            return self.repository.get(  # type: ignore[no-any-return]
-                aggregate_id, version=version, projector_func=fold_events
-            )
-        except AggregateNotFoundError:
-            return None
+        with decoding(thread_id):
+            if version is None:
+                interval = self.snapshotting_intervals.get(WorkflowThread, SNAPSHOT_INTERVAL)
+                probe = min(SHORT_THREAD, interval)
+                rows = self.recorder.select_events(aggregate_id, limit=probe)
+                if len(rows) < probe:  # the whole thread, and too short to have a snapshot
+                    events = map(self.mapper.to_domain_event, rows)
+                    return fold_events(None, events) if rows else None
+            try:
+                return self.repository.get(  # type: ignore[no-any-return]
+                    aggregate_id, version=version, projector_func=fold_events
+                )
+            except AggregateNotFoundError:
+                return None
+            except UNDECODABLE as error:
+                if not _of_a_snapshot(error):
+                    raise
+            # A snapshot is a cache, never evidence: one that cannot be read is passed by.
+            found = fold_events(None, self.events.get(aggregate_id, lte=version))
+            return cast("WorkflowThread | None", found)
 
     def thread_at(self, thread_id: str, version: int, ahead: int = 0) -> ThreadAt | None:
         """The thread as of `version`, the event recorded there, and the events after it.
@@ -169,16 +221,27 @@ class Workflows(Application[Any]):
             )
             decode = cast("Callable[[StoredEvent], Any]", self.mapper.to_domain_event)
             if snapshot is not None:
-                thread, after = decode(snapshot).mutate(None), snapshot.originator_version
-            events = map(decode, stored)
+                try:
+                    thread, after = decode(snapshot).mutate(None), snapshot.originator_version
+                except UNDECODABLE:  # a snapshot is a cache: read the events from the first
+                    _, stored, last = reader.select_at_version(
+                        None, aggregate_id, version, upto, head=head
+                    )
+            events = decoded(thread_id, map(decode, stored))
         else:
             if snapshots is not None:
                 latest = snapshots.get(aggregate_id, desc=True, limit=1, lte=version)
-                for found in cast("Iterator[Snapshot]", latest):
-                    thread, after = found.mutate(None), found.originator_version
-            events = cast(
-                "Iterator[WorkflowThread.Event]",
-                self.events.get(aggregate_id, gt=max(after - 1, 0), lte=upto),
+                try:
+                    for found in cast("Iterator[Snapshot]", latest):
+                        thread, after = found.mutate(None), found.originator_version
+                except UNDECODABLE:
+                    pass  # a snapshot is a cache: read the events from the first
+            events = decoded(
+                thread_id,
+                cast(
+                    "Iterator[WorkflowThread.Event]",
+                    self.events.get(aggregate_id, gt=max(after - 1, 0), lte=upto),
+                ),
             )
             last = self._head(aggregate_id) if head else None
         for event in events:
@@ -199,8 +262,10 @@ class Workflows(Application[Any]):
     def thread_events(
         self, thread_id: str, *, gt: int | None = None, lte: int | None = None
     ) -> list[WorkflowThread.Event]:
-        """The thread's recorded events, oldest first."""
-        return list(self.events.get(thread_uuid(thread_id), gt=gt, lte=lte))  # type: ignore[arg-type]
+        """The thread's recorded events, oldest first (ThreadUnreadableError if one of them
+        cannot be decoded)."""
+        with decoding(thread_id):
+            return list(self.events.get(thread_uuid(thread_id), gt=gt, lte=lte))  # type: ignore[arg-type]
 
     def expire(self, thread_id: str, interrupt_id: str, now: datetime) -> int | None:
         """Apply an overdue interrupt's expiry rule; the position, or None if not due.
@@ -228,12 +293,22 @@ class Workflows(Application[Any]):
             if mapper.compressor:
                 data = mapper.compressor.decompress(data)
             name = stored.topic.rpartition(":")[2].rpartition(".")[2]
-            state = mapper.transcoder.decode(data)
+            try:
+                state = mapper.transcoder.decode(data)
+            except Exception as error:  # any failure: the stored state is not JSON
+                why = f"its stored state is not JSON ({type(error).__name__}: {error})"
+                raise ThreadUnreadableError(
+                    thread_id, stored.originator_version, name, why
+                ) from None
+            if not isinstance(state, dict):
+                why = "its stored state is not a JSON object"
+                raise ThreadUnreadableError(thread_id, stored.originator_version, name, why)
             records.append(RecordedEvent(stored.originator_version, name, state))
         return records
 
     def iter_thread_events(self, thread_id: str) -> Iterator[WorkflowThread.Event]:
-        return iter(self.events.get(thread_uuid(thread_id)))  # type: ignore[arg-type]
+        events = iter(self.events.get(thread_uuid(thread_id)))
+        return decoded(thread_id, cast("Iterator[WorkflowThread.Event]", events))
 
     def record(self, thread: WorkflowThread) -> int | None:
         """Commit the thread's new events together; return the last position.
