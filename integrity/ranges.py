@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from domain.integrity.decodable import StateChecker
 from domain.integrity.whole_log import THREAD_TOPICS, RangeCheck, RangeSummary
 from integrity.fast_hash import FastHasher
 from integrity.scan import Scanner
@@ -42,7 +43,12 @@ def check_range(
 ) -> RangeSummary:
     """Read and check the rows at positions in (after, upto]."""
     check = RangeCheck(
-        after, upto, FastHasher(), leaves_upto=plan.leaves_upto, late_after=plan.late_after
+        after,
+        upto,
+        FastHasher(),
+        leaves_upto=plan.leaves_upto,
+        late_after=plan.late_after,
+        checker=StateChecker(),
     )
     known: dict[str, str] = {}
     spans = check.summary.spans

@@ -25,7 +25,8 @@ from typing import IO
 
 import structlog
 
-from domain.integrity.diagnosis import diagnose, reference_transcoder
+from domain.integrity.decodable import reference_transcoder
+from domain.integrity.diagnosis import diagnose
 from domain.integrity.whole_log import LogCheck, LogVerdict, Problem, RangeSummary
 from domain.record.application import Workflows
 from domain.record.thread_uuids import thread_uuid

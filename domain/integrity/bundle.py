@@ -24,7 +24,8 @@ from datetime import datetime
 from typing import Any
 
 from domain.errors import HoldpointError
-from domain.integrity.diagnosis import decode_state, diagnose, reference_transcoder
+from domain.integrity.decodable import reference_transcoder
+from domain.integrity.diagnosis import decode_state, diagnose
 from domain.integrity.merkle import leaf_data, leaf_hash, verify_inclusion
 from domain.integrity.seal import Seal, SealFormatError
 from domain.integrity.whole_log import ALTERED, FORGED, MISSING, Problem, Row, event_name

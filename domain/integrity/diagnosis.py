@@ -15,7 +15,9 @@ fast hasher must equal byte for byte:
   rewritten and its hash recomputed, or the next one was forged);
 - forged: a first event that starts no chain, or names a thread whose id is
   not this aggregate's (moved from another thread or made up);
-- unreadable: a stored state that cannot be decoded.
+- unreadable: a stored event that cannot be decoded (`domain.integrity.decodable`:
+  JSON that cannot be read, a topic that names no class, a missing field), of a
+  thread or of any other aggregate.
 """
 
 from __future__ import annotations
@@ -24,8 +26,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from eventsourcing.persistence import DatetimeAsISO, DecimalAsStr, JSONTranscoder, UUIDAsHex
+from eventsourcing.persistence import JSONTranscoder
 
+from domain.integrity.decodable import (
+    event_class,
+    problem_of,
+    reference_transcoder,
+    thread_id_in,
+)
 from domain.integrity.whole_log import (
     ALTERED,
     FORGED,
@@ -46,14 +54,6 @@ from domain.record.hashing import GENESIS_HASH, event_hash
 
 _UNREADABLE: Decoded = (None, None, None, None, None)
 SWAP_WINDOW = 64  # versions either side searched for the true place of a misplaced event
-
-
-def reference_transcoder() -> JSONTranscoder:
-    """The library's JSON transcoder, with the transcodings an application registers."""
-    transcoder = JSONTranscoder()
-    for transcoding in (UUIDAsHex(), DecimalAsStr(), DatetimeAsISO()):
-        transcoder.register(transcoding)
-    return transcoder
 
 
 def decode_state(transcoder: JSONTranscoder, state: bytes) -> dict[str, Any] | None:
@@ -106,7 +106,23 @@ def diagnose(aggregate_id: str, rows: Sequence[Row], transcoder: JSONTranscoder)
         return [Problem(MISSING, "the aggregate has no events left", aggregate_id)]
     if any(row[3] in THREAD_TOPICS for row in rows):
         return _Thread(aggregate_id, rows, transcoder).problems()
-    return _order_problems(aggregate_id, None, rows, "event")
+    problems = _order_problems(aggregate_id, None, rows, "event")
+    for position, _, version, topic, state in sorted(rows):
+        why = (
+            None
+            if event_class(topic) is None
+            else problem_of(topic, decode_state(transcoder, state))
+        )
+        if why is not None:  # (a topic that names no class is an order problem's)
+            problems.append(_unreadable(aggregate_id, None, version, position, topic, why))
+    return problems
+
+
+def _unreadable(
+    aggregate_id: str, thread_id: str | None, version: int, position: int, topic: str, why: str
+) -> Problem:
+    detail = f"version {version} ({event_name(topic)}) cannot be decoded: {why}"
+    return Problem(UNREADABLE, detail, aggregate_id, thread_id, version, position)
 
 
 def _ranges(numbers: list[int]) -> list[tuple[int, int]]:
@@ -140,7 +156,10 @@ def _order_problems(
             )
         elif highest is None or version > highest[0]:
             highest = (version, position)
-        if (topic in THREAD_TOPICS) != (what == "thread event"):
+        if event_class(topic) is None:
+            why = problem_of(topic, None) or ""
+            problems.append(_unreadable(aggregate_id, thread_id, version, position, topic, why))
+        elif (topic in THREAD_TOPICS) != (what == "thread event"):
             kind = "a thread event" if topic in THREAD_TOPICS else "not a thread event"
             problems.append(
                 Problem(
@@ -176,13 +195,19 @@ class _Thread:
         self.aggregate_id = aggregate_id
         self.rows = {row[2]: row for row in rows}
         self.records: dict[int, RecordedEvent | None] = {}
+        self.undecodable: dict[int, str] = {}  # version -> why the mapper cannot decode it
         for _, _, version, topic, state in rows:
             data = decode_state(transcoder, state)
             self.records[version] = (
                 None if data is None else RecordedEvent(version, event_name(topic), data)
             )
+            why = problem_of(topic, data)
+            if why is not None:
+                self.undecodable[version] = why
         first = self.records.get(1)
         named = first.state.get("thread_id") if first is not None else None
+        if first is None and 1 in self.rows:  # a damaged start may still spell its thread
+            named = thread_id_in(aggregate_id, self.rows[1][4])
         self.thread_id: str | None = named if isinstance(named, str) else None
         self.all_rows = rows
 
@@ -226,14 +251,18 @@ class _Thread:
         return []
 
     def _content(self, version: int) -> Problem | None:
+        """What is wrong with one version's content: swapped, then unreadable (the
+        mapper cannot decode it; a swapped event often cannot be, under its row's
+        topic), then altered; None if nothing."""
         record = self.records[version]
         if record is None:
-            return self.problem(UNREADABLE, version, f"version {version} cannot be decoded")
+            return self._unreadable(version)
         if self.thread_id is None:
-            return None  # without version 1, nothing can be hashed: reported as missing
+            # without version 1, nothing can be hashed: reported as missing
+            return None if version not in self.undecodable else self._unreadable(version)
         claimed = record.state.get("event_hash")
         if hash_as(record, self.thread_id, version) == claimed:
-            return None
+            return None if version not in self.undecodable else self._unreadable(version)
         for other in sorted(self.rows):
             if other == version or abs(other - version) > SWAP_WINDOW:
                 continue
@@ -248,10 +277,19 @@ class _Thread:
                     f"version {version} holds the event recorded as version {other}: "
                     "the two were swapped",
                 )
+        if version in self.undecodable:
+            return self._unreadable(version)
         return self.problem(
             ALTERED,
             version,
             f"version {version} does not match its hash: its content was altered",
+        )
+
+    def _unreadable(self, version: int) -> Problem:
+        why = self.undecodable.get(version) or "its stored state is not JSON"
+        name = event_name(self.rows[version][3])
+        return self.problem(
+            UNREADABLE, version, f"version {version} ({name}) cannot be decoded: {why}"
         )
 
     def _links(self, content_ok: dict[int, bool]) -> list[Problem]:

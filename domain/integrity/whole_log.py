@@ -16,7 +16,10 @@ may run in parallel), whose summaries a `LogCheck` joins in order:
   aggregate's (`thread_uuid`), and every event of a thread is a thread event;
 - where the store hands out positions densely (SQLite, memory), a position
   with no event means a deleted event. PostgreSQL's sequence skips the ids of
-  rolled-back inserts, so gaps there are only counted.
+  rolled-back inserts, so gaps there are only counted;
+- an event of another aggregate (a key, a refusal, a seal), which no hash
+  chain covers, can be decoded (a `Checker` is injected:
+  `domain.integrity.decodable.StateChecker`).
 
 A check notes which aggregates look wrong ("suspects"); `domain.integrity.diagnosis`
 then reads each suspect whole and says what is wrong, and where.
@@ -86,6 +89,11 @@ def event_name(topic: str) -> str:
     return topic.rpartition(":")[2].rpartition(".")[2]
 
 
+class Checker(Protocol):
+    def __call__(self, topic: str, state: bytes) -> str | None:
+        """Why a stored event cannot be decoded, or None if it can."""
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with the log: its kind (`altered`, `missing`...), and where."""
@@ -123,7 +131,8 @@ class RangeCheck:
 
     `leaves_upto`: positions up to which Merkle leaf hashes are gathered (for a
     seal). `late_after`: events past this position have their timestamps kept
-    (to compare with a seal's time).
+    (to compare with a seal's time). `checker`: what tells whether an event of
+    an aggregate that is not a thread can be decoded (None: not checked).
     """
 
     def __init__(
@@ -134,9 +143,11 @@ class RangeCheck:
         *,
         leaves_upto: int = 0,
         late_after: int | None = None,
+        checker: Checker | None = None,
     ) -> None:
         self.summary = RangeSummary(after, upto)
         self.hasher = hasher
+        self.checker = checker
         self.last = after
         self.leaves_upto = leaves_upto
         self.late_after = late_after
@@ -180,6 +191,8 @@ class RangeCheck:
             else:
                 is_thread = False
                 prev = claimed = tid = None
+                if self.checker is not None and self.checker(topic, state) is not None:
+                    suspects.setdefault(aggregate_id, position)
             if span is None:
                 spans[aggregate_id] = [
                     is_thread, version, prev, position, version, claimed, position, tid

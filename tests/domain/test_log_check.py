@@ -6,7 +6,8 @@ import itertools
 
 import pytest
 
-from domain.integrity.diagnosis import ReferenceHasher, diagnose, reference_transcoder
+from domain.integrity.decodable import reference_transcoder
+from domain.integrity.diagnosis import ReferenceHasher, diagnose
 from domain.integrity.whole_log import (
     MISSING,
     REORDERED,

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain.integrity.diagnosis import ReferenceHasher, reference_transcoder
+from domain.integrity.decodable import reference_transcoder
+from domain.integrity.diagnosis import ReferenceHasher
 from domain.record.hashing import GENESIS_HASH, canonical_json, event_hash
 from integrity.fast_hash import FastHasher, canonical_bytes
 
