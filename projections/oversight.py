@@ -49,7 +49,7 @@ from projections.oversight_tables import (
     create_tables,
 )
 from projections.projection import Projection
-from projections.rows import INTERRUPT_CHANGES, INTERRUPT_EVENTS, Row, Rows, continued_threads
+from projections.rows import INTERRUPT_EVENTS, Row, Rows, continued_threads
 from projections.threads import Thread
 from projections.timestamps import parse_utc_text, utc_text_or_none
 
@@ -57,7 +57,7 @@ __all__ = ["CANCELLATIONS", "INTERRUPTS", "READER_INDEXES", "OversightProjection
 
 # The refusals the oversight log keeps: those of the hold points' own rules.
 HOLD_POINT_REFUSALS = frozenset({"hold_point", "four_eyes", "question_changed"})
-# Read whole, and rare: decoded ahead with the interrupt changes.
+# Read whole, and rare.
 RARE_EVENTS = (WorkflowThread.StateEdited, RefusedAttempt.AccessRefused)
 SETTLING = ("open", "decided", "expired")  # the outcomes of UNSETTLED
 # What an event is to the model, by class: found once per class, as a batch asks it of
@@ -91,9 +91,6 @@ class OversightProjection(Projection):
     version = 2
     tables = TABLES
     event_classes = (*INTERRUPT_EVENTS, WorkflowThread.NodeCompleted, *RARE_EVENTS)
-    # NodeCompleted is not: most never need their fields, only those of a thread with an
-    # answer waiting, decoded as they are met.
-    decoded_classes = (*INTERRUPT_CHANGES, *RARE_EVENTS)
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:
         create_tables(cursor, db)

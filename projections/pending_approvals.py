@@ -28,7 +28,6 @@ from projections.oversight_tables import INTERRUPTS
 from projections.paging import keyset_page
 from projections.projection import Projection
 from projections.rows import (
-    INTERRUPT_CHANGES,
     INTERRUPT_EVENTS,
     ReaderIndex,
     Rows,
@@ -49,7 +48,6 @@ class PendingApprovalsProjection(Projection):
     version = 2  # 2: payload_digest, approvals_needed, approvals_given
     tables = (QUEUE, COUNTS)
     event_classes = INTERRUPT_EVENTS
-    decoded_classes = INTERRUPT_CHANGES
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:
         cursor.execute(

@@ -14,9 +14,6 @@ class Projection(ABC):
 
     name: str
     event_classes: tuple[type, ...]
-    # The classes of `event_classes` whose fields `apply_batch` reads (the others: only
-    # their class and time): decoded ahead, while the previous batch is written.
-    decoded_classes: tuple[type, ...] = ()
     # The shape of the model's tables: bumped whenever a column, a table or the meaning of
     # a row changes, so that a runner rebuilds the model instead of reading old rows.
     version: int = 1

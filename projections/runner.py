@@ -15,6 +15,12 @@ never passes over an event that commits later.
 Each model's tables have a shape, its `version`, recorded beside the
 positions: a runner whose code has another version of a model rebuilds it
 from the log (`projections/model_tables.py`).
+
+An event that cannot be decoded is quarantined, not applied
+(`projections/quarantine.py`): recorded in the batch's transaction, passed to
+`on_quarantine` once the batch commits (by default, a warning in the log),
+and passed by; the positions move past it. A read model that fails on an
+event it could decode is a bug, and still stops the runner.
 """
 
 from __future__ import annotations
@@ -26,21 +32,40 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import structlog
 from eventsourcing.utils import get_topic
 
+from domain.integrity.decodable import thread_id_in
 from domain.record.application import Workflows
 from persistence.failures import STORE_UNAVAILABLE
+from projections import quarantine
 from projections.database import Cursor, Database, StagedCursor, database_for
 from projections.log_reader import Entry, LogReader
 from projections.model_tables import POSITIONS, set_up
 from projections.projection import Projection
+from projections.quarantine import QuarantinedEvent
+from projections.timestamps import utc_text
 
 # A rebuild's positions per transaction: the write lock is held for a fraction of a second.
 REBUILD_BATCH_SIZE = 10_000
 log = structlog.get_logger()
 Progress = Callable[[str, int, int], None]
+Quarantined = Callable[[QuarantinedEvent], None]
+
+
+def log_quarantined(event: QuarantinedEvent) -> None:
+    """The default `on_quarantine`: one warning in the log."""
+    log.warning(
+        "event quarantined: it cannot be decoded (see holdpoint verify)",
+        position=event.position,
+        thread_id=event.thread_id,
+        originator_id=event.originator_id,
+        version=event.originator_version,
+        topic=event.topic,
+        error=event.error,
+    )
 
 
 @contextmanager
@@ -82,8 +107,10 @@ class ProjectionRunner:
         database: Database | None = None,
         batch_size: int = 1000,
         rebuild_batch_size: int = REBUILD_BATCH_SIZE,
+        on_quarantine: Quarantined = log_quarantined,
     ) -> None:
         self.store = store
+        self.on_quarantine = on_quarantine  # called for each event quarantined, after its batch
         self.projections = {projection.name: projection for projection in projections}
         self.db = database or database_for(store)
         self.batch_size = batch_size
@@ -93,15 +120,16 @@ class ProjectionRunner:
             for name, projection in self.projections.items()
         }
         self._wanted = frozenset().union(*self._topics.values())
-        bodies = {get_topic(cls) for p in projections for cls in p.decoded_classes}
-        self._log = LogReader(store, self.db, bodies)
+        self._log = LogReader(store, self.db)
         self.setup()
 
     def setup(self) -> None:
-        """Create the positions and versions tables and the models' tables and indexes
-        that are missing; rebuild from zero a model whose tables are of another version
-        (`projections.model_tables.set_up`)."""
+        """Create the positions and versions tables, the quarantine, and the models' tables
+        and indexes that are missing; rebuild from zero a model whose tables are of another
+        version (`projections.model_tables.set_up`)."""
         set_up(self.db, self.projections)
+        with self.db.transaction() as cursor:
+            quarantine.create_tables(cursor, self.db)
 
     def head(self) -> int:
         return int(self.store.recorder.max_notification_id() or 0)
@@ -249,16 +277,24 @@ class ProjectionRunner:
             return 0, start
         # (on PostgreSQL the next batch is read meanwhile, see `LogReader.read`)
         events = self._log.read(start, last, self._wanted, min(last + batch_size, head))
+        undecodable = self._quarantined(events)
         if self.db.dialect == "sqlite":
-            return self._apply_staged(events, start, last)
-        with self.db.transaction() as cursor:
-            positions = self._locked_positions(cursor)  # another runner may have moved them
-            if min(positions.values()) < start:
-                return 0, start
-            self._apply(events, last, positions, cursor)
-        return max(last - min(positions.values()), 0), last
+            applied = self._apply_staged(events, undecodable, start, last)
+        else:
+            with self.db.transaction() as cursor:
+                positions = self._locked_positions(cursor)  # another runner may have moved them
+                if min(positions.values()) < start:
+                    return 0, start
+                self._apply(events, undecodable, last, positions, cursor)
+            applied = max(last - min(positions.values()), 0), last
+        if applied[1] == last:  # committed: say which events were passed by
+            for event in undecodable:
+                self.on_quarantine(event)
+        return applied
 
-    def _apply_staged(self, events: list[Entry], start: int, last: int) -> tuple[int, int]:
+    def _apply_staged(
+        self, events: list[Entry], undecodable: list[QuarantinedEvent], start: int, last: int
+    ) -> tuple[int, int]:
         """SQLite: work the batch's rows out in a read transaction, then write them and
         the positions in one write transaction, so that the file's write lock is held for
         the writes alone. If another runner moved the positions in between, the rows
@@ -268,7 +304,7 @@ class ProjectionRunner:
             if min(positions.values()) < start:
                 return 0, start
             staged = StagedCursor(cursor)
-            self._apply(events, last, positions, staged)
+            self._apply(events, undecodable, last, positions, staged)
         with self.db.transaction() as cursor:
             if self._locked_positions(cursor) != positions:
                 return 0, start
@@ -276,17 +312,51 @@ class ProjectionRunner:
         return max(last - min(positions.values()), 0), last
 
     def _apply(
-        self, events: list[Entry], last: int, positions: dict[str, int], cursor: Cursor
+        self,
+        events: list[Entry],
+        undecodable: list[QuarantinedEvent],
+        last: int,
+        positions: dict[str, int],
+        cursor: Cursor,
     ) -> None:
-        """The changes of the events after each model's position, and the new positions."""
+        """The changes of the events after each model's position, the quarantine of the
+        batch's range, and the new positions."""
         table = self.db.table(POSITIONS)
+        quarantine.record_batch(cursor, self.db, min(positions.values()), last, undecodable)
         for name, position in positions.items():
             topics = self._topics[name]
-            batch = [e for e in events if e.position > position and e.topic in topics]
+            batch = [
+                e
+                for e in events
+                if e.position > position and e.topic in topics and e.failure is None
+            ]
             if batch:
                 self.projections[name].apply_batch(batch, cursor, self.db)
             if position < last:
                 cursor.execute(f"UPDATE {table} SET position = %s WHERE name = %s", (last, name))
+
+    def _quarantined(self, events: list[Entry]) -> list[QuarantinedEvent]:
+        """The batch's events that cannot be decoded, as the quarantine records them."""
+        now = utc_text(datetime.now(UTC))
+        return [
+            QuarantinedEvent(
+                position=entry.position,
+                originator_id=entry.key,
+                thread_id=(
+                    entry.thread.thread_id
+                    if entry.thread is not None
+                    else thread_id_in(entry.key, entry.state)
+                    if entry.version == 1
+                    else None
+                ),
+                originator_version=entry.version,
+                topic=entry.topic,
+                error=entry.failure,
+                first_seen_at=now,
+            )
+            for entry in events
+            if entry.failure is not None
+        ]
 
     def _behind(self, head: int) -> list[str]:
         """The models whose position is before `head`, in the runner's order."""

@@ -48,7 +48,6 @@ class ThreadIndexProjection(Projection):
         WorkflowThread.ThreadCancelled,
         WorkflowThread.StateEdited,
     )
-    decoded_classes = (*STARTS, WorkflowThread.InterruptExpired)
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:
         table = db.table(THREADS)

@@ -102,11 +102,14 @@ class ThreadDirectory:
         if stored.topic not in START_TOPICS:
             return None
         key = UUID(str(stored.originator_id)).hex
-        if mapper.cipher is None and mapper.compressor is None:
-            data: dict[str, Any] = orjson.loads(stored.state)
-            return key, Thread(data["thread_id"], data["graph_id"])
-        event: Any = mapper.to_domain_event(stored)
-        return key, Thread(event.thread_id, event.graph_id)
+        try:
+            if mapper.cipher is None and mapper.compressor is None:
+                data: dict[str, Any] = orjson.loads(stored.state)
+                return key, Thread(data["thread_id"], data["graph_id"])
+            event: Any = mapper.to_domain_event(stored)
+            return key, Thread(event.thread_id, event.graph_id)
+        except Exception:  # a start that cannot be decoded (quarantined): no thread known
+            return None
 
 
 def _lookup_statement(store: Workflows, db: Database) -> str | None:

@@ -2,9 +2,10 @@
 
 Counters (requests, runs, interrupts raised, decisions, verifications) count
 what this process did; sum them over replicas. Gauges (open approvals, the
-oldest open approval's age, projection lag; the latest seal's age and the
-events recorded since it) are read from the shared read models and the store
-at each scrape, so every replica reports the same values.
+oldest open approval's age, projection lag, events quarantined because they
+cannot be decoded; the latest seal's age and the events recorded since it)
+are read from the shared read models and the store at each scrape, so every
+replica reports the same values.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from prometheus_client.registry import Collector
 from domain.integrity.seal import SealFormatError
 from integrity.sealing import latest_seal
 from projections.pending_approvals import PendingApprovals
+from projections.quarantine import Quarantine
 from service.read_models import ReadModels
 from service.runs import RunOutcome
 
@@ -50,6 +52,12 @@ class ReadModelGauges(Collector):
         for status in self.read_models.status():
             lag.add_metric([status.name], status.lag)
         yield lag
+        yield GaugeMetricFamily(
+            "holdpoint_quarantined_events",
+            "Events the read models passed by because they cannot be decoded (see /readyz "
+            "and holdpoint verify)",
+            value=Quarantine(self.read_models.db).count(),
+        )
 
 
 class SealGauges(Collector):

@@ -2,6 +2,11 @@
 
 The read models (`projections`, and the database driver under them) are
 imported by the handlers, not with this module.
+
+An event that cannot be decoded is quarantined (`projections/quarantine.py`): a
+rebuild and the projector print one line about it on stderr and go on; the
+rebuild still exits 0, its read models whole but for such events (`holdpoint
+verify` is the command that fails on a damaged store).
 """
 
 from __future__ import annotations
@@ -10,11 +15,15 @@ import argparse
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 import structlog
 
 from api.cli.options import Commands, add_graph_option, load_graph_reducers
 from domain.record.store import open_store
+
+if TYPE_CHECKING:
+    from projections.quarantine import QuarantinedEvent
 
 log = structlog.get_logger()
 
@@ -62,14 +71,30 @@ def register(commands: Commands) -> None:
     projector.set_defaults(handler=run_projector)
 
 
+def say_quarantined(event: QuarantinedEvent) -> None:
+    """One line on stderr for an event passed by because it cannot be decoded."""
+    print(
+        f"holdpoint: quarantined the event at {event.line()}; run `holdpoint verify`",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def projections_status(_: argparse.Namespace) -> int:
     from projections.catalog import runner_for  # noqa: PLC0415
+    from projections.quarantine import Quarantine  # noqa: PLC0415
 
     with open_store(existing=True) as store:
         runner = runner_for(store)
         print(f"{'projection':<20} {'position':>10} {'head':>10} {'lag':>8}")
         for status in runner.status():
             print(f"{status.name:<20} {status.position:>10} {status.head:>10} {status.lag:>8}")
+        quarantined = Quarantine(runner.db).count()
+        if quarantined:
+            print(
+                f"{quarantined} event(s) quarantined: they cannot be decoded "
+                "(GET /readyz names them; `holdpoint verify` says what is wrong)"
+            )
         runner.close()
     return 0
 
@@ -80,6 +105,13 @@ def projections_rebuild(args: argparse.Namespace) -> int:
 
     with open_store(existing=True) as store:
         runner = runner_for(store)
+        quarantined: list[QuarantinedEvent] = []
+
+        def passed_by(event: QuarantinedEvent) -> None:
+            quarantined.append(event)
+            say_quarantined(event)
+
+        runner.on_quarantine = passed_by
         names = ", ".join(args.names or runner.projections)
         bar = ProgressBar(label=names)  # one pass feeds them all: one bar
         try:
@@ -89,7 +121,12 @@ def projections_rebuild(args: argparse.Namespace) -> int:
             print(f"holdpoint: error: {error}", file=sys.stderr)
             return 2
         bar.finish()
-        print(f"Rebuilt {names}: {applied} events applied")
+        note = (
+            f"; {len(quarantined)} event(s) quarantined, as they cannot be decoded"
+            if quarantined
+            else ""
+        )
+        print(f"Rebuilt {names}: {applied} events applied{note}")
         runner.close()
     return 0
 
@@ -104,6 +141,7 @@ def run_projector(args: argparse.Namespace) -> int:
     with open_store() as store:
         load_graph_reducers(args.graph, store)
         runner = runner_for(store)
+        runner.on_quarantine = say_quarantined
         log.info("projector started", projections=list(runner.projections), poll=args.poll)
         runner.run_forever(
             stop, poll=args.poll, after_catch_up=lambda: expire_overdue(store, runner.db)

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from domain.oversight.hold_points import question_digest
-from projections import log_reader
 from projections.catalog import runner_for
 from projections.database import Database
 from projections.oversight import OversightProjection
@@ -218,35 +217,3 @@ def test_one_position_per_batch_gives_the_rows_of_one_batch(store, runner):
     assert read_models(slow.db, OVERSIGHT) == at_once
     assert len(at_once[INTERRUPTS]) == 7
     slow.close()
-
-
-def test_a_node_completion_is_decoded_only_where_its_thread_has_an_answer_waiting(
-    store, store_kind, monkeypatch
-):
-    if store_kind == "memory":
-        pytest.skip("the memory store is read through the library, which decodes every event")
-    # Given ten refunds, each asked, approved and run to its end (three node completions:
-    # __start__, approve, pay), and a reader that notes what it decodes
-    graph = refund_graph(store)
-    for n in range(10):
-        start(graph, f"t{n}", 50.0)
-        decide(graph, f"t{n}", RITA)
-    decoded: list[str] = []
-    decode = log_reader.Entry.decode
-
-    def noting(entry: log_reader.Entry) -> Any:
-        if entry._event is None:
-            decoded.append(entry.topic)
-        return decode(entry)
-
-    monkeypatch.setattr(log_reader.Entry, "decode", noting)
-
-    # When the oversight log is built
-    runner = ProjectionRunner(store, [OversightProjection()])
-    runner.catch_up()
-
-    # Then of the thirty completions only approve's, whose answer waited, were decoded
-    completions = [topic for topic in decoded if topic.endswith("NodeCompleted")]
-    assert len(completions) == 10
-    assert [row[-1] for row in rows(runner.db, INTERRUPTS)] == ["applied"] * 10
-    runner.close()
