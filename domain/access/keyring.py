@@ -18,6 +18,11 @@ process is found at once too. On SQLite the server asks it through a
 of its own, without the store's pool and transaction machinery, which cost ten
 times the query.
 
+A key whose stored events cannot be decoded (the store was damaged there) is
+refused as a key that is not valid, with a message that says so; the other
+keys are not affected. `list()` leaves such a key out and `refusals()` such a
+refusal (`holdpoint verify` names them).
+
 Keys and refusals are found through the notification log filtered by event
 topic. That is a scan of the log: cheap for the rare `list()`, and for
 `refusals()` proportional to the events after `after`; a read model would
@@ -52,7 +57,7 @@ from domain.access.identity import (
     parse_key,
 )
 from domain.errors import KeyRevokedError, MissingKeyError, UnknownKeyError
-from domain.record.application import Workflows, fold_events
+from domain.record.application import UNDECODABLE, Workflows, fold_events
 from domain.record.hashing import to_json
 
 KEY_TOPICS = [get_topic(ApiKey.KeyCreated), get_topic(ApiKey.KeyRevoked)]
@@ -65,6 +70,10 @@ MAX_POSITION = 2**63 - 1  # notification ids are 64-bit integers in every store
 _NO_MATCH = key_digest("")  # compared against when a key id is unknown, to take the same time
 _MALFORMED = "The API key is malformed: a key looks like hp_<12 hex digits>_<43 characters>"
 _NOT_VALID = "The API key {} is not valid"
+_DAMAGED = (
+    "The API key {} is not valid: its record in the store cannot be read (the store is "
+    "damaged there; an administrator can run `holdpoint verify`)"
+)
 
 
 @dataclass(frozen=True)
@@ -220,11 +229,21 @@ class Keyring:
         return key_info(key)
 
     def list(self) -> list[KeyInfo]:
-        """Every key, revoked ones included, newest first."""
+        """Every key, revoked ones included, newest first; but a key with an event that
+        cannot be decoded (it authenticates no one)."""
         keys: dict[UUID, ApiKey] = {}
+        damaged: set[UUID] = set()
         for notification in self._scan(KEY_TOPICS):
-            event = self.store.mapper.to_domain_event(notification)
-            keys[event.originator_id] = fold_events(keys.get(event.originator_id), [event])
+            key = UUID(str(notification.originator_id))
+            if key in damaged:
+                continue
+            try:
+                event = self.store.mapper.to_domain_event(notification)
+            except UNDECODABLE:
+                damaged.add(key)
+                keys.pop(key, None)
+                continue
+            keys[key] = fold_events(keys.get(key), [event])
         return [key_info(key) for key in reversed(keys.values())]
 
     def ensure_bootstrap_keys(self) -> builtins.list[tuple[KeyInfo, str]]:
@@ -272,7 +291,7 @@ class Keyring:
         notifications = self.store.recorder.select_notifications(
             start=after, limit=limit, topics=REFUSAL_TOPICS, inclusive_of_start=after is None
         )
-        return [self._refusal(n) for n in notifications]
+        return [refusal for n in notifications if (refusal := self._refusal(n)) is not None]
 
     # -- inside ----------------------------------------------------------
 
@@ -306,7 +325,11 @@ class Keyring:
         rows = self.store.recorder.select_events(key_uuid(key_id))
         if not rows:
             return None
-        return fold_events(None, map(self.store.mapper.to_domain_event, rows))  # type: ignore[no-any-return]
+        try:
+            return fold_events(None, map(self.store.mapper.to_domain_event, rows))  # type: ignore[no-any-return]
+        except UNDECODABLE:
+            self._cache.pop(key_id, None)
+            raise UnknownKeyError(key_id, _DAMAGED.format(key_id)) from None
 
     def _current(self, key_id: str) -> _CachedKey | None:
         """The key as the store has it now: from the cache when it has not changed."""
@@ -340,8 +363,12 @@ class Keyring:
                 return
             start = page[-1].id
 
-    def _refusal(self, notification: Notification) -> RefusalInfo:
-        event = self.store.mapper.to_domain_event(notification)
+    def _refusal(self, notification: Notification) -> RefusalInfo | None:
+        """The refusal recorded there; None if it cannot be decoded."""
+        try:
+            event = self.store.mapper.to_domain_event(notification)
+        except UNDECODABLE:
+            return None
         assert isinstance(event, RefusedAttempt.AccessRefused)
         return RefusalInfo(
             position=notification.id,
