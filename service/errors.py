@@ -84,3 +84,19 @@ class GraphNotServedError(ServiceError):
 
 class IdempotencyKeyReusedError(ServiceError):
     """An Idempotency-Key sent again with a different answer."""
+
+
+class TooManyReservationsError(ServiceError):
+    """A principal holds as many reserved threads that never ran as the server allows."""
+
+    def __init__(self, principal_id: str, limit: int) -> None:
+        super().__init__(
+            f"{principal_id!r} already holds {limit} reserved threads that never ran; run "
+            "some of them, or create threads with metadata.graph_id (recorded at once, "
+            "never reserved)"
+        )
+        self.principal_id = principal_id
+
+
+class SessionNotFoundError(ServiceError, LookupError):
+    """No browser session, or more than one, has a handle that starts so."""

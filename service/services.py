@@ -21,6 +21,7 @@ from service.reservations import Reservations
 from service.run_store import RunStore
 from service.run_worker import RunWorker
 from service.runs import RunManager, RunOutcome
+from service.sessions import SessionStore
 from service.settings import ServerSettings
 from service.wire import assistant_id
 
@@ -36,12 +37,15 @@ class Services:
     read_models: ReadModels
     runs: RunManager
     metrics: Metrics
+    # Threads reserved over HTTP and the browser's sessions: rows beside the runs, in the
+    # store's own database (one connection per thread with the runs', on PostgreSQL).
+    reservations: Reservations
+    sessions: SessionStore
     worker: RunWorker | None = None  # this process's share of the queue and takeovers
     # Checks API keys on the event loop, where the store's reads never block (an embedded
     # store): a Keyring on a store of its own, used by the loop's thread alone. None: keys
     # are checked in worker threads.
     key_checker: Keyring | None = None
-    reservations: Reservations = field(default_factory=Reservations)
     # Token buckets per API key on runs and decisions (service/rate_limit.py); none by default.
     rate_limiter: RateLimiter = field(default_factory=lambda: RateLimiter({}))
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -72,6 +76,8 @@ class Services:
             read_models,
             runs,
             metrics,
+            Reservations(runs.store.db),
+            SessionStore(runs.store.db),
             worker=worker,
             key_checker=_key_checker(store),
             rate_limiter=RateLimiter.from_settings(settings),

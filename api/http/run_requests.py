@@ -127,7 +127,7 @@ def prepare_run(
     stateless = thread_id is None
     thread_id = thread_id or str(uuid4())
     thread = services.store.thread(thread_id)
-    reservation = services.reservations.get(thread_id)
+    reservation = None if thread is not None else services.reservations.get(thread_id)
     if thread is None and reservation is None and not stateless and body.if_not_exists != "create":
         raise NoThreadToRunError(thread_id)
     if thread is None and reservation is None and not stateless:

@@ -1,6 +1,7 @@
-"""Who is looking: the session's API key, checked as the API checks it, on every request.
+"""Who is looking: the session's API key, checked through the keyring on every request.
 
-The key is authenticated by the same keyring as `Authorization: Bearer`; a
+The session keeps the key's id (never the key); the keyring reads that key from the
+store on every request, so a key revoked by any process ends its sessions at once; a
 refused key (revoked, unknown) is recorded as a 401 refusal, exactly like the
 API's, and ends the session. Each page needs one of the API's permissions
 (`api.http.auth.PERMISSIONS`), checked by `api.http.auth.check`, which records a 403.
@@ -15,9 +16,10 @@ from fastapi import Depends, Request
 
 from api.http.auth import PERMISSIONS, Permission, check, note, refuse
 from api.http.deps import ServicesDep
-from api.ui.sessions import Session, current_session, session_table
+from api.ui.sessions import current_session, forget_session
 from domain.access.identity import Principal
 from domain.errors import AuthenticationError
+from service.sessions import Session, principal_of
 
 
 class SignInRequiredError(Exception):
@@ -50,10 +52,10 @@ def viewer_with(permission: Permission) -> Any:
         if session is None:
             raise SignInRequiredError
         try:
-            principal = services.keyring.authenticate(session.api_key)
+            principal = principal_of(services.keyring, session.key_id)
         except AuthenticationError as error:
             refuse(services, request, None, 401, error.reason, str(error))
-            session_table(request).close(session.session_id)
+            forget_session(request)
             raise SignInRequiredError(f"You were signed out: {error}") from None
         note(request, principal=principal.id, role=principal.role)
         check(request, services, principal, permission)

@@ -18,7 +18,6 @@ from starlette.requests import Request
 from api.http.problems import Problem
 from api.ui import routes_dashboard, routes_decision, routes_inbox, routes_session, routes_thread
 from api.ui.pages import error_page
-from api.ui.sessions import SessionTable
 from service.services import Services
 
 STATIC = Path(__file__).parent / "static"
@@ -29,7 +28,6 @@ def ui_app(services: Services) -> FastAPI:
     """The UI's pages, and its CSS and JS under /static (nothing from elsewhere)."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.state.services = services
-    app.state.ui_sessions = SessionTable()
     for module in (routes_session, routes_inbox, routes_decision, routes_thread, routes_dashboard):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

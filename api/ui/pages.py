@@ -22,7 +22,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from api.http.auth import Permission
 from api.http.problems import Problem, from_domain_error
 from api.ui.access import SignInRequiredError
-from api.ui.sessions import SESSION_COOKIE, clear_cookie, current_session
+from api.ui.sessions import SESSION_COOKIE, clear_cookie, page_csrf_token, seems_signed_in
 from domain.errors import HoldpointError
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -73,8 +73,7 @@ ENVIRONMENT = _environment()
 
 def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     """The page, with the viewer's CSRF token and the security headers every page has."""
-    session = current_session(request)
-    context.setdefault("csrf_token", session.csrf_token if session else "")
+    context.setdefault("csrf_token", page_csrf_token(request))
     html = ENVIRONMENT.get_template(template).render(request=request, **context)
     return HTMLResponse(html, status_code=status_code, headers=PAGE_HEADERS)
 
@@ -111,7 +110,7 @@ def error_page(request: Request, problem: Problem) -> HTMLResponse:
         status_code=problem.status,
         title=_TITLES.get(problem.status, "Something went wrong"),
         detail=problem.detail,
-        signed_in=current_session(request) is not None,
+        signed_in=seems_signed_in(request),
     )
     for name, value in (problem.headers or {}).items():
         if name.lower() != "www-authenticate":

@@ -1,6 +1,8 @@
 """Signing in with an API key, and signing out.
 
-The sign-in form is protected like every other form: before there is a
+A session is a row in the store (`service.sessions`), which every server process
+reads: signing in on one and signing out on another both hold everywhere. The sign-in
+form is protected like every other form: before there is a
 session, its CSRF token is a random value in a short-lived cookie of its own
 (double submit), and the browser must say the form came from this site.
 A wrong key is refused and recorded, as the API records it.
@@ -23,7 +25,8 @@ from api.ui.sessions import (
     SIGN_IN_COOKIE,
     clear_cookie,
     current_session,
-    session_table,
+    forget_session,
+    session_store,
     set_cookie,
 )
 from domain.access.identity import Principal
@@ -83,9 +86,8 @@ async def post_sign_in(request: Request, services: ServicesDep) -> Response:
     except AuthenticationError as error:
         await run_in_threadpool(refuse, services, request, None, 401, error.reason, str(error))
         return sign_in_page(request, 401, f"Not signed in: {error}", next_page)
-    table = session_table(request)
-    table.close(request.cookies.get(SESSION_COOKIE))  # a new session id at each sign-in
-    session = table.open(api_key)
+    await run_in_threadpool(forget_session, request)  # a new session id at each sign-in
+    session = await run_in_threadpool(session_store(request).open, principal.key_id)
     response = RedirectResponse(next_page, status_code=303)
     set_cookie(response, SESSION_COOKIE, session.session_id)
     clear_cookie(response, SIGN_IN_COOKIE)
@@ -96,10 +98,10 @@ async def post_sign_in(request: Request, services: ServicesDep) -> Response:
 @router.post("/sign-out")
 async def post_sign_out(request: Request, services: ServicesDep) -> Response:
     form = await read_form(request)
-    session = current_session(request)
+    session = await run_in_threadpool(current_session, request)
     if session is not None:
         check_form(services, request, form, session.csrf_token, None)
-        session_table(request).close(session.session_id)
+        await run_in_threadpool(forget_session, request)
     response = RedirectResponse("/ui/sign-in?message=You+are+signed+out.", status_code=303)
     clear_cookie(response, SESSION_COOKIE)
     return response

@@ -76,7 +76,9 @@ async def create_thread(
     metadata.pop("assistant_id", None)
     if body.thread_id is None and graph_id is None:
         # A new random id (uuid4): taken by no thread, so reserved without a look at the store.
-        reservation = services.reservations.add(thread_id, metadata, principal.id)
+        reservation = await run_in_threadpool(
+            services.reservations.add, thread_id, metadata, principal.id
+        )
         return reserved_thread_json(thread_id, reservation.created_at, reservation.metadata)
     return await run_in_threadpool(
         _create_thread, services, body, response, principal, thread_id, metadata, graph_id
@@ -194,7 +196,7 @@ async def update_state(
     if isinstance(body.values, list):
         raise Problem(422, "Invalid body.values: give a dict of state values")
     thread = await run_in_threadpool(services.store.thread, thread_id)
-    if thread is None and services.reservations.get(thread_id) is None:
+    if thread is None and await run_in_threadpool(services.reservations.get, thread_id) is None:
         raise not_found(thread_id)
     if thread is None:
         msg = f"Thread {thread_id!r} has not run yet, so it has no graph: run it first"
