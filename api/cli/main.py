@@ -43,6 +43,7 @@ def command_groups(command: str | None = None) -> tuple[CommandGroup, ...]:
         replay,
         report,
         serve,
+        sessions,
         threads,
         worker,
     )
@@ -53,6 +54,7 @@ def command_groups(command: str | None = None) -> tuple[CommandGroup, ...]:
         worker,
         db,
         keys,
+        sessions,
         integrity,
         projections,
         threads,
