@@ -25,6 +25,9 @@ from eventsourcing.persistence import DatetimeAsISO, DecimalAsStr, JSONTranscode
 from eventsourcing.utils import TopicError, resolve_topic
 
 from domain.integrity.whole_log import thread_aggregate_id
+from domain.record.aggregates import AGGREGATES
+
+RECORDED = AGGREGATES  # imported: their topics resolve, in a verify worker too
 
 _FROM_THE_ROW = frozenset({"originator_id", "originator_version"})
 _THREAD_ID = re.compile(rb'"thread_id"\s*:\s*"((?:[^"\\]|\\.)*)"')

@@ -30,6 +30,7 @@ from domain.errors import (
     ThreadNotFoundError,
     ThreadUnreadableError,
 )
+from domain.record.aggregates import AGGREGATES
 from domain.record.chain import ChainReport, RecordedEvent, verify_records
 from domain.record.hashing import to_json
 from domain.record.thread import WorkflowThread
@@ -38,6 +39,7 @@ from domain.record.thread_uuids import thread_uuid
 SNAPSHOT_INTERVAL = 50
 SHORT_THREAD = 16  # read in one query; a longer thread goes through its snapshot
 MAX_VERSION = 2**62  # above this a version names nothing (and `version + ahead` fits a bigint)
+RECORDED = AGGREGATES  # imported: each event of the log decodes in a process with a store
 # What the store's mapper raises for a stored event it cannot decode (its own error,
 # `persistence.event_mapper.UndecodableEventError`, is a MapperDeserialisationError).
 UNDECODABLE = (MapperDeserialisationError, TopicError)

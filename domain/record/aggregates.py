@@ -1,0 +1,17 @@
+"""The aggregates a store records, imported together.
+
+An event names its class by topic, and a moved class's old topic is registered when
+its module is imported (`domain/record/topics.py`). Every reader of the whole log (a
+projector, `holdpoint verify` and its worker processes, which import little to start
+fast) imports this module, so that each event of the log decodes, whatever else the
+process imported: otherwise a seal's events, say, would look undecodable to a process
+that never imported the seal's module.
+"""
+
+from __future__ import annotations
+
+from domain.access.identity import ApiKey, KeyringBootstrap, RefusedAttempt
+from domain.integrity.seal import SealRegister
+from domain.record.thread import WorkflowThread
+
+AGGREGATES = (WorkflowThread, ApiKey, KeyringBootstrap, RefusedAttempt, SealRegister)
