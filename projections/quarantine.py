@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from projections.database import Cursor, Database
 
@@ -116,12 +117,32 @@ class Quarantine:
                 (limit,),
             )
             rows = cursor.fetchall()
-        return [
-            QuarantinedEvent(int(p), str(o), t, int(v), str(topic), str(e), str(at))
-            for p, o, t, v, topic, e, at in rows
-        ]
+        return [_event(row) for row in rows]
+
+    def of_thread(self, thread_id: str) -> list[QuarantinedEvent]:
+        """The quarantined events of one thread, in log order."""
+        with self.db.transaction(write=False) as cursor:
+            cursor.execute(
+                f"SELECT {', '.join(COLUMNS)} FROM {self.db.table(QUARANTINE)} "
+                "WHERE thread_id = %s ORDER BY position",
+                (thread_id,),
+            )
+            return [_event(row) for row in cursor.fetchall()]
 
     def count(self) -> int:
         with self.db.transaction(write=False) as cursor:
             cursor.execute(f"SELECT count(*) FROM {self.db.table(QUARANTINE)}")
             return int(cursor.fetchone()[0])
+
+
+def _event(row: Sequence[Any]) -> QuarantinedEvent:
+    position, originator_id, thread_id, version, topic, error, first_seen_at = row
+    return QuarantinedEvent(
+        int(position),
+        str(originator_id),
+        thread_id,
+        int(version),
+        str(topic),
+        str(error),
+        str(first_seen_at),
+    )

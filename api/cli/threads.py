@@ -23,7 +23,7 @@ from api.cli.options import (
     add_period_options,
     period,
 )
-from domain.errors import ThreadNotFoundError
+from domain.errors import ThreadNotFoundError, ThreadUnreadableError
 from domain.record.store import open_store
 
 if TYPE_CHECKING:
@@ -132,15 +132,28 @@ def list_threads(args: argparse.Namespace) -> int:
 
 
 def show_thread(args: argparse.Namespace) -> int:
+    from projections.quarantine import Quarantine  # noqa: PLC0415
+
     with _index() as index:
         row = index.get(args.thread_id)
+        damaged = Quarantine(index.db).of_thread(args.thread_id)
+    if row is None and damaged:  # its start cannot be decoded: the index never knew it
+        first = damaged[0]
+        why = first.error
+        raise ThreadUnreadableError(args.thread_id, first.originator_version, first.event_name, why)
     if row is None:
         raise ThreadNotFoundError(args.thread_id)
     if args.json:
-        _say(json.dumps(vars(row), indent=2))
+        quarantined = {"quarantined": [vars(event) for event in damaged]} if damaged else {}
+        _say(json.dumps({**vars(row), **quarantined}, indent=2))
         return 0
     for label, value in _fields(row):
         _say(f"{label:<17}{value}")
+    for event in damaged:  # the index passed it by; the thread itself cannot be read
+        _say(
+            f"{'damaged':<17}its event at version {event.originator_version} "
+            f"({event.event_name}) cannot be decoded: {event.error}; run `holdpoint verify`"
+        )
     return 0
 
 

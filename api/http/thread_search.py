@@ -1,6 +1,8 @@
 """`POST /threads/search`: the thread index, then each thread read from the store.
 
 LangGraph's `idle` is the index's `idle` (recorded, never run) and `completed`.
+A thread that cannot be read (one of its events cannot be decoded: `/readyz` names
+it) is left out, rather than failing the search of every other.
 """
 
 from __future__ import annotations
@@ -9,14 +11,18 @@ import json
 from datetime import datetime
 from typing import Any
 
+import structlog
+
 from api.http.problems import Problem
 from api.http.schemas import ThreadSearch
+from domain.errors import ThreadUnreadableError
 from domain.record.thread import WorkflowThread
 from projections.thread_index import ThreadIndex
 from service.services import Services
 from service.wire import WIRE_TO_INDEX_STATUS, reserved_thread_json, thread_json
 
 PAGE = 200
+log = structlog.get_logger()
 # The index's statuses for each of LangGraph's: its `idle` is a thread never run or finished.
 INDEX_STATUSES: dict[str, tuple[str, ...]] = {w: (i,) for w, i in WIRE_TO_INDEX_STATUS.items()}
 INDEX_STATUSES["idle"] = ("idle", "completed")
@@ -37,7 +43,7 @@ def search_threads(services: Services, body: ThreadSearch) -> list[dict[str, Any
         except Problem:
             return []
     if body.ids:
-        threads = [services.store.thread(thread_id) for thread_id in body.ids]
+        threads = [_readable(services, thread_id) for thread_id in body.ids]
         found = [t for t in threads if t is not None and _matches(t, body, graph_id, metadata)]
         return [thread_json(t) for t in found][body.offset : body.offset + body.limit]
     results = _reservations(services, body, graph_id, metadata)
@@ -56,13 +62,24 @@ def search_threads(services: Services, body: ThreadSearch) -> list[dict[str, Any
             after=cursor,
         )
         for summary in page.items:
-            thread = services.store.thread(summary.thread_id)
+            thread = _readable(services, summary.thread_id)
             if thread is not None and _matches(thread, body, graph_id, metadata):
                 results.append(thread_json(thread))
         cursor = page.next_cursor
         if cursor is None:
             break
     return results[body.offset : wanted]
+
+
+def _readable(services: Services, thread_id: str) -> WorkflowThread | None:
+    """The thread, or None if never recorded or it cannot be read (logged)."""
+    try:
+        return services.store.thread(thread_id)
+    except ThreadUnreadableError as error:
+        log.warning(
+            "search passes by a thread that cannot be read", thread_id=thread_id, error=str(error)
+        )
+        return None
 
 
 def _matches(
