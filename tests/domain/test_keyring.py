@@ -9,10 +9,12 @@ the same store object, the only way to share it).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from eventsourcing.utils import get_topic
 
-from domain.access.identity import ApiKey, Principal, parse_key
+from domain.access.identity import ApiKey, Principal, key_uuid, parse_key
 from domain.access.keyring import KeyInfo, Keyring
 from domain.errors import (
     AuthenticationError,
@@ -25,6 +27,9 @@ from domain.errors import (
 )
 from domain.record.application import Workflows
 from domain.record.store import open_store
+from tests.conftest import store_url
+from tests.damaged_store import Damage
+from tests.integrity.tamper import Row
 
 ADMIN = {"id": "ada", "role": "admin"}
 
@@ -387,3 +392,52 @@ def test_keys_are_aggregates_the_store_can_read_back(keyring, store):
 
     assert isinstance(key, ApiKey)
     assert (key.version, key.revoked) == (2, True)
+
+
+# -- a key whose stored events are damaged ------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def damageable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Workflows]:
+    """A real store whose rows a test may damage with SQL (`tests.damaged_store.Damage`)."""
+    with open_store(store_url(request.param, tmp_path, request)) as store:
+        yield store
+
+
+def key_row(damage: Damage, key_id: str, event: type) -> Row:
+    aggregate = key_uuid(key_id).hex
+    topic = get_topic(event)
+    return next(r for r in damage.tamper.rows() if r[1] == aggregate and r[3] == topic)
+
+
+def test_a_key_whose_creation_is_damaged_is_refused_and_the_others_work(damageable):
+    # Given two keys, and the stored creation of one cut short
+    keyring = Keyring(damageable)
+    damaged, damaged_raw = keyring.create("vic", "reviewer", actor=ADMIN)
+    _, sound_raw = keyring.create("rita", "reviewer", actor=ADMIN)
+    damage = Damage(damageable.url, damageable)
+    damage.cut_short(key_row(damage, damaged.key_id, ApiKey.KeyCreated))
+    damage.close()
+
+    # Then that key authenticates no one, and says why; the other does; the list omits it
+    with pytest.raises(UnknownKeyError, match="its record in the store cannot be read"):
+        keyring.authenticate(damaged_raw)
+    assert keyring.authenticate(sound_raw).id == "rita"
+    assert [info.principal_id for info in keyring.list()] == ["rita"]
+    with pytest.raises(UnknownKeyError, match="cannot be read"):
+        keyring.revoke(damaged.key_id, actor=ADMIN)
+
+
+def test_a_cached_key_whose_revocation_is_damaged_is_refused(damageable):
+    # Given a key authenticated once (so cached), then revoked, its revocation cut short
+    keyring = Keyring(damageable)
+    info, raw = keyring.create("rob", "reviewer", actor=ADMIN)
+    keyring.authenticate(raw)
+    Keyring(damageable).revoke(info.key_id, actor=ADMIN, reason="left")  # another process
+    damage = Damage(damageable.url, damageable)
+    damage.cut_short(key_row(damage, info.key_id, ApiKey.KeyRevoked))
+    damage.close()
+
+    # Then the key is refused: a revocation that cannot be read is never taken for none
+    with pytest.raises(UnknownKeyError, match="its record in the store cannot be read"):
+        keyring.authenticate(raw)

@@ -5,6 +5,7 @@ Given an event stored by the library's mapper, when the store's mapper
 the fast path (orjson) where the state's only typed value is its timestamp,
 by the library's path otherwise (other typed values, JSON that orjson reads
 otherwise or not at all, escapes). Hypothesis checks it for any JSON values.
+A stored event that makes no event (damaged) raises UndecodableEventError, naming it.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from uuid import UUID
 
 import orjson
 import pytest
-from eventsourcing.persistence import Mapper, StoredEvent
+from eventsourcing.persistence import Mapper, MapperDeserialisationError, StoredEvent
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
-from persistence.event_mapper import EventMapper
+from persistence.event_mapper import EventMapper, UndecodableEventError
 
 json_values = st.recursive(  # what a node's update may hold (the domain refuses NaN)
     st.none()
@@ -150,3 +151,49 @@ def test_other_states_go_to_the_librarys_path(mappers, why, update):
     assert _same(vars(fast.to_domain_event(stored)), expected)
     parts = (stored.topic, stored.originator_id, stored.originator_version, stored.state)
     assert _same(vars(fast.event_of(*parts)), expected)
+
+
+# -- a stored event that makes no event ------------------------------------------
+
+
+def _with_state(stored: StoredEvent, state: bytes, topic: str | None = None) -> StoredEvent:
+    return StoredEvent(
+        stored.originator_id, stored.originator_version, topic or stored.topic, state
+    )
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (lambda s: _with_state(s, s.state[:-7]), "its stored state is not JSON (JSONDecodeError: "),
+        (lambda s: _with_state(s, b"[1, 2]"), "its stored state is not an event's object"),
+        (lambda s: _with_state(s, s.state, s.topic + "Renamed"), "its topic names no event class"),
+        (
+            lambda s: _with_state(s, s.state.replace(b'"update":{"x":1},', b"")),
+            "its stored state lacks the field(s) update",
+        ),
+    ],
+    ids=["cut short", "not an object", "unknown topic", "a field missing"],
+)
+def test_a_damaged_state_raises_undecodable_event_error_naming_it(mappers, damage, why):
+    # Given a stored event, damaged
+    fast, library = mappers
+    stored = damage(_stored(library, {"x": 1}))
+
+    # When the store's mapper decodes it, by either of its doors
+    for decode in (
+        lambda: fast.to_domain_event(stored),
+        lambda: fast.event_of(stored.topic, stored.originator_id, 2, stored.state),
+    ):
+        with pytest.raises(UndecodableEventError) as refused:
+            decode()
+
+        # Then the error names the event and says why (the library's own error class)
+        error = refused.value
+        assert isinstance(error, MapperDeserialisationError)
+        assert (error.topic, error.originator_id, error.originator_version) == (
+            stored.topic,
+            stored.originator_id,
+            2,
+        )
+        assert error.reason.startswith(why)
