@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 from eventsourcing.utils import get_topic
@@ -36,6 +37,7 @@ from api.http.problems import PROBLEM_TYPES
 from domain.access.identity import ApiKey
 from domain.integrity.whole_log import THREAD_TOPICS, UNREADABLE
 from domain.record.store import open_store
+from domain.record.thread import WorkflowThread
 from integrity.scan import scanner_for
 from integrity.verify_log import scan_log, with_thread_ids
 from projections.quarantine import Quarantine
@@ -105,13 +107,20 @@ def served(url: str) -> Iterator[tuple[TestClient, dict[str, str], Services]]:
 
 
 @contextmanager
-def damaged_app(kind: str, cls: type, folder: Path) -> Iterator[Damaged]:
+def damaged_app(
+    kind: str, cls: type, folder: Path, thread_id: str | None = None
+) -> Iterator[Damaged]:
     with store_url(kind, folder) as url:
-        # Given a store with every kind of event, and one event of `cls` cut short
+        # Given a store with every kind of event, and one event of `cls` cut short (the
+        # first of its class; or `thread_id`'s)
         with open_store(url) as store:
             recorded = record_every_kind(store)
             damage = Damage(url, store)
-            row = damage.row_of(cls, recorded)
+            if thread_id is None:
+                row = damage.row_of(cls, recorded)
+            else:
+                rows = damage.tamper.thread_rows(thread_id)
+                row = next(r for r in rows if r[3] == get_topic(cls))
             damage.cut_short(row)
             damage.close()
         # When the server starts on it
@@ -305,6 +314,28 @@ def test_the_ui_page_of_the_damaged_thread_is_a_409_naming_it(damaged_thread):
     assert page.status_code == 409
     assert f"Thread {damaged_thread.thread_id!r} cannot be read" in html.unescape(page.text)
     assert "holdpoint verify" in page.text
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_decision_on_an_interrupt_of_the_damaged_thread_is_a_409(kind, tmp_path):
+    # Given thread `both` (one of its two interrupts still open), its input cut short
+    with damaged_app(kind, WorkflowThread.InputReceived, tmp_path, "both") as damaged:
+        queue = damaged.call("reviewer", "GET", "/approvals", None).json()["data"]
+        [open_one] = [row for row in queue if row["thread_id"] == "both"]
+        before = damaged.services.store.recorder.max_notification_id()
+
+        # When a reviewer answers it
+        answer = damaged.call(
+            "reviewer",
+            "POST",
+            f"/approvals/{open_one['interrupt_id']}/decision",
+            {"decision": "approve"},
+        )
+
+        # Then it is refused as unreadable, and nothing is recorded on the thread
+        assert_unreadable(answer, damaged)
+        recorded = damaged.services.store.recorder.select_notifications(start=before + 1, limit=100)
+        assert not [n for n in recorded if UUID(str(n.originator_id)).hex == damaged.row[1]]
 
 
 def assert_unreadable(answer: Response, damaged: Damaged) -> None:
