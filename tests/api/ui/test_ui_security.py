@@ -10,6 +10,8 @@ import pytest
 from domain.access.identity import parse_key
 from domain.oversight.hold_points import question_digest
 from domain.record.thread import WorkflowThread
+from service.sessions import session_hash
+from tests.api.http.test_access import captured_logs  # noqa: F401 - a fixture
 from tests.api.ui.story import decided, paused
 from tests.api.ui.ui_client import UiClient, csrf_of, idempotency_key_of
 
@@ -266,6 +268,21 @@ def test_sign_out_ends_the_session_on_the_server(server, ui):
     assert "holdpoint_session" not in ui.cookies
     ui.cookies["holdpoint_session"] = session  # the old cookie, put back
     assert ui.get("/ui/inbox").status_code == 303
+
+
+def test_no_session_id_or_csrf_token_appears_in_a_log_line(server, ui, captured_logs):  # noqa: F811
+    # When a reviewer signs in, reads a page, sends a form with a wrong token, signs out
+    ui.sign_in(server.keys["reviewer"])
+    session = ui.cookies["holdpoint_session"]
+    token = csrf_of(ui.get("/ui/inbox").text)
+    assert ui.post_form("/ui/sign-out", {"csrf_token": "wrong"}).status_code == 403
+    assert ui.post_form("/ui/sign-out", {"csrf_token": token}).status_code == 303
+
+    # Then the requests were logged, without the session id, its hash or its token
+    logs = captured_logs()
+    assert "/ui/sign-out" in logs
+    for secret in (session, session_hash(session), token):
+        assert secret not in logs
 
 
 def test_the_inbox_filters_and_counts(server, ui):
