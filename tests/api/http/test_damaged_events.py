@@ -244,11 +244,12 @@ def test_a_new_threads_run_and_the_decision_on_its_interrupt_work(damaged):
         "reviewer", "POST", f"/approvals/{pending['id']}/decision", {"decision": "approve"}
     )
 
-    # Then both were answered as on a sound store
+    # Then both were answered as on a sound store, and the run the answer resumed ends
     assert (asked.status_code, decided.status_code) == (200, 200), decided.text
     assert decided.json()["resumed"] is True
-    state = damaged.call("auditor", "GET", f"/threads/{thread_id}/state").json()
-    assert state["values"]["outcome"] == "Refund of $250 processed."
+    run_id = decided.json()["run_id"]
+    ended = damaged.call("auditor", "GET", f"/threads/{thread_id}/runs/{run_id}/join")
+    assert ended.json()["outcome"] == "Refund of $250 processed."
 
 
 def test_a_thread_the_damage_is_not_in_reads_as_ever(damaged):
