@@ -274,7 +274,7 @@ def takeover(runner: Runner) -> CaseResult:
         "SIGKILL and `pay` may then go on. Timed: from the kill to the moment the "
         "thread's state shows `pay` done, read by polling the second server every 10 ms "
         "(the lease's remaining time, the worker's poll, the takeover with its "
-        "RunTakenOver event and `pay` run again). Medians of the repetitions. Holdpoint "
+        "RunReclaimed event and `pay` run again). Medians of the repetitions. Holdpoint "
         "only: `langgraph dev` keeps runs in its process, with no one to take them over.",
         [Table(["run_lease_seconds", "takeover s (median)", "takeover / lease"])],
     )

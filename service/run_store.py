@@ -12,7 +12,7 @@ Why a table beside the read models, not events: a lease is renewed every few
 seconds and means nothing once it has expired; as events it would fill the
 hash-chained record with heartbeats an auditor has no use for. What the record
 needs, it gets as events: the run's input or answer, every node's outcome,
-and a takeover (`RunTakenOver`, before a node runs again). The row is the
+and a takeover (`RunReclaimed`, before a node runs again). The row is the
 operational state of a run; the thread's events stay the evidence.
 
 Claims are atomic in both dialects: a lease is taken by an upsert that

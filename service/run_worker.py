@@ -9,7 +9,7 @@ One thread per process (`RunWorker`) does three things, each in the store:
   one thread's runs in order) and runs them;
 - it takes over the runs whose runner let its lease expire (the process died,
   or lost the store), and ends them: a run whose input was never recorded
-  begins now; a run with nodes left records `RunTakenOver` on its thread (the
+  begins now; a run with nodes left records `RunReclaimed` on its thread (the
   nodes, their task ids, the runners, the lease) and runs those nodes again;
   a run whose nodes all ran has only its end recorded.
 
@@ -31,7 +31,7 @@ import structlog
 
 from domain.engine.runtime import Run
 from domain.engine.stream_chunks import pending_interrupts
-from domain.errors import HoldpointError
+from domain.errors import HoldpointError, ThreadUnreadableError
 from domain.graph import CompiledStateGraph
 from domain.record.application import Workflows
 from domain.record.thread import WorkflowThread
@@ -144,7 +144,11 @@ class RunWorker:
             previous_runner=expired.owner,
             attempt=stored.attempt,
         )
-        thread = self.store.thread(stored.run_thread_id)
+        try:
+            thread = self.store.thread(stored.run_thread_id)
+        except ThreadUnreadableError as error:  # its record is damaged: it cannot go on
+            self._record_error(stored, error)
+            return
         if thread is None or not _began(self.store, stored):
             self._begin_queued(stored)  # nothing of it was recorded: it begins now
             return
@@ -170,6 +174,12 @@ class RunWorker:
         chunks = run.begin(None, thread)
         begun: Begun = self.runs.adopt(request, stored, run, chunks)
         self.runs.submit_rest(begun)
+
+    def _record_error(self, stored: StoredRun, error: Exception) -> None:
+        output = {"__error__": {"error": type(error).__name__, "message": str(error)}}
+        self.run_store.finish(
+            stored.run_id, stored.run_thread_id, self.runs.owner, ERROR, output, None
+        )
 
     def _record_end(self, stored: StoredRun, thread: WorkflowThread) -> None:
         output: dict[str, Any]

@@ -17,7 +17,7 @@ to another executor, whose workers never wait for a thread.
 
 Every process is a worker too (`RunWorker` in service/run_worker.py): it renews
 the leases of its runs, takes runs from the queue, and takes over the runs
-whose runner let its lease expire, recording `RunTakenOver` on the thread
+whose runner let its lease expire, recording `RunReclaimed` on the thread
 before their nodes run again. A run's chunks are kept in this process's memory
 for its streams; other processes follow the run through the store
 (service/run_follow.py).

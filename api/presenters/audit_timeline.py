@@ -50,7 +50,7 @@ DETAILS: dict[str, tuple[str, ...]] = {
     "InterruptExpired": ("interrupt_id", "due_by", "rule", "new_due_by"),
     "InterruptAssigned": ("interrupt_id", "reviewer_id"),
     "StateEdited": ("values", "as_node", "reason", "decision", "separation_of_duties"),
-    "RunTakenOver": ("run_id", "runner", "previous_runner", "lease_expired_at", "attempt", "nodes"),
+    "RunReclaimed": ("run_id", "runner", "previous_runner", "lease_expired_at", "attempt", "nodes"),
     "ThreadCompleted": ("step",),
     "ThreadFailed": ("step", "error_type", "message"),
     "ThreadCancelled": ("step", "reason"),
@@ -100,7 +100,7 @@ def summary(event: WorkflowThread.Event) -> str:
             if event.decision == "edit":
                 return f"{who} decided the flow: edited the state as node {event.as_node!r}"
             return f"{who} edited the state"
-        case WorkflowThread.RunTakenOver():
+        case WorkflowThread.RunReclaimed():
             return (
                 f"runner {event.runner} took run {event.run_id} over from "
                 f"{event.previous_runner}, whose lease expired; again: {', '.join(event.nodes)}"

@@ -399,7 +399,7 @@ class WorkflowThread(ThreadCommands, Aggregate):
             thread.step += 1
             thread._mark_checkpoint(self, "update")
 
-    class RunTakenOver(Event):
+    class RunReclaimed(Event):
         """A runner took a run over from one whose lease expired (it died, or stalled),
         before running the run's unfinished nodes again: at-least-once, on record."""
 

@@ -46,7 +46,7 @@ class ThreadCommands(ThreadState):
     InterruptApproved: ClassVar[type[Any]]
     InterruptAssigned: ClassVar[type[Any]]
     StateEdited: ClassVar[type[Any]]
-    RunTakenOver: ClassVar[type[Any]]
+    RunReclaimed: ClassVar[type[Any]]
     ThreadCompleted: ClassVar[type[Any]]
     ThreadFailed: ClassVar[type[Any]]
     ThreadCancelled: ClassVar[type[Any]]
@@ -177,7 +177,7 @@ class ThreadCommands(ThreadState):
         if self.run_id != run_id or not nodes or self.status == CANCELLED:
             raise RunNotInProgressError(self.thread_id, run_id, self.run_id)
         self._record(
-            self.RunTakenOver,
+            self.RunReclaimed,
             run_id=run_id,
             runner=runner,
             previous_runner=previous_runner,

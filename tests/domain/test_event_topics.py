@@ -28,6 +28,7 @@ RECORDED_TOPICS = {
     "domain.thread:WorkflowThread.InterruptAssigned",
     "domain.thread:WorkflowThread.InterruptApproved",
     "domain.thread:WorkflowThread.StateEdited",
+    "domain.thread:WorkflowThread.RunReclaimed",
     "domain.thread:WorkflowThread.ThreadCompleted",
     "domain.thread:WorkflowThread.ThreadFailed",
     "domain.thread:WorkflowThread.ThreadCancelled",

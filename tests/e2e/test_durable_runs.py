@@ -154,7 +154,7 @@ def verify(store_url: str) -> None:
 
 def takeovers(store_url: str, thread_id: str) -> list[Any]:
     with open_store(store_url) as store:
-        return [e for e in store.thread_events(thread_id) if type(e).__name__ == "RunTakenOver"]
+        return [e for e in store.thread_events(thread_id) if type(e).__name__ == "RunReclaimed"]
 
 
 def test_a_decision_whose_node_was_killed_is_taken_over_after_a_restart(store_url, folder, keys):
@@ -343,7 +343,7 @@ def test_a_worker_process_takes_over_the_run_of_a_killed_server(store_url, folde
                 break
             assert time.monotonic() < deadline, names
             time.sleep(0.05)
-    assert names.count("RunTakenOver") == 1
+    assert names.count("RunReclaimed") == 1
     assert len(pay_runs(folder)) == 2
     assert decided.status_code == 200
     verify(store_url)
