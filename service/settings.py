@@ -1,8 +1,8 @@
 """The server's settings: one frozen object, built once by `holdpoint serve`.
 
 Precedence, highest first: command-line flags, the `[server]` table of a
-`holdpoint.toml`, the environment (`HOLDPOINT_STORE`, and the rate limits of
-`ENV_SETTINGS`), the defaults below.
+`holdpoint.toml`, the environment (`HOLDPOINT_STORE`, and the rate limits and
+the bootstrap keys file of `ENV_SETTINGS`), the defaults below.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ ENV_SETTINGS = {
     "decision_burst": "HOLDPOINT_DECISION_BURST",
     "auth_failure_rate_limit": "HOLDPOINT_AUTH_FAILURE_RATE_LIMIT",
     "auth_failure_burst": "HOLDPOINT_AUTH_FAILURE_BURST",
+    "bootstrap_keys_file": "HOLDPOINT_BOOTSTRAP_KEYS_FILE",
 }
 
 
@@ -77,6 +78,9 @@ class ServerSettings:
     # one) before the address gets 429 instead, so that a flood records one refusal.
     auth_failure_rate_limit: float = DEFAULT_AUTH_FAILURE_RATE_LIMIT
     auth_failure_burst: int = DEFAULT_AUTH_FAILURE_BURST
+    # Where a first start writes the keys it makes (service/bootstrap_keys.py); None: beside
+    # a SQLite store's file, else ./holdpoint-bootstrap-keys.
+    bootstrap_keys_file: str | None = None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ServerSettings:
@@ -86,7 +90,8 @@ class ServerSettings:
             text = os.environ.get(variable, "").strip()
             if not text:
                 continue
-            kind = type(getattr(settings, name))
+            current = getattr(settings, name)
+            kind = str if current is None else type(current)
             try:
                 from_environment[name] = kind(text)
             except ValueError:
@@ -128,6 +133,10 @@ class ServerSettings:
             if seconds is not None and seconds <= 0:
                 msg = f"Server setting {name} must be a number of seconds above 0: {seconds!r}"
                 raise ValueError(msg)
+        keys_file = known.get("bootstrap_keys_file")
+        if keys_file is not None and (not isinstance(keys_file, str) or not keys_file.strip()):
+            msg = f"Server setting bootstrap_keys_file must be a file's path: {keys_file!r}"
+            raise ValueError(msg)
         turn = known.get("run_turn")
         if turn is not None and turn < 0:
             msg = f"Server setting run_turn must be a number of seconds, 0 or more: {turn!r}"

@@ -3,8 +3,10 @@
 Graphs come from `--graph NAME=path.py:attr` (repeatable), from `--config`
 (a holdpoint.toml with `[graphs]` and `[server]` tables, or a LangGraph
 `langgraph.json`), or, with neither, the seed examples. On a store with no
-API key yet, it makes an agent, a reviewer and an auditor key and prints them
-once, with the refund story as curl lines. This module reads the options and
+API key yet, it makes an agent, a reviewer and an auditor key, writes them to
+a file only its owner may read (`service.bootstrap_keys`), and prints the
+file's path and the refund story as curl lines (the keys themselves only on a
+terminal). This module reads the options and
 settings; the web stack (`api.cli.uvicorn_server`) is imported only when the
 command runs, so that the other commands start without it.
 """

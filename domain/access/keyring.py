@@ -246,6 +246,10 @@ class Keyring:
             keys[key] = fold_events(keys.get(key), [event])
         return [key_info(key) for key in reversed(keys.values())]
 
+    def has_keys(self) -> bool:
+        """Whether any key was ever made in this store (revoked ones count)."""
+        return self._any_key()
+
     def ensure_bootstrap_keys(self) -> builtins.list[tuple[KeyInfo, str]]:
         """On a store without any key, make an agent, a reviewer and an auditor.
 

@@ -1,4 +1,7 @@
-"""`holdpoint serve` as a user runs it: a subprocess, its banner, its keys, its logs."""
+"""`holdpoint serve` as a user runs it: a subprocess, its banner, its keys, its logs.
+
+(The bootstrap keys file itself, a terminal and a read-only folder:
+tests/api/cli/test_bootstrap_keys.py.)"""
 
 from __future__ import annotations
 
@@ -24,8 +27,10 @@ STEP_MARK = "@@ step done @@"
 class Serving:
     """A `holdpoint serve` process, its banner read line by line from stdout."""
 
-    def __init__(self, store: str, *args: str, cwd: Path = ROOT) -> None:
-        env = {**os.environ, "HOLDPOINT_STORE": store, "PYTHONPATH": str(ROOT)}
+    def __init__(
+        self, store: str, *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
+    ) -> None:
+        env = {**os.environ, "HOLDPOINT_STORE": store, "PYTHONPATH": str(ROOT), **(env or {})}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "api.cli.main", "serve", "--port", "0", *args],
             cwd=cwd,
@@ -34,30 +39,48 @@ class Serving:
             stderr=subprocess.PIPE,
             text=True,
         )
-        self.lines: queue.Queue[str] = queue.Queue()
+        self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
             self.lines.put(line.rstrip("\n"))
-        self.lines.put("")  # end of output
+        self.lines.put(None)  # end of output
 
     def banner(self, last: str) -> list[str]:
         """The banner's lines, up to the first that starts with `last`."""
         seen = []
         while True:
             line = self.lines.get(timeout=60)
+            if line is None:
+                self.process.wait(timeout=60)
+                pytest.fail(f"serve ended: {seen}\n{self.process.stderr.read()}")
             seen.append(line)
             if line.startswith(last):
                 return seen
-            if line == "" and self.process.poll() is not None:
-                pytest.fail(f"serve ended: {seen}\n{self.process.stderr.read()}")
 
     def stop(self) -> tuple[int, str]:
         self.process.send_signal(signal.SIGTERM)
         _, stderr = self.process.communicate(timeout=60)
         return self.process.returncode, stderr
+
+    def rest(self) -> list[str]:
+        """The lines of stdout not read yet, up to its end (once the process has ended)."""
+        rest = []
+        while (line := self.lines.get(timeout=60)) is not None:
+            rest.append(line)
+        return rest
+
+
+def keys_in_file(path: Path) -> dict[str, str]:
+    """The keys of a bootstrap keys file by role: its `HOLDPOINT_<ROLE>_KEY=` lines."""
+    keys = {}
+    for line in path.read_text().splitlines():
+        name, _, value = line.partition("=")
+        if not line.startswith("#") and name.endswith("_KEY"):
+            keys[name.removeprefix("HOLDPOINT_").removesuffix("_KEY").lower()] = value
+    return keys
 
 
 def exported(lines: list[str]) -> dict[str, str]:
@@ -78,16 +101,17 @@ def story_script(lines: list[str]) -> str:
     return "\n".join(["set -euo pipefail", *steps, 'echo "ID=$ID RUN=$RUN"'])
 
 
-def test_first_start_prints_keys_and_the_story_runs_as_printed(tmp_path):
+def test_first_start_writes_keys_and_the_story_runs_as_printed(tmp_path):
     if shutil.which("curl") is None:
         pytest.skip("curl is not installed: the banner's story is curl lines")
     store = f"sqlite:///{tmp_path / 'holdpoint.db'}"
     serving = Serving(store)
     lines = serving.banner(DONE_MARK)
-    names = exported(lines)
-    url = names["URL"]
+    url = exported(lines)["URL"]
     assert any(line.strip() == f"API docs:  {url}/docs" for line in lines)
-    assert {"AGENT", "REVIEWER", "AUDITOR"} <= set(names)
+    keys = keys_in_file(tmp_path / "holdpoint.bootstrap-keys")
+    assert set(keys) == {"agent", "reviewer", "auditor"}
+    assert f"  keys file: {tmp_path / 'holdpoint.bootstrap-keys'}" in lines
 
     # When the story's lines run in a shell, as printed
     ran = subprocess.run(
@@ -122,15 +146,20 @@ def test_first_start_prints_keys_and_the_story_runs_as_printed(tmp_path):
     assert decision["run_id"] == decided["run_id"]
     assert decision["status"] == 200
     assert {"request_id", "duration_ms", "method", "timestamp"} <= set(decision)
-    for key in (names["AGENT"], names["REVIEWER"], names["AUDITOR"]):
+    output = "\n".join([*lines, *serving.rest()])
+    for key in keys.values():  # stdout is a pipe, not a terminal: no key printed either
         assert key not in stderr
         assert key[len("hp_") + 13 :] not in stderr  # not even the secret part (it may hold _)
+        assert key[len("hp_") + 13 :] not in output
     assert "Receipt checked" not in stderr  # no payloads either
 
     # A second start finds keys, and makes and prints none
     again = Serving(store)
     lines = again.banner("API keys:")
     assert not any("hp_" in line for line in lines)
+    assert lines[-1].startswith(
+        f"API keys: the first start's are in {tmp_path / 'holdpoint.bootstrap-keys'}; more with"
+    )
     code, _ = again.stop()
     assert code == 0
 
@@ -159,7 +188,7 @@ def test_graphs_from_a_config_file_and_the_command_line(tmp_path):
         f"builder={tmp_path / 'approvals.py'}:builder",
         cwd=tmp_path,
     )
-    lines = serving.banner("  auditor")
+    lines = serving.banner("More with")
     serving.stop()
     graphs_line = next(line for line in lines if "graphs:" in line)
     assert graphs_line.split("graphs:")[1].split() == ["asker,", "builder"]
@@ -202,7 +231,7 @@ def test_max_body_bytes_refuses_a_larger_body_with_a_413_problem(tmp_path):
     # Given `holdpoint serve --max-body-bytes 200`
     serving = Serving(f"sqlite:///{tmp_path / 'h.db'}", "--max-body-bytes", "200")
     names = exported(serving.banner(DONE_MARK))
-    agent = {"x-api-key": names["AGENT"]}
+    agent = {"x-api-key": keys_in_file(tmp_path / "h.bootstrap-keys")["agent"]}
 
     # When the agent sends a body of 200 bytes, then one of 201
     with httpx.Client(base_url=names["URL"], headers=agent, timeout=60) as http:
