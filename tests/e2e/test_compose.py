@@ -2,7 +2,10 @@
 
 The file parses; every Holdpoint service builds from the one Dockerfile, whose
 entrypoint is `holdpoint`; each service's command is a real subcommand; and
-the commands are run for real against the test PostgreSQL.
+the commands are run for real against the test PostgreSQL. The api's
+healthcheck is run for real against a running `holdpoint serve`, and the
+Dockerfile is read for its data folder (/app/var, the `holdpoint` user's own,
+where a first start's keys go).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from tests.api.http.test_serve import DONE_MARK, Serving, exported
 from tests.conftest import require_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,3 +110,63 @@ def test_a_server_store_without_db_init_fails_clearly(postgres_url):
     assert result.returncode == 2
     assert result.stderr.startswith("holdpoint: error:")
     assert "Traceback" not in result.stderr
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    """The Dockerfile's instructions (name, arguments), continuation lines joined."""
+    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    lines = [line.strip() for line in text.splitlines()]
+    return [
+        (line.split(None, 1)[0].upper(), " ".join(line.split()[1:]))
+        for line in lines
+        if line and not line.startswith("#")
+    ]
+
+
+def test_the_dockerfile_makes_the_data_folder_the_users_own_and_puts_the_keys_there():
+    instructions = dockerfile_instructions()
+    runs = [args for name, args in instructions if name == "RUN"]
+    [made] = [args for args in runs if "/app/var" in args]
+    # the user exists first, then /app/var is made as its own, 0700
+    assert made.index("useradd --system --home /app holdpoint") < made.index("install -d")
+    assert "install -d -o holdpoint -g holdpoint -m 0700 /app/var" in made
+    users = [args for name, args in instructions if name == "USER"]
+    assert users == ["holdpoint"]
+    envs = " ".join(args for name, args in instructions if name == "ENV")
+    assert "HOLDPOINT_STORE=sqlite:////app/var/holdpoint.db" in envs
+    assert "HOLDPOINT_BOOTSTRAP_KEYS_FILE=/app/var/holdpoint.bootstrap-keys" in envs
+
+
+def healthcheck_command(port: int) -> list[str]:
+    """The api's healthcheck, run here: this Python for the image's python3, and `port`
+    for the one compose serves on."""
+    check = SERVICES["api"]["healthcheck"]
+    assert check["test"][:3] == ["CMD", "python3", "-c"]
+    [code] = check["test"][3:]
+    assert "http://127.0.0.1:8000/readyz" in code
+    return [sys.executable, "-c", code.replace(":8000/", f":{port}/")]
+
+
+def test_the_api_is_healthy_once_readyz_answers_and_unhealthy_without_a_server(tmp_path):
+    # Given the api service's command serves port 8000, which its healthcheck asks
+    command = SERVICES["api"]["command"]
+    assert command[command.index("--port") + 1] == "8000"
+    assert SERVICES["api"]["healthcheck"]["retries"] >= 1
+
+    # When its healthcheck runs against a running `holdpoint serve`
+    serving = Serving(f"sqlite:///{tmp_path / 'holdpoint.db'}", cwd=tmp_path)
+    port = int(exported(serving.banner(DONE_MARK))["URL"].rsplit(":", 1)[1])
+    try:
+        healthy = subprocess.run(
+            healthcheck_command(port), capture_output=True, text=True, timeout=30, check=False
+        )
+    finally:
+        code, stderr = serving.stop()
+    assert code == 0, stderr
+
+    # Then it passes; and once the server is gone, it fails
+    assert healthy.returncode == 0, healthy.stderr
+    gone = subprocess.run(
+        healthcheck_command(port), capture_output=True, text=True, timeout=30, check=False
+    )
+    assert gone.returncode != 0
