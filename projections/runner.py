@@ -43,7 +43,14 @@ from persistence.failures import STORE_UNAVAILABLE
 from projections import quarantine
 from projections.database import Cursor, Database, StagedCursor, database_for
 from projections.log_reader import Entry, LogReader
-from projections.model_tables import POSITIONS, set_up
+from projections.model_tables import (
+    POSITIONS,
+    IndexesKept,
+    check_set_up,
+    create_tables,
+    needs,
+)
+from projections.privileges import may_create_tables, require, store_needs
 from projections.projection import Projection
 from projections.quarantine import QuarantinedEvent
 from projections.timestamps import utc_text
@@ -121,15 +128,24 @@ class ProjectionRunner:
         }
         self._wanted = frozenset().union(*self._topics.values())
         self._log = LogReader(store, self.db)
+        # False: the store's role may not create tables (`?create_tables=no`); the runner then
+        # issues no DDL, and checks the tables and its grants instead.
+        self.creates_tables = may_create_tables(store)
         self.setup()
 
     def setup(self) -> None:
         """Create the positions and versions tables, the quarantine, and the models' tables
         and indexes that are missing; rebuild from zero a model whose tables are of another
-        version (`projections.model_tables.set_up`)."""
-        set_up(self.db, self.projections)
-        with self.db.transaction() as cursor:
-            quarantine.create_tables(cursor, self.db)
+        version (`create_tables`). In a store that may not create tables, check instead
+        that they are there, that the role holds the grants the runner needs (`needs`)
+        and that each model is set up in its version (TablesNotReadyError otherwise)."""
+        if self.creates_tables:
+            with self.db.transaction() as cursor:
+                create_tables(cursor, self.db, self.projections)
+            return
+        require(self.db, [*store_needs(self.store), *needs(self.projections)])
+        with self.db.transaction(write=False) as cursor:
+            check_set_up(cursor, self.db, self.projections)
 
     def head(self) -> int:
         return int(self.store.recorder.max_notification_id() or 0)
@@ -180,8 +196,9 @@ class ProjectionRunner:
         self._log.read_ahead(0, min(self.rebuild_batch_size, self.head()), self._wanted)
         with self.db.transaction() as cursor:
             self._locked_positions(cursor)  # a batch another runner is applying ends first
+            clearing = cursor if self.creates_tables else IndexesKept(cursor)
             for name in chosen:
-                self.projections[name].clear(cursor, self.db)
+                self.projections[name].clear(clearing, self.db)
                 cursor.execute(
                     f"UPDATE {self.db.table(POSITIONS)} SET position = 0 WHERE name = %s", (name,)
                 )
@@ -237,11 +254,14 @@ class ProjectionRunner:
         self.db.close()
 
     def _create_tables(self, names: Sequence[str]) -> None:
-        """Create the tables and indexes of `names` that are missing.
+        """Create the tables and indexes of `names` that are missing (none: a store that may
+        not create tables kept them).
 
         On PostgreSQL each model's in a transaction of its own, on a connection
         of its own, all at once: the server builds their indexes side by side.
         """
+        if not self.creates_tables:
+            return
         if self.db.dialect != "postgres" or len(names) < 2:
             with self.db.transaction() as cursor:
                 for name in names:
