@@ -13,6 +13,7 @@ from domain.graph import CompiledStateGraph
 from domain.record.application import Workflows
 from domain.record.store import backend_of, open_store
 from persistence.key_probe import SQLiteKeyProbe
+from projections.privileges import may_create_tables
 from service.errors import GraphNotServedError, UnknownGraphError
 from service.metrics import Metrics
 from service.rate_limit import RateLimiter
@@ -21,6 +22,7 @@ from service.reservations import Reservations
 from service.run_store import RunStore
 from service.run_worker import RunWorker
 from service.runs import RunManager, RunOutcome
+from service.schema import prepare
 from service.sessions import SessionStore
 from service.settings import ServerSettings
 from service.wire import assistant_id
@@ -76,8 +78,8 @@ class Services:
             read_models,
             runs,
             metrics,
-            Reservations(runs.store.db),
-            SessionStore(runs.store.db),
+            Reservations(runs.store.db, create=may_create_tables(store)),
+            SessionStore(runs.store.db, create=may_create_tables(store)),
             worker=worker,
             key_checker=_key_checker(store),
             rate_limiter=RateLimiter.from_settings(settings),
@@ -130,9 +132,12 @@ def build_runs(
     on_finish: Callable[[RunOutcome], None] | None = None,
 ) -> tuple[RunManager, RunWorker]:
     """A process's runs of `graphs` and its worker (started): leases renewed, the queue
-    served, expired runs taken over (`holdpoint serve`, `holdpoint worker`)."""
+    served, expired runs taken over (`holdpoint serve`, `holdpoint worker`). In a store
+    that may not create tables, every table beside the events and every grant is checked
+    first (`service.schema.prepare`)."""
+    side_tables = side_tables_for(store)
     runs = RunManager(
-        store=RunStore(side_tables_for(store)),
+        store=RunStore(side_tables, create=prepare(store, side_tables)),
         workers=settings.run_workers,
         busy_wait=settings.busy_wait_timeout,
         keep=settings.runs_kept,

@@ -90,10 +90,12 @@ def sessions_revoke(args: argparse.Namespace) -> int:
 def _session_store() -> Iterator[tuple[SessionStore, Keyring]]:
     # The read models' database, imported here: the CLI's groups import none at the top.
     from service.read_models import side_tables_for  # noqa: PLC0415
+    from service.schema import prepare  # noqa: PLC0415
     from service.sessions import SessionStore  # noqa: PLC0415
 
     with open_store(existing=True) as store:
-        sessions = SessionStore(side_tables_for(store))
+        db = side_tables_for(store)  # with create_tables=no: its tables and grants checked
+        sessions = SessionStore(db, create=prepare(store, db))
         try:
             yield sessions, Keyring(store)
         finally:
