@@ -1,7 +1,7 @@
 """PostgreSQL: the server runs as a role that can read, and append only through
 the insert function; nobody can change or remove an event.
 
-The least-privilege grant list, as verified here, for a store in schema S
+The store's own grants, as verified here, for a store in schema S
 (`holdpoint_app` stands for the server's role):
 
     -- as the role that owns the tables, once: `holdpoint db init`
@@ -14,7 +14,11 @@ The least-privilege grant list, as verified here, for a store in schema S
         TO holdpoint_app;
 
 and the server opens `postgresql://holdpoint_app:...@host/db?schema=S&create_tables=no`.
-Nothing more is needed: no grant on the notification id sequence (the insert
+These are the first lines of what `holdpoint db init --role holdpoint_app` prints
+(one statement per object); the rest are the grants on the tables beside the
+events (read models, runs, sessions...: `service/schema.py`), which every process
+checks at start (tests/api/cli/test_least_privilege.py, with README.md's list).
+No grant on the notification id sequence is needed (the insert
 function, SECURITY DEFINER, draws ids with its owner's rights), and CONNECT
 on the database is PUBLIC by default (grant it if it was revoked).
 INSERT on the snapshots table is used once a thread passes 50 events. Each
