@@ -48,6 +48,13 @@ class Database:
         raise NotImplementedError
         yield
 
+    def statement(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """One statement in a transaction of its own, and the rows it returns: on
+        PostgreSQL one round trip (an autocommit connection), not BEGIN and COMMIT too."""
+        with self.transaction() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+
     def close(self) -> None:
         """Release the connection."""
 
@@ -210,10 +217,13 @@ class StagedCursor:
 class PostgresDatabase(Database):
     dialect = "postgres"
 
-    def __init__(self, params: dict[str, Any], schema: str) -> None:
+    def __init__(self, params: dict[str, Any], schema: str, *, durable: bool = False) -> None:
         self._params = params
         self._schema = schema
         self._local = threading.local()
+        # Read models are rebuilt from the log: their commits need not wait for the WAL to
+        # reach the disk. Runs, leases and sessions are not rebuilt (`durable`): they do.
+        self._options = "" if durable else "-c synchronous_commit=off"
 
     def _connection(self) -> psycopg.Connection[Any]:
         """This thread's connection; one idle for a while is pinged first, and replaced
@@ -234,7 +244,7 @@ class PostgresDatabase(Database):
             # so a crash may lose the last batches, to be applied again, and never split
             # one; a commit need not wait for the WAL to reach the disk.
             connection = psycopg.connect(
-                **self._params, row_factory=tuple_row, options="-c synchronous_commit=off"
+                **self._params, row_factory=tuple_row, options=self._options
             )
             local.connection = connection
         return connection
@@ -251,10 +261,25 @@ class PostgresDatabase(Database):
         finally:
             self._local.used = time.monotonic()
 
+    def statement(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        connection: psycopg.Connection[Any] | None = getattr(self._local, "autocommit", None)
+        if connection is None or connection.closed:
+            connection = psycopg.connect(
+                **self._params, autocommit=True, row_factory=tuple_row, options=self._options
+            )
+            self._local.autocommit = connection
+        try:
+            cursor = connection.execute(sql, params)
+            return cursor.fetchall() if cursor.description is not None else []
+        except psycopg.OperationalError:
+            connection.close()  # replaced by the next statement
+            raise
+
     def close(self) -> None:
-        connection = getattr(self._local, "connection", None)
-        if connection is not None:
-            connection.close()
+        for name in ("connection", "autocommit"):
+            connection = getattr(self._local, name, None)
+            if connection is not None:
+                connection.close()
 
     def table(self, name: str) -> str:
         return f'"{self._schema}".{name}'

@@ -24,10 +24,16 @@ import structlog
 
 from domain.engine.resume_answers import is_interrupt_id
 from domain.record.application import Workflows
-from domain.record.store import backend_of, open_store
+from domain.record.store import backend_of, open_store, postgres_params
 from persistence.sqlite import write_gate
 from projections.catalog import all_projections, runner_for
-from projections.database import Cursor, Database, SQLiteDatabase, database_for
+from projections.database import (
+    Cursor,
+    Database,
+    PostgresDatabase,
+    SQLiteDatabase,
+    database_for,
+)
 from projections.deadlines import expire_overdue
 from projections.pending_approvals import PendingApprovals
 from projections.runner import ProjectionRunner, ProjectionStatus
@@ -70,6 +76,9 @@ def side_tables_for(store: Workflows) -> Database:
     SQLite written under the file's write gate, as the read models are."""
     if backend_of(store) == "sqlite":
         return GatedSQLiteDatabase(str(store.env.get("SQLITE_DBNAME")))
+    if backend_of(store) == "postgres":  # durable: these tables are not rebuilt from the log
+        schema = store.env.get("POSTGRES_SCHEMA") or "public"
+        return PostgresDatabase(postgres_params(store), schema, durable=True)
     return database_for(store)
 
 

@@ -42,6 +42,15 @@ NOW = {
     "sqlite": "((julianday('now') - 2440587.5) * 86400.0)",
     "postgres": "extract(epoch from clock_timestamp())::double precision",
 }
+_COLUMN_TYPES = (
+    *["text"] * 9,  # run_id ... output
+    "bigint",  # position
+    "text",  # owner
+    "integer",  # attempt
+    "text",  # takeovers
+    "double precision",  # created_at
+    "double precision",  # updated_at
+)
 _COLUMNS = (
     "run_id, thread_id, run_thread_id, graph_id, assistant_id, status, multitask_strategy, "
     "request, output, position, owner, attempt, takeovers, created_at, updated_at"
@@ -158,6 +167,8 @@ class RunStore:
         """Record `run` and claim its thread for `owner`, in one transaction: started
         (running, the lease held for `ttl` s) if no live lease holds the thread; else
         queued (pending) with `enqueue`, or not recorded at all, naming the holder."""
+        if not enqueue and self.db.dialect == "postgres":
+            return self._open_at_once(run, owner, ttl)
         with self.db.transaction() as cursor:
             if enqueue and self._queued_before(cursor, run.run_thread_id):
                 self._insert(cursor, run, PENDING, None)  # behind the runs already waiting
@@ -169,6 +180,22 @@ class RunStore:
                 self._insert(cursor, run, PENDING, None)
                 return Opened(started=False, queued=True)
             return Opened(started=False, queued=False, holder=self._holder(cursor, run))
+
+    def _open_at_once(self, run: StoredRun, owner: str, ttl: float) -> Opened:
+        """`open` without a queue on PostgreSQL: the lease claimed and the run recorded in
+        one statement, one round trip."""
+        typed = ", ".join(f"%s::{kind}" for kind in _COLUMN_TYPES)
+        run.status, run.owner = RUNNING, owner
+        rows = self.db.statement(
+            f"WITH claimed AS ({self._claim_sql()} RETURNING l.thread_id) "
+            f"INSERT INTO {self._runs} ({_COLUMNS}) SELECT {typed} FROM claimed "
+            "RETURNING run_id",
+            (run.run_thread_id, run.run_id, owner, ttl, *_row(run)),
+        )
+        if rows:
+            return Opened(started=True, queued=False)
+        run.status, run.owner = PENDING, None
+        return Opened(started=False, queued=False, holder=self._lease_holder(run.run_thread_id))
 
     def discard(self, run_id: str, thread_id: str, owner: str) -> None:
         """Forget a run that never began (its input refused, nothing recorded) and free
@@ -189,6 +216,28 @@ class RunStore:
     ) -> bool:
         """Record how the run ended and free its thread; False (nothing written) if
         another runner has taken the run over meanwhile."""
+        if self.db.dialect == "postgres":  # one statement, one round trip
+            rows = self.db.statement(
+                f"WITH done AS (UPDATE {self._runs} SET status = %s, output = %s, "
+                "position = %s::bigint, run_thread_id = %s, updated_at = %s "
+                "WHERE run_id = %s AND owner = %s RETURNING run_id), "
+                f"released AS (DELETE FROM {self._leases} WHERE thread_id IN (%s, %s) "
+                "AND owner = %s AND run_id IN (SELECT run_id FROM done) RETURNING 1) "
+                "SELECT count(*) FROM done",
+                (
+                    status,
+                    json.dumps(output),
+                    position,
+                    run_thread_id or thread_id,
+                    time.time(),
+                    run_id,
+                    owner,
+                    thread_id,
+                    run_thread_id or thread_id,
+                    owner,
+                ),
+            )
+            return bool(rows[0][0] == 1)
         with self.db.transaction() as cursor:
             cursor.execute(
                 f"UPDATE {self._runs} SET status = %s, output = %s, position = %s, "
@@ -343,15 +392,27 @@ class RunStore:
 
     def _claim(self, cursor: Cursor, thread_id: str, run_id: str, owner: str, ttl: float) -> bool:
         """Take the thread's lease for `run_id` unless a live one holds it."""
-        cursor.execute(
+        cursor.execute(self._claim_sql(), (thread_id, run_id, owner, ttl))
+        return bool(cursor.rowcount == 1)
+
+    def _claim_sql(self) -> str:
+        """The upsert that takes a thread's lease (thread, run, owner, seconds): over no
+        lease, or an expired one whose run is not still running (that run is taken over,
+        by `take_over`, not overtaken)."""
+        return (
             f"INSERT INTO {self._leases} AS l (thread_id, run_id, owner, expires_at) "
             f"VALUES (%s, %s, %s, {self._now} + %s) ON CONFLICT (thread_id) DO UPDATE SET "
             "run_id = excluded.run_id, owner = excluded.owner, expires_at = excluded.expires_at "
             f"WHERE l.expires_at < {self._now} AND NOT EXISTS (SELECT 1 FROM {self._runs} r "
-            "WHERE r.run_id = l.run_id AND r.status = 'running')",
-            (thread_id, run_id, owner, ttl),
+            "WHERE r.run_id = l.run_id AND r.status = 'running')"
         )
-        return bool(cursor.rowcount == 1)
+
+    def _lease_holder(self, thread_id: str) -> str | None:
+        """The run whose lease (live or expired) the thread has."""
+        with self.db.transaction(write=False) as cursor:
+            cursor.execute(f"SELECT run_id FROM {self._leases} WHERE thread_id = %s", (thread_id,))
+            row = cursor.fetchone()
+        return None if row is None else str(row[0])
 
     def _release(self, cursor: Cursor, thread_id: str, run_id: str, owner: str) -> None:
         cursor.execute(

@@ -106,7 +106,7 @@ def test_a_decision_while_another_process_locks_the_file_gets_503_and_a_retry_su
     accepted = decide(server, interrupt_id, "decision-1")
     again = decide(server, interrupt_id, "decision-1")
     assert accepted.status_code == 200, accepted.text
-    assert again.json() == accepted.json()
+    assert {**again.json(), "run": None} == {**accepted.json(), "run": None}  # run may end
     resumed = [
         event
         for event in server.store.thread_events("t-locked")
