@@ -29,9 +29,13 @@ def now_read(tmp_path_factory, expected):
         return json.loads(json.dumps(reading(store, sorted(expected["threads"])), default=str))
 
 
+# Kinds of event added after the fixture was written: not in it, by construction.
+ADDED_SINCE = {"domain.thread:WorkflowThread.RunReclaimed"}
+
+
 def test_its_events_are_of_topics_still_recorded(expected):
     assert set(expected["topics"]) <= RECORDED_TOPICS | SNAPSHOT_TOPICS
-    assert len(expected["topics"]) == len(RECORDED_TOPICS)  # one of every kind
+    assert set(expected["topics"]) == RECORDED_TOPICS - ADDED_SINCE  # one of every kind
 
 
 def test_every_thread_reads_to_the_values_and_status_it_had(expected, now_read):
