@@ -217,13 +217,13 @@ class StagedCursor:
 class PostgresDatabase(Database):
     dialect = "postgres"
 
-    def __init__(self, params: dict[str, Any], schema: str, *, durable: bool = False) -> None:
+    def __init__(self, params: dict[str, Any], schema: str) -> None:
         self._params = params
         self._schema = schema
         self._local = threading.local()
         # Read models are rebuilt from the log: their commits need not wait for the WAL to
-        # reach the disk. Runs, leases and sessions are not rebuilt (`durable`): they do.
-        self._options = "" if durable else "-c synchronous_commit=off"
+        # reach the disk (a transaction that must, says so: SET LOCAL synchronous_commit).
+        self._options = "-c synchronous_commit=off"
 
     def _connection(self) -> psycopg.Connection[Any]:
         """This thread's connection; one idle for a while is pinged first, and replaced

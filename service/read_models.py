@@ -24,16 +24,10 @@ import structlog
 
 from domain.engine.resume_answers import is_interrupt_id
 from domain.record.application import Workflows
-from domain.record.store import backend_of, open_store, postgres_params
+from domain.record.store import backend_of, open_store
 from persistence.sqlite import write_gate
 from projections.catalog import all_projections, runner_for
-from projections.database import (
-    Cursor,
-    Database,
-    PostgresDatabase,
-    SQLiteDatabase,
-    database_for,
-)
+from projections.database import Cursor, Database, SQLiteDatabase, database_for
 from projections.deadlines import expire_overdue
 from projections.pending_approvals import PendingApprovals
 from projections.runner import ProjectionRunner, ProjectionStatus
@@ -72,13 +66,15 @@ class GatedSQLiteDatabase(SQLiteDatabase):
 
 
 def side_tables_for(store: Workflows) -> Database:
-    """The store's own database, for the tables beside its events (runs, leases): on
-    SQLite written under the file's write gate, as the read models are."""
+    """The store's own database, for the tables beside its events (runs, leases, sessions,
+    reservations): on SQLite written under the file's write gate, as the read models are.
+
+    On PostgreSQL its commits do not wait for the WAL to reach the disk (as the read
+    models'): the store's next commit of events, which does wait, makes them durable
+    with it, since the WAL is written in order. A lease that must be durable before any
+    event is committed asks for it (`RunStore.open(durable=True)`)."""
     if backend_of(store) == "sqlite":
         return GatedSQLiteDatabase(str(store.env.get("SQLITE_DBNAME")))
-    if backend_of(store) == "postgres":  # durable: these tables are not rebuilt from the log
-        schema = store.env.get("POSTGRES_SCHEMA") or "public"
-        return PostgresDatabase(postgres_params(store), schema, durable=True)
     return database_for(store)
 
 

@@ -163,13 +163,22 @@ class RunStore:
 
     # -- writing -------------------------------------------------------
 
-    def open(self, run: StoredRun, owner: str, ttl: float, *, enqueue: bool) -> Opened:
+    def open(
+        self, run: StoredRun, owner: str, ttl: float, *, enqueue: bool, durable: bool = False
+    ) -> Opened:
         """Record `run` and claim its thread for `owner`, in one transaction: started
         (running, the lease held for `ttl` s) if no live lease holds the thread; else
-        queued (pending) with `enqueue`, or not recorded at all, naming the holder."""
-        if not enqueue and self.db.dialect == "postgres":
+        queued (pending) with `enqueue`, or not recorded at all, naming the holder.
+
+        `durable`: on PostgreSQL the commit waits for the WAL to reach the disk. A run
+        that records its input or answer before any node runs needs no such wait (that
+        commit makes the lease durable with it); a continue, which records nothing
+        first, does."""
+        if not enqueue and not durable and self.db.dialect == "postgres":
             return self._open_at_once(run, owner, ttl)
         with self.db.transaction() as cursor:
+            if durable and self.db.dialect == "postgres":
+                cursor.execute("SET LOCAL synchronous_commit TO on")
             if enqueue and self._queued_before(cursor, run.run_thread_id):
                 self._insert(cursor, run, PENDING, None)  # behind the runs already waiting
                 return Opened(started=False, queued=True)
@@ -281,6 +290,8 @@ class RunStore:
         lock = " FOR UPDATE OF r SKIP LOCKED" if self.db.dialect == "postgres" else ""
         graphs = ", ".join(["%s"] * len(graph_ids))
         with self.db.transaction() as cursor:
+            if self.db.dialect == "postgres":  # the run may be a continue: see `open`
+                cursor.execute("SET LOCAL synchronous_commit TO on")
             cursor.execute(
                 f"SELECT r.run_id, r.run_thread_id FROM {self._runs} r WHERE r.status = %s "
                 f"AND r.graph_id IN ({graphs}) "

@@ -231,7 +231,13 @@ class RunManager:
         deadline = time.monotonic() + (self.busy_wait if request.wait else 0.0)
         with self.launcher.may_wait():
             while True:
-                opened = self.store.open(stored, self.owner, self.lease_ttl, enqueue=enqueue)
+                opened = self.store.open(
+                    stored,
+                    self.owner,
+                    self.lease_ttl,
+                    enqueue=enqueue,
+                    durable=request.input is None,  # a continue records nothing first
+                )
                 if opened.queued:
                     if self.on_queued is not None:
                         self.on_queued()
