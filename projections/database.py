@@ -48,10 +48,10 @@ class Database:
         raise NotImplementedError
         yield
 
-    def statement(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    def statement(self, sql: str, params: Sequence[Any] = (), *, write: bool = True) -> list[Any]:
         """One statement in a transaction of its own, and the rows it returns: on
         PostgreSQL one round trip (an autocommit connection), not BEGIN and COMMIT too."""
-        with self.transaction() as cursor:
+        with self.transaction(write=write) as cursor:
             cursor.execute(sql, params)
             return cursor.fetchall()
 
@@ -261,7 +261,13 @@ class PostgresDatabase(Database):
         finally:
             self._local.used = time.monotonic()
 
-    def statement(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    def statement(
+        self,
+        sql: str,
+        params: Sequence[Any] = (),
+        *,
+        write: bool = True,  # noqa: ARG002 - a reader waits for no writer here
+    ) -> list[Any]:
         connection: psycopg.Connection[Any] | None = getattr(self._local, "autocommit", None)
         if connection is None or connection.closed:
             connection = psycopg.connect(

@@ -367,8 +367,10 @@ class RunStore:
     # -- reading -------------------------------------------------------
 
     def get(self, run_id: str) -> StoredRun | None:
-        with self.db.transaction(write=False) as cursor:
-            return self._get(cursor, run_id)
+        rows = self.db.statement(
+            f"SELECT {_COLUMNS} FROM {self._runs} WHERE run_id = %s", (run_id,), write=False
+        )
+        return _stored(rows[0]) if rows else None
 
     def of_thread(
         self, thread_id: str, *, limit: int, offset: int = 0, status: str | None = None
@@ -377,24 +379,22 @@ class RunStore:
         where, params = "thread_id = %s", [thread_id]
         if status is not None:
             where, params = where + " AND status = %s", [thread_id, status]
-        with self.db.transaction(write=False) as cursor:
-            cursor.execute(
-                f"SELECT {_COLUMNS} FROM {self._runs} WHERE {where} "
-                "ORDER BY created_at DESC, run_id DESC LIMIT %s OFFSET %s",
-                (*params, limit, offset),
-            )
-            return [_stored(row) for row in cursor.fetchall()]
+        rows = self.db.statement(
+            f"SELECT {_COLUMNS} FROM {self._runs} WHERE {where} "
+            "ORDER BY created_at DESC, run_id DESC LIMIT %s OFFSET %s",
+            (*params, limit, offset),
+            write=False,
+        )
+        return [_stored(row) for row in rows]
 
     def holder(self, thread_id: str) -> str | None:
         """The run whose live lease holds the thread, if one does."""
-        with self.db.transaction(write=False) as cursor:
-            cursor.execute(
-                f"SELECT run_id FROM {self._leases} WHERE thread_id = %s "
-                f"AND expires_at > {self._now}",
-                (thread_id,),
-            )
-            row = cursor.fetchone()
-        return None if row is None else str(row[0])
+        rows = self.db.statement(
+            f"SELECT run_id FROM {self._leases} WHERE thread_id = %s AND expires_at > {self._now}",
+            (thread_id,),
+            write=False,
+        )
+        return str(rows[0][0]) if rows else None
 
     def close(self) -> None:
         self.db.close()
@@ -420,10 +420,10 @@ class RunStore:
 
     def _lease_holder(self, thread_id: str) -> str | None:
         """The run whose lease (live or expired) the thread has."""
-        with self.db.transaction(write=False) as cursor:
-            cursor.execute(f"SELECT run_id FROM {self._leases} WHERE thread_id = %s", (thread_id,))
-            row = cursor.fetchone()
-        return None if row is None else str(row[0])
+        rows = self.db.statement(
+            f"SELECT run_id FROM {self._leases} WHERE thread_id = %s", (thread_id,), write=False
+        )
+        return str(rows[0][0]) if rows else None
 
     def _release(self, cursor: Cursor, thread_id: str, run_id: str, owner: str) -> None:
         cursor.execute(
@@ -433,9 +433,10 @@ class RunStore:
 
     def _any_queued(self) -> bool:
         """Whether any run waits in the queue: a read, before a claim's write lock."""
-        with self.db.transaction(write=False) as cursor:
-            cursor.execute(f"SELECT 1 FROM {self._runs} WHERE status = %s LIMIT 1", (PENDING,))
-            return cursor.fetchone() is not None
+        rows = self.db.statement(
+            f"SELECT 1 FROM {self._runs} WHERE status = %s LIMIT 1", (PENDING,), write=False
+        )
+        return bool(rows)
 
     def _queued_before(self, cursor: Cursor, thread_id: str) -> bool:
         cursor.execute(
