@@ -15,6 +15,13 @@ version=$(ls /usr/lib/postgresql | sort -n | tail -1)
 if ! pg_lsclusters -h | awk '{print $1" "$2}' | grep -q "^$version main$"; then
   pg_createcluster "$version" main >/dev/null
 fi
+# The suite runs on several workers, each test with servers and workers of its own
+# (a connection per run thread, per projector, per worker): more than the default 100.
+conf="/etc/postgresql/$version/main/conf.d/holdpoint-tests.conf"
+if [ ! -f "$conf" ]; then
+  echo "max_connections = 400" > "$conf"
+  pg_ctlcluster "$version" main restart 2>/dev/null || true
+fi
 pg_ctlcluster "$version" main start 2>/dev/null || true
 for _ in $(seq 1 50); do
   su postgres -c "pg_isready -q -h 127.0.0.1" && break
