@@ -54,6 +54,7 @@ class RunRecord:
         self.multitask_strategy = multitask_strategy
         self.attempt = attempt
         self.handed_over = False
+        self.failure: BaseException | None = None
         self.created_at = self.updated_at = datetime.now(UTC)
         self.status = PENDING
         self.output: dict[str, Any] | None = None
@@ -111,10 +112,12 @@ class RunRecord:
             if not self.keep_chunks:
                 self._chunks.clear()  # a late subscriber gets the output, not every step
 
-    def hand_over(self) -> None:
-        """End the local streams; the run goes on elsewhere (or later), in the store."""
+    def hand_over(self, failure: BaseException | None = None) -> None:
+        """End the local streams; the run goes on elsewhere (or later), in the store.
+        `failure`: the store's error that made this process leave the run to a takeover."""
         with self._lock:
             self.handed_over = True
+            self.failure = failure
             self._finished.set()
             for loop, queue, _ in self._subscribers:
                 _put(loop, queue, DONE)

@@ -370,7 +370,7 @@ class RunManager:
                 run_id=begun.record.run_id,
                 error=f"{type(error).__name__}: {error}",
             )
-        begun.record.hand_over()
+        begun.record.hand_over(error)
 
     def _let_go(self, begun: Begun) -> None:
         """The server is stopping: the run is left to a takeover."""

@@ -164,6 +164,8 @@ async def finished(services: Services, run_id: str, record: RunRecord | None) ->
         await record.wait()
         if not record.handed_over:
             return JSONResponse(record.output, headers=run_headers(record, "/join"))
+        if record.failure is not None:  # the store stopped answering: 503, join it later
+            raise record.failure
     stored = await run_follow.until_done(services.runs.store, run_id)
     return JSONResponse(stored.output, headers=run_headers(stored, "/join"))
 
