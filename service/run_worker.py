@@ -38,7 +38,7 @@ from domain.record.thread import WorkflowThread
 from persistence.failures import STORE_UNAVAILABLE
 from service.run_record import ERROR, SUCCESS
 from service.run_store import Expired, RunStore, StoredRun
-from service.runs import Begun, RunManager, request_from, with_run_id
+from service.runs import Begun, RunManager, error_output, request_from, with_run_id
 from service.wire import output_json
 
 log = structlog.get_logger()
@@ -176,7 +176,7 @@ class RunWorker:
         self.runs.submit_rest(begun)
 
     def _record_error(self, stored: StoredRun, error: Exception) -> None:
-        output = {"__error__": {"error": type(error).__name__, "message": str(error)}}
+        output = error_output(error)
         self.run_store.finish(
             stored.run_id, stored.run_thread_id, self.runs.owner, ERROR, output, None
         )

@@ -173,7 +173,7 @@ class RunManager:
         try:
             self.executor.submit(self.finish, begun)
         except RuntimeError:  # the executor is shut down: the server is stopping
-            self._let_go(begun)
+            self._abandon(begun, None)  # stopping: the run is left to a takeover
 
     def launch(
         self, prepare: Callable[[], RunRequest], *, until_done: bool = False
@@ -277,7 +277,7 @@ class RunManager:
                         stored.run_thread_id,
                         self.owner,
                         ERROR,
-                        _error_output(error),
+                        error_output(error),
                         None,
                     )
                 else:
@@ -294,18 +294,7 @@ class RunManager:
         chunks: list[tuple[str, Any]],
     ) -> Begun:
         """Hold a run that has begun in this process: its record, its lease."""
-        record = RunRecord(
-            run_id=stored.run_id,
-            thread_id=run.thread_id,
-            graph_id=request.graph.graph_id,
-            assistant_id=request.assistant_id,
-            metadata=request.metadata,
-            kwargs=request.kwargs,
-            origin_thread_id=stored.thread_id,
-            keep_chunks=request.streamed,
-            multitask_strategy=stored.multitask_strategy,
-            attempt=stored.attempt,
-        )
+        record = _record_of(request, stored, run.thread_id)
         record.position = run.position
         record.emit(chunks)
         before = set(run.thread.interrupts) if run.thread is not None else set()
@@ -333,7 +322,7 @@ class RunManager:
             self._abandon(begun, error)
             return
         except Exception as error:  # a node's failure ends the run; it is recorded
-            status, output = ERROR, _error_output(error)
+            status, output = ERROR, error_output(error)
         if begun.lost:
             self._abandon(begun, None)
             return
@@ -372,10 +361,6 @@ class RunManager:
             )
         begun.record.hand_over(error)
 
-    def _let_go(self, begun: Begun) -> None:
-        """The server is stopping: the run is left to a takeover."""
-        self._abandon(begun, None)
-
     def _forget(self, begun: Begun) -> None:
         with self._guard:
             self._held.pop(begun.record.run_id, None)
@@ -388,16 +373,7 @@ class RunManager:
     def _queued_record(self, request: RunRequest, stored: StoredRun) -> RunRecord:
         """The record of a run that waits in the queue: the worker that takes it (here or
         elsewhere) runs it."""
-        record = RunRecord(
-            run_id=stored.run_id,
-            thread_id=request.thread_id,
-            graph_id=request.graph.graph_id,
-            assistant_id=request.assistant_id,
-            metadata=request.metadata,
-            kwargs=request.kwargs,
-            keep_chunks=request.streamed,
-            multitask_strategy=stored.multitask_strategy,
-        )
+        record = _record_of(request, stored, request.thread_id)
         record.hand_over()
         return record
 
@@ -411,6 +387,22 @@ async def _async_steps(begun: Begun) -> None:
     while not begun.lost and (tasks := run.plan()):
         outcomes = await asyncio.gather(*(run.aexecute(task) for task in tasks))
         begun.record.emit(run.complete(list(outcomes)))
+
+
+def _record_of(request: RunRequest, stored: StoredRun, thread_id: str) -> RunRecord:
+    """This process's record of a stored run, running on `thread_id`."""
+    return RunRecord(
+        run_id=stored.run_id,
+        thread_id=thread_id,
+        graph_id=request.graph.graph_id,
+        assistant_id=request.assistant_id,
+        metadata=request.metadata,
+        kwargs=request.kwargs,
+        origin_thread_id=stored.thread_id,
+        keep_chunks=request.streamed,
+        multitask_strategy=stored.multitask_strategy,
+        attempt=stored.attempt,
+    )
 
 
 def with_run_id(config: dict[str, Any], run_id: str) -> dict[str, Any]:
@@ -495,5 +487,5 @@ def _settle(future: asyncio.Future[RunRecord], outcome: RunRecord | BaseExceptio
         future.set_result(outcome)
 
 
-def _error_output(error: BaseException) -> dict[str, Any]:
+def error_output(error: BaseException) -> dict[str, Any]:
     return {"__error__": {"error": type(error).__name__, "message": str(error)}}
