@@ -194,6 +194,15 @@ class History:
 @example([("start", "amy", 250.0), ("fork", "rob", 0, 0, 300.0), ("decide", "rita", 1, "respond")])
 @example([("start", "amy", 250.0), ("command", "ann", 0, 300.0), ("decide", "ada", 0, "respond")])
 @example([("start", "amy", 250.0), ("decide", "rita", 0, "respond"), ("goto_pay", "amy", 0)])
+# A finished thread sent back past its hold point by an admin's edit as_node, with a reason
+@example(
+    [
+        ("start", "amy", 50.0),
+        ("decide", "ada", 0, "respond"),
+        ("edit_as_node", "ada", 0, "ask"),
+        ("continue", "ada", 0),
+    ]
+)
 def test_no_answer_reaches_a_question_it_did_not_answer(steps):
     history = History()
 
@@ -214,12 +223,17 @@ def test_no_answer_reaches_a_question_it_did_not_answer(steps):
             for applied in event.applied or ():
                 assert digests[applied["interrupt_id"]] == applied["digest"]
     # Every payment follows its own answer: since the thread's last payment (or its start,
-    # or a fork that carried a decision over), `ask` ran with an answer applied
+    # or a fork that carried a decision over), `ask` ran with an answer applied, or a
+    # decider stood in for `ask` with an edit as_node, giving a reason (a recorded decision)
     for thread_id in history.thread_ids + history.forks():
         answered = False
         for event in history.store.thread_events(thread_id):
             if isinstance(event, WorkflowThread.ThreadForked):
                 answered = bool(event.state.get("decided"))
+            elif isinstance(event, WorkflowThread.StateEdited) and event.as_node == "ask":
+                assert event.actor["role"] in ("reviewer", "admin"), event.actor
+                assert event.decision == "edit" and event.reason
+                answered = True
             elif isinstance(event, WorkflowThread.NodeCompleted) and event.node == "ask":
                 answered = answered or bool(event.applied)
             elif isinstance(event, WorkflowThread.NodeCompleted) and event.node == "pay":
