@@ -94,7 +94,11 @@ def _create_thread(
     metadata: dict[str, Any],
     graph_id: object,
 ) -> dict[str, Any]:
-    exists = services.store.thread(thread_id) is not None or services.reservations.get(thread_id)
+    # A new random id (uuid4) is taken by no thread and no reservation: no look at the store.
+    exists = body.thread_id is not None and (
+        services.store.thread(thread_id) is not None
+        or services.reservations.get(thread_id) is not None
+    )
     if exists:
         if body.if_exists == "do_nothing":
             return thread_view(services, thread_id)
