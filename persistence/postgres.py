@@ -27,6 +27,8 @@ What differs from `eventsourcing.postgres`:
   pings a connection it hands out only when the server has written to it,
   and it hands out the connection used last (warm), not the one idle longest.
 - A thread as of a version is read in one statement (`select_at_version`).
+- A commit may carry a guard (`persistence.commit_guard`): a run's lease claim
+  and its row, in the same statement as its first events.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from eventsourcing.utils import Environment, retry
 from psycopg.sql import SQL, Composed, Identifier
 from psycopg_pool.base import AttemptWithBackoff
 
+from persistence.commit_guard import CommitGuard, CommitRefusedError
 from persistence.version_reads import select_at_sql, split_rows
 
 INSERT_FUNCTION = "holdpoint_insert_events"
@@ -173,6 +176,7 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
         schema = Identifier(self.datastore.schema)
         table = Identifier(self.events_table_name)
         self._insert_statements: dict[int, bytes] = {}
+        self._guarded_statements: dict[tuple[bytes, str], bytes] = {}
         self._select_at_statements: dict[tuple[str | None, bool], bytes] = {}
         signature = SQL("{schema}.{function}(uuid[], bigint[], text[], bytea[])").format(
             schema=schema, function=Identifier(INSERT_FUNCTION)
@@ -204,12 +208,16 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
         self.sql_create_statements.extend(self._append_only_statements(schema, table))
 
     @retry((InterfaceError, OperationalError), max_attempts=ATTEMPTS, wait=0.2)
-    def insert_events(self, stored_events: Sequence[StoredEvent], **_: Any) -> Sequence[int]:
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], *, guard: CommitGuard | None = None, **_: Any
+    ) -> Sequence[int]:
         """One statement, one round trip: the function locks, notifies and inserts.
 
         The events go as scalar parameters that the server gathers into four
         arrays: psycopg adapts scalars far faster than lists, and there is one
-        prepared statement per batch size.
+        prepared statement per batch size. With a `guard`, its expressions lead
+        the statement and the function runs once per row of `guard`: none, and
+        the statement writes nothing and CommitRefusedError is raised.
         """
         params: list[Any] = [event.originator_id for event in stored_events]
         params += [event.originator_version for event in stored_events]
@@ -217,8 +225,27 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
         params += [event.state for event in stored_events]
         with self.datastore.get_connection() as connection, connection.cursor() as cursor:
             statement = self._insert_statement(len(stored_events), connection)
+            if guard is not None:
+                statement = self._guarded(statement, guard)
+                params = [*guard.params, *params]
             cursor.execute(statement, params, prepare=True)
-            return [row[INSERT_FUNCTION] for row in cursor.fetchall()]
+            ids = [row[INSERT_FUNCTION] for row in cursor.fetchall()]
+        if guard is not None:
+            if not ids:
+                raise CommitRefusedError(guard)
+            guard.applied = True
+        return ids
+
+    def _guarded(self, statement: bytes, guard: CommitGuard) -> bytes:
+        """`statement` (SELECT * FROM f(...)) as f(...) called once per row of the guard."""
+        key = (statement, guard.ctes)
+        guarded = self._guarded_statements.get(key)
+        if guarded is None:
+            call = statement.removeprefix(b"SELECT * FROM ")
+            name = INSERT_FUNCTION.encode()
+            guarded = b"WITH %b SELECT %b AS %b FROM guard" % (guard.ctes.encode(), call, name)
+            self._guarded_statements[key] = guarded
+        return guarded
 
     def _insert_statement(self, size: int, connection: Any) -> bytes:
         """The call for `size` events, rendered once (a Composed renders on every use)."""

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from persistence.commit_guard import CommitGuard
 from projections.database import Cursor, Database
 
 RUNS = "holdpoint_runs"
@@ -193,18 +194,32 @@ class RunStore:
     def _open_at_once(self, run: StoredRun, owner: str, ttl: float) -> Opened:
         """`open` without a queue on PostgreSQL: the lease claimed and the run recorded in
         one statement, one round trip."""
-        typed = ", ".join(f"%s::{kind}" for kind in _COLUMN_TYPES)
-        run.status, run.owner = RUNNING, owner
-        rows = self.db.statement(
-            f"WITH claimed AS ({self._claim_sql()} RETURNING l.thread_id) "
-            f"INSERT INTO {self._runs} ({_COLUMNS}) SELECT {typed} FROM claimed "
-            "RETURNING run_id",
-            (run.run_thread_id, run.run_id, owner, ttl, *_row(run)),
-        )
-        if rows:
+        claim = self._claim_at_once(run, owner, ttl)
+        if self.db.statement(f"WITH {claim.ctes} SELECT run_id FROM guard", claim.params):
             return Opened(started=True, queued=False)
         run.status, run.owner = PENDING, None
         return Opened(started=False, queued=False, holder=self._lease_holder(run.run_thread_id))
+
+    def guard(self, run: StoredRun, owner: str, ttl: float) -> CommitGuard | None:
+        """`open` without a queue, as a guard for the commit of the run's input or answer
+        (`persistence.commit_guard`): the lease claimed, the run recorded and its first
+        events appended in one statement. None where the recorder takes no guard (SQLite,
+        whose lease is a local write, and memory): `open` then."""
+        if self.db.dialect != "postgres":
+            return None
+        return self._claim_at_once(run, owner, ttl)
+
+    def _claim_at_once(self, run: StoredRun, owner: str, ttl: float) -> CommitGuard:
+        """The claim of `_open_at_once` as expressions, the one named `guard` yielding the
+        run's id if the lease was taken."""
+        typed = ", ".join(f"%s::{kind}" for kind in _COLUMN_TYPES)
+        run.status, run.owner = RUNNING, owner
+        return CommitGuard(
+            f"claimed AS ({self._claim_sql()} RETURNING l.thread_id), "
+            f"guard AS (INSERT INTO {self._runs} ({_COLUMNS}) SELECT {typed} FROM claimed "
+            "RETURNING run_id)",
+            (run.run_thread_id, run.run_id, owner, ttl, *_row(run)),
+        )
 
     def discard(self, run_id: str, thread_id: str, owner: str) -> None:
         """Forget a run that never began (its input refused, nothing recorded) and free

@@ -44,6 +44,7 @@ from domain.engine.resume_answers import resume_map
 from domain.engine.runtime import UNREAD, Run
 from domain.graph import CompiledStateGraph
 from domain.types import Command
+from persistence.commit_guard import CommitGuard, CommitRefusedError
 from persistence.failures import STORE_UNAVAILABLE
 from service.errors import RunInProgressError, ServerStoppingError
 from service.run_executor import RunExecutor
@@ -215,7 +216,12 @@ class RunManager:
 
     def _begin(self, request: RunRequest) -> Begun | StoredRun:
         """Claim the thread and begin the run: its input or answers committed. A StoredRun:
-        the run waits in the store's queue (`enqueue`)."""
+        the run waits in the store's queue (`enqueue`).
+
+        A run that records its input or answer first (not a continue, nor a run from a
+        past checkpoint, which forks first) claims the thread in that very commit where
+        the store can (`RunStore.guard`): the lease, the run and the events in one round
+        trip. Refused, it has written nothing."""
         if request.multitask_strategy not in STRATEGIES:
             msg = f"multitask_strategy {request.multitask_strategy!r}"
             raise NotImplementedError(msg)
@@ -228,9 +234,16 @@ class RunManager:
             multitask_strategy=request.multitask_strategy,
         )
         enqueue = request.multitask_strategy == "enqueue" and not request.wait
+        guarded = not enqueue and request.input is not None and not _from_checkpoint(request)
         deadline = time.monotonic() + (self.busy_wait if request.wait else 0.0)
-        with self.launcher.may_wait():
-            while True:
+        while True:
+            guard = self.store.guard(stored, self.owner, self.lease_ttl) if guarded else None
+            if guard is not None:
+                try:
+                    return self.begin_claimed(request, stored, guard=guard)
+                except CommitRefusedError:
+                    holder = self.store.holder(stored.run_thread_id)
+            else:
                 opened = self.store.open(
                     stored,
                     self.owner,
@@ -243,11 +256,12 @@ class RunManager:
                         self.on_queued()
                     return stored
                 if opened.started:
-                    break
+                    return self.begin_claimed(request, stored)
+                holder = opened.holder
+            with self.launcher.may_wait():
                 if not self._wait_for_thread(stored.run_thread_id, deadline):
                     waited = self.busy_wait if request.wait else 0.0
-                    raise RunInProgressError(request.thread_id, opened.holder, waited)
-        return self.begin_claimed(request, stored)
+                    raise RunInProgressError(request.thread_id, holder, waited)
 
     def _wait_for_thread(self, thread_id: str, deadline: float) -> bool:
         """Until no lease holds the thread (True), or the deadline (False); woken by the
@@ -260,16 +274,30 @@ class RunManager:
         return False
 
     def begin_claimed(
-        self, request: RunRequest, stored: StoredRun, *, refusal_ends_run: bool = False
+        self,
+        request: RunRequest,
+        stored: StoredRun,
+        *,
+        refusal_ends_run: bool = False,
+        guard: CommitGuard | None = None,
     ) -> Begun:
-        """Begin a run whose thread's lease this process holds. On a refusal the thread is
-        let go, and the run forgotten (its caller gets the error) or, with
+        """Begin a run whose thread's lease this process holds, or claims with `guard` as
+        it commits the input (CommitRefusedError: another run holds it). On a refusal the
+        thread is let go, and the run forgotten (its caller gets the error) or, with
         `refusal_ends_run` (a queued run, whose caller has gone), ended with the error."""
         config = with_run_id(request.config, stored.run_id)
         try:
             run = Run(request.graph, config, request.stream_modes)
-            chunks = run.begin(request.input, request.thread_as_read)
+            chunks = run.begin(request.input, request.thread_as_read, guard)
+            if guard is not None and not guard.applied:  # it committed nothing: claim now
+                opened = self.store.open(
+                    stored, self.owner, self.lease_ttl, enqueue=False, durable=True
+                )
+                if not opened.started:
+                    raise RunInProgressError(request.thread_id, opened.holder, 0.0)
         except BaseException as error:
+            if guard is not None and not guard.applied:  # nothing of the run was written
+                raise
             with contextlib.suppress(*STORE_UNAVAILABLE):  # then the lease expires instead
                 if refusal_ends_run:
                     self.store.finish(
@@ -403,6 +431,11 @@ def _record_of(request: RunRequest, stored: StoredRun, thread_id: str) -> RunRec
         multitask_strategy=stored.multitask_strategy,
         attempt=stored.attempt,
     )
+
+
+def _from_checkpoint(request: RunRequest) -> bool:
+    """Whether the run names a checkpoint to start from (a fork, recorded first)."""
+    return bool((request.config.get("configurable") or {}).get("checkpoint_id"))
 
 
 def with_run_id(config: dict[str, Any], run_id: str) -> dict[str, Any]:

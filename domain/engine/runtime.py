@@ -100,21 +100,25 @@ class Run:
 
     # -- beginning a run -----------------------------------------------
 
-    def begin(self, graph_input: Any, as_read: Any = UNREAD) -> list[tuple[str, Any]]:
+    def begin(
+        self, graph_input: Any, as_read: Any = UNREAD, guard: object | None = None
+    ) -> list[tuple[str, Any]]:
         """Check the input against the thread, record it, and commit.
 
         `as_read`: the thread (or None) as the caller has just read it, to be used
         if nothing was recorded on it since, rather than read again. A hold point's
         rule that refuses the input raises OversightError, its refusal recorded.
+        `guard`: a condition the store checks in the commit of the input (the store's
+        own object, passed through: see `Workflows.record`).
         """
         try:
-            return self._begin(graph_input, as_read)
+            return self._begin(graph_input, as_read, guard)
         except OversightError as error:
             if self.store is not None:
                 self.store.record_refusal(error, self.actor, "invoke", self.thread_id, self.request)
             raise
 
-    def _begin(self, graph_input: Any, as_read: Any) -> list[tuple[str, Any]]:
+    def _begin(self, graph_input: Any, as_read: Any, guard: object | None) -> list[tuple[str, Any]]:
         if self.store is not None:
             if as_read is not UNREAD and self.store.unchanged_since(
                 self.thread_id, 0 if as_read is None else as_read.version
@@ -135,7 +139,7 @@ class Run:
             self._begin_continue()
         else:
             self._begin_input(graph_input)
-        self._commit()
+        self._commit(guard)
         return self._values_chunk()
 
     def _fork(self, store: Workflows, wanted: str) -> WorkflowThread:
@@ -335,8 +339,8 @@ class Run:
         assert self.thread is not None, "the run has not begun"
         return self.thread
 
-    def _commit(self) -> None:
-        """Record the run's end if it has ended, then commit the new events.
+    def _commit(self, guard: object | None = None) -> None:
+        """Record the run's end if it has ended, then commit the new events (with `guard`).
 
         A run has begun if input or an answer started it (the thread's run_id),
         or if this run stepped at all (continuing a fork or an edited thread).
@@ -348,7 +352,7 @@ class Run:
             self.ended = True
         if self.store is not None and self.thread is not None:
             try:
-                position = self.store.record(self.thread)
+                position = self.store.record(self.thread, guard=guard)
             except Exception:
                 self.thread = None  # its in-memory state ran ahead of the store
                 raise

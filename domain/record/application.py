@@ -312,19 +312,21 @@ class Workflows(Application[Any]):
         events = iter(self.events.get(thread_uuid(thread_id)))
         return decoded(thread_id, cast("Iterator[WorkflowThread.Event]", events))
 
-    def record(self, thread: WorkflowThread) -> int | None:
+    def record(self, thread: WorkflowThread, *, guard: object | None = None) -> int | None:
         """Commit the thread's new events together; return the last position.
 
         Raises ConcurrentUpdateError, having written nothing, when another
         writer appended to the thread first. A snapshot is taken from the
         thread in hand (no re-read) whenever the commit crosses a multiple of
-        the snapshot interval.
+        the snapshot interval. `guard`: a condition the store's recorder checks
+        and writes in the same commit (`persistence.commit_guard`), raising its
+        refusal, having written nothing, when it does not hold.
         """
         events = thread.collect_events()
         if not events:
             return None
         try:
-            recordings = self.events.put(events)
+            recordings = self.events.put(events, **({} if guard is None else {"guard": guard}))
         except IntegrityError:
             raise ConcurrentUpdateError(thread.thread_id) from None
         first, last = events[0].originator_version, events[-1].originator_version

@@ -232,7 +232,8 @@ def test_no_answer_reaches_a_question_it_did_not_answer(steps):
                 answered = bool(event.state.get("decided"))
             elif isinstance(event, WorkflowThread.StateEdited) and event.as_node == "ask":
                 assert event.actor["role"] in ("reviewer", "admin"), event.actor
-                assert event.decision == "edit" and event.reason
+                assert event.decision == "edit"
+                assert event.reason
                 answered = True
             elif isinstance(event, WorkflowThread.NodeCompleted) and event.node == "ask":
                 answered = answered or bool(event.applied)

@@ -99,10 +99,10 @@ def gate_first_commit(store: Workflows, gate: Barrier) -> None:
     """Make the store's next `record` call wait at `gate` first (once)."""
     record = store.record
 
-    def gated(thread: Any) -> int | None:
+    def gated(thread: Any, **how: Any) -> int | None:
         ungate(store)
         gate.wait(BARRIER_TIMEOUT)
-        return record(thread)
+        return record(thread, **how)
 
     store.record = gated  # type: ignore[method-assign]
 
