@@ -102,11 +102,9 @@ def decide(
     note(request, thread_id=decided.thread_id, run_id=decided.event.run_id)
     answer = decision_json(decided)
     run = services.runs.store.get(decided.event.run_id) if answer["resumed"] else None
-    answer["run"] = None if run is None else {
-        "run_id": run.run_id,
-        "status": run.status,
-        "attempt": run.attempt,
-    }
+    answer["run"] = None
+    if run is not None:
+        answer["run"] = {"run_id": run.run_id, "status": run.status, "attempt": run.attempt}
     return answer, decided.position
 
 
