@@ -176,7 +176,7 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
         schema = Identifier(self.datastore.schema)
         table = Identifier(self.events_table_name)
         self._insert_statements: dict[int, bytes] = {}
-        self._guarded_statements: dict[tuple[bytes, str], bytes] = {}
+        self._guarded_statements: dict[tuple[bytes, str, str], bytes] = {}
         self._select_at_statements: dict[tuple[str | None, bool], bytes] = {}
         signature = SQL("{schema}.{function}(uuid[], bigint[], text[], bytea[])").format(
             schema=schema, function=Identifier(INSERT_FUNCTION)
@@ -227,7 +227,7 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
             statement = self._insert_statement(len(stored_events), connection)
             if guard is not None:
                 statement = self._guarded(statement, guard)
-                params = [*guard.params, *params]
+                params = [*guard.params, *params, *guard.after_params]
             cursor.execute(statement, params, prepare=True)
             ids = [row[INSERT_FUNCTION] for row in cursor.fetchall()]
         if guard is not None:
@@ -237,13 +237,20 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
         return ids
 
     def _guarded(self, statement: bytes, guard: CommitGuard) -> bytes:
-        """`statement` (SELECT * FROM f(...)) as f(...) called once per row of the guard."""
-        key = (statement, guard.ctes)
+        """`statement` (SELECT * FROM f(...)) as f(...) called once per row of the guard,
+        its ids `appended (id)`, the guard's `after` expressions following."""
+        key = (statement, guard.ctes, guard.after)
         guarded = self._guarded_statements.get(key)
         if guarded is None:
             call = statement.removeprefix(b"SELECT * FROM ")
             name = INSERT_FUNCTION.encode()
-            guarded = b"WITH %b SELECT %b AS %b FROM guard" % (guard.ctes.encode(), call, name)
+            after = b", " + guard.after.encode() if guard.after else b""
+            guarded = b"WITH %b, appended AS (SELECT %b AS id FROM guard)%b " % (
+                guard.ctes.encode(),
+                call,
+                after,
+            )
+            guarded += b"SELECT id AS %b FROM appended" % name
             self._guarded_statements[key] = guarded
         return guarded
 

@@ -283,6 +283,43 @@ class RunStore:
                 self._release(cursor, run_thread_id, run_id, owner)
             return True
 
+    def end_guard(
+        self,
+        run_id: str,
+        thread_id: str,
+        owner: str,
+        output: dict[str, Any],
+        run_thread_id: str,
+    ) -> CommitGuard | None:
+        """`finish` (a success, at the last position appended) as a guard for the commit of
+        the run's last step (`persistence.commit_guard`): the step's events are written
+        only while `owner` still holds the run, with its end, in one statement. None where
+        the recorder takes no guard: `finish` then."""
+        if self.db.dialect != "postgres":
+            return None
+        return CommitGuard(
+            f"guard AS (SELECT run_id FROM {self._runs} WHERE run_id = %s AND owner = %s "
+            "FOR UPDATE)",
+            (run_id, owner),
+            after=(
+                f"done AS (UPDATE {self._runs} SET status = %s, output = %s, "
+                "position = (SELECT max(id) FROM appended), "
+                "run_thread_id = %s, updated_at = %s "
+                "WHERE run_id IN (SELECT run_id FROM guard) RETURNING run_id), "
+                f"released AS (DELETE FROM {self._leases} WHERE thread_id IN (%s, %s) "
+                "AND owner = %s AND run_id IN (SELECT run_id FROM done))"
+            ),
+            after_params=(
+                SUCCESS,
+                json.dumps(output),
+                run_thread_id,
+                time.time(),
+                thread_id,
+                run_thread_id,
+                owner,
+            ),
+        )
+
     def renew(self, owner: str, run_ids: Sequence[str], ttl: float) -> set[str]:
         """Extend the leases `owner` holds for `run_ids` by `ttl` s from now, in one
         statement; the runs whose lease `owner` still holds (the others were taken over)."""

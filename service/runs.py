@@ -93,6 +93,7 @@ class Begun:
     decisions: list[str]
     before: set[str]  # the interrupts pending when it began
     lost: bool = False  # its lease was taken over: it stops before its next step
+    end: CommitGuard | None = None  # its end, to be recorded with its last step
 
 
 def runner_name() -> str:
@@ -339,13 +340,16 @@ class RunManager:
         try:
             if any(spec.is_async for spec in run.graph.builder.nodes.values()):
                 with self.launcher.may_wait():
-                    asyncio.run(_async_steps(begun))
+                    asyncio.run(_async_steps(begun, self._end(begun)))
             else:
                 while not begun.lost and (tasks := run.plan()):
                     with self.launcher.may_wait():  # graph code
                         results = [run.execute(task) for task in tasks]
-                    record.emit(run.complete(results))
+                    record.emit(run.complete(results, self._end(begun)))
             status, output = SUCCESS, output_json(run.result())
+        except CommitRefusedError:  # taken over before its last step, which was not written
+            self._abandon(begun, None)
+            return
         except STORE_UNAVAILABLE as error:
             self._abandon(begun, error)
             return
@@ -357,8 +361,8 @@ class RunManager:
         raised = 0
         if run.thread is not None:
             raised = len(set(run.thread.interrupts) - before)
-        try:
-            kept = self.store.finish(
+        try:  # the end recorded with the last step, or now
+            kept = (begun.end is not None and begun.end.applied) or self.store.finish(
                 record.run_id,
                 begun.lease_thread,
                 self.owner,
@@ -376,6 +380,20 @@ class RunManager:
         record.finish(status, output, run.position)
         if self.on_finish is not None:
             self.on_finish(RunOutcome(record, begun.decisions, raised))
+
+    def _end(self, begun: Begun) -> Callable[[], CommitGuard | None]:
+        """For `Run.complete`: the run's end (a success), to record in the commit of its last
+        step where the store can (`RunStore.end_guard`)."""
+
+        def end() -> CommitGuard | None:
+            run = begun.run
+            output = output_json(run.result())
+            begun.end = self.store.end_guard(
+                begun.record.run_id, begun.lease_thread, self.owner, output, run.thread_id
+            )
+            return begun.end
+
+        return end
 
     def _abandon(self, begun: Begun, error: BaseException | None) -> None:
         """Stop a run here without recording its end: its lease is no longer renewed, and
@@ -410,11 +428,11 @@ class RunManager:
         self.executor.shutdown(wait=True, cancel_futures=False)
 
 
-async def _async_steps(begun: Begun) -> None:
+async def _async_steps(begun: Begun, at_end: Callable[[], CommitGuard | None]) -> None:
     run = begun.run
     while not begun.lost and (tasks := run.plan()):
         outcomes = await asyncio.gather(*(run.aexecute(task) for task in tasks))
-        begun.record.emit(run.complete(list(outcomes)))
+        begun.record.emit(run.complete(list(outcomes), at_end))
 
 
 def _record_of(request: RunRequest, stored: StoredRun, thread_id: str) -> RunRecord:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
@@ -275,8 +275,13 @@ class Run:
             return Outcome(node, error=error)
         return Outcome(node, update, routes, duration_ms, applied=task.context.applied or None)
 
-    def complete(self, outcomes: list[Outcome]) -> list[tuple[str, Any]]:
-        """Record a superstep's outcomes in one commit; raise a node's error."""
+    def complete(
+        self, outcomes: list[Outcome], at_end: Callable[[], object | None] | None = None
+    ) -> list[tuple[str, Any]]:
+        """Record a superstep's outcomes in one commit; raise a node's error.
+
+        `at_end`: called when the superstep ends the run (nothing left to run: paused or
+        done, no node failed), for a guard to commit its events with (`_commit`)."""
         thread = self._thread()
         outcomes.sort(key=lambda outcome: outcome.node)
         check_one_writer_per_key(thread, outcomes)
@@ -308,7 +313,10 @@ class Run:
         for outcome in outcomes:
             if outcome.error is not None:
                 thread.fail_node(outcome.node, outcome.error)
-        self._commit()
+        guard = None
+        if at_end is not None and failure is None and not thread.runnable():
+            guard = at_end()
+        self._commit(guard)
         if failure is not None:
             raise failure
         if thread.step != closed_before:

@@ -7,19 +7,21 @@ commit (`RunStore.guard`); refused, it has written nothing: no event, no run, no
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
 from domain.errors import InvalidUpdateError
 from domain.record.application import Workflows
+from domain.record.store import open_store
 from domain.types import Command
 from projections.database import database_for
 from service.errors import RunInProgressError
 from service.run_store import RunStore, StoredRun
 from service.runs import RunManager, RunRequest
-from tests.graphs import refund_graph
+from tests.graphs import linear_graph, refund_graph
 
 TTL = 60.0
 
@@ -108,3 +110,53 @@ def test_a_refused_input_frees_the_thread_and_forgets_the_run(store, manager):
     assert manager.store.of_thread("t-1", limit=10) == []
     assert manager.store.holder("t-1") is None
     assert store.thread("t-1") is None
+
+
+def test_a_finished_run_is_recorded_at_the_position_of_its_last_step(store, manager):
+    graph = refund_graph(store)
+
+    record = manager.start(request(graph, "t-1", {"refund_amount": 250.0}))
+    assert record.wait_blocking(10)
+
+    stored = manager.store.get(record.run_id)
+    assert stored is not None
+    assert stored.status == "success"
+    assert stored.position == record.position == store.recorder.max_notification_id()
+    assert stored.output is not None
+    assert "__interrupt__" in stored.output
+
+
+class Gated(TypedDict):
+    done: bool
+
+
+def test_a_run_taken_over_before_its_last_step_writes_nothing_of_it(postgres_url):
+    """PostgreSQL: the last step commits with the run's end, only while its runner still
+    holds the run (a runner that lost it to a takeover leaves the node to the taker)."""
+    gate = threading.Event()
+
+    def work(state: Gated) -> dict[str, Any]:
+        assert gate.wait(10)
+        return {"done": True}
+
+    with open_store(postgres_url) as store:
+        runs = RunStore(database_for(store))
+        manager = RunManager(store=runs, workers=1, busy_wait=0.0, keep=10, lease_ttl=TTL)
+        graph = linear_graph(store, Gated, work)
+        record = manager.start(request(graph, "t-1", {"done": False}))
+        begun = store.thread("t-1")
+        with runs.db.transaction() as cursor:  # as a takeover does, while `work` runs
+            cursor.execute(
+                f"UPDATE {runs.db.table('holdpoint_runs')} SET owner = 'taker' "
+                "WHERE run_id = %s",
+                (record.run_id,),
+            )
+        gate.set()
+        record.wait_blocking(10)
+        manager.shutdown()
+
+        assert store.thread("t-1").version == begun.version  # `work`'s step not written
+        stored = runs.get(record.run_id)
+        assert stored is not None
+        assert (stored.status, stored.owner) == ("running", "taker")
+        runs.close()
