@@ -147,8 +147,7 @@ def test_a_run_taken_over_before_its_last_step_writes_nothing_of_it(postgres_url
         begun = store.thread("t-1")
         with runs.db.transaction() as cursor:  # as a takeover does, while `work` runs
             cursor.execute(
-                f"UPDATE {runs.db.table('holdpoint_runs')} SET owner = 'taker' "
-                "WHERE run_id = %s",
+                f"UPDATE {runs.db.table('holdpoint_runs')} SET owner = 'taker' WHERE run_id = %s",
                 (record.run_id,),
             )
         gate.set()
