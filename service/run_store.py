@@ -221,6 +221,20 @@ class RunStore:
             (run.run_thread_id, run.run_id, owner, ttl, *_row(run)),
         )
 
+    def move(self, run_id: str, owner: str, thread_id: str, ttl: float) -> bool:
+        """A run that forked its thread runs on the fork, `thread_id`: claim the fork's
+        lease too and note it on the run's row, in one transaction; False (nothing
+        written) if another run holds the fork."""
+        with self.db.transaction() as cursor:
+            if not self._claim(cursor, thread_id, run_id, owner, ttl):
+                return False
+            cursor.execute(
+                f"UPDATE {self._runs} SET run_thread_id = %s, updated_at = %s "
+                "WHERE run_id = %s AND owner = %s",
+                (thread_id, time.time(), run_id, owner),
+            )
+        return True
+
     def discard(self, run_id: str, thread_id: str, owner: str) -> None:
         """Forget a run that never began (its input refused, nothing recorded) and free
         its thread."""

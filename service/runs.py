@@ -296,6 +296,8 @@ class RunManager:
                 )
                 if not opened.started:
                     raise RunInProgressError(request.thread_id, opened.holder, 0.0)
+            if run.thread_id != stored.run_thread_id:  # it forked: it runs on the fork
+                self._move(stored, run.thread_id)
         except BaseException as error:
             if guard is not None and not guard.applied:  # nothing of the run was written
                 raise
@@ -314,6 +316,12 @@ class RunManager:
             self._notify_freed()
             raise
         return self.adopt(request, stored, run, chunks)
+
+    def _move(self, stored: StoredRun, fork_id: str) -> None:
+        """Hold the fork a run made too, and note it on the run's row: a runner that takes
+        the run over goes on on the fork (`request_from`), never forks again."""
+        if not self.store.move(stored.run_id, self.owner, fork_id, self.lease_ttl):
+            raise RunInProgressError(fork_id, self.store.holder(fork_id), 0.0)
 
     def adopt(
         self,
@@ -486,8 +494,16 @@ def request_json(request: RunRequest) -> dict[str, Any]:
 
 
 def request_from(stored: StoredRun, graph: CompiledStateGraph) -> RunRequest:
-    """The RunRequest a stored run was made from."""
+    """The RunRequest a stored run was made from; on its fork, once it has forked."""
     asked = stored.request
+    config = asked["config"]
+    if stored.run_thread_id != stored.thread_id:  # it has forked: it goes on on its fork
+        configurable = {
+            key: value
+            for key, value in (config.get("configurable") or {}).items()
+            if key not in ("checkpoint_id", "fork_thread_id")
+        }
+        config = {**config, "configurable": {**configurable, "thread_id": stored.run_thread_id}}
     graph_input = asked["input"]
     if isinstance(graph_input, dict) and set(graph_input) == {"__command__"}:
         command = graph_input["__command__"]
@@ -498,7 +514,7 @@ def request_from(stored: StoredRun, graph: CompiledStateGraph) -> RunRequest:
         graph=graph,
         thread_id=stored.thread_id,
         input=graph_input,
-        config=asked["config"],
+        config=config,
         stream_modes=tuple(asked["stream_modes"]),
         assistant_id=stored.assistant_id,
         metadata=asked["metadata"],
