@@ -349,6 +349,7 @@ class Factory(library.PostgresFactory):  # the module's only factory, as the lib
 
     def application_recorder(self) -> ApplicationRecorder:
         if not self.env_create_table():
+            self._check_schema_usage()  # the library's recorder reads the schema at once
             recorder = super().application_recorder()
             self._check_tables_exist(f"{self.env.name.lower()}_events")
             return recorder
@@ -383,6 +384,24 @@ class Factory(library.PostgresFactory):  # the module's only factory, as the lib
             finally:
                 connection.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
 
+    def _check_schema_usage(self) -> None:
+        """With create_tables=no, a role without USAGE on the schema is told the grant."""
+        schema = self.datastore.schema
+        with psycopg.connect(**self._connect_params()) as connection:
+            row = connection.execute(
+                "SELECT current_user, has_schema_privilege(oid, 'USAGE') "
+                "FROM pg_namespace WHERE nspname = %s",
+                (schema,),
+            ).fetchone()
+        if row is not None and not row[1]:
+            role = str(row[0])
+            msg = (
+                f"the role {role} lacks USAGE on the schema {schema}: as the owner, "
+                f"GRANT USAGE ON SCHEMA {quoted(schema)} TO {quoted(role)} "
+                f"(`holdpoint db init --role {role}` prints every grant the servers need)"
+            )
+            raise OperationalError(msg)
+
     def _check_tables_exist(self, table: str) -> None:
         """With create_tables=no, say so at once if `holdpoint db init` never ran."""
         qualified = f"{self.datastore.schema}.{table}"
@@ -395,6 +414,15 @@ class Factory(library.PostgresFactory):  # the module's only factory, as the lib
                 "as the role that owns the tables (this store opens with create_tables=no)"
             )
             raise OperationalError(msg)
+
+
+def quoted(name: str) -> str:
+    """A PostgreSQL identifier as SQL: bare when it may be (a lower-case ASCII letter or _,
+    then those or digits), else in double quotes."""
+    bare = name[:1].isalpha() or name[:1] == "_"
+    if bare and name.isascii() and all(c.islower() or c.isdigit() or c == "_" for c in name):
+        return name
+    return '"' + name.replace('"', '""') + '"'
 
 
 TRANSIENT_CAUSES = ("connection refused", "starting up", "timeout expired", "shutting down")

@@ -23,7 +23,7 @@ from eventsourcing.utils import strtobool
 
 from domain.errors import HoldpointError
 from domain.record.application import Workflows
-from persistence.postgres import INSERT_FUNCTION
+from persistence.postgres import INSERT_FUNCTION, quoted
 from projections.database import Cursor, Database
 
 SELECT, INSERT, UPDATE, DELETE, TRUNCATE = "SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE"
@@ -162,12 +162,3 @@ def _held(cursor: Cursor, schema: str, need: Need) -> set[str] | None:
     if row is None:
         return None
     return {privilege for privilege, held in zip(need.privileges, row, strict=True) if held}
-
-
-def quoted(name: str) -> str:
-    """A PostgreSQL identifier as SQL: bare when it may be (a lower-case ASCII letter or _,
-    then those or digits), else in double quotes."""
-    bare = name[:1].isalpha() or name[:1] == "_"
-    if bare and name.isascii() and all(c.islower() or c.isdigit() or c == "_" for c in name):
-        return name
-    return '"' + name.replace('"', '""') + '"'

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from domain.record.application import Workflows
 from domain.record.store import backend_of
+from persistence.postgres import quoted
 from projections import model_tables
 from projections.catalog import all_projections
 from projections.database import Cursor, Database
@@ -29,7 +30,6 @@ from projections.privileges import (
     READ_WRITE,
     Need,
     may_create_tables,
-    quoted,
     require,
     schema_of,
     store_needs,
