@@ -194,6 +194,11 @@ class ConcurrentUpdateError(HoldpointError):
         self.thread_id = thread_id
 
 
+class UnsupportedFeatureError(HoldpointError, NotImplementedError):
+    """A LangGraph argument or feature the native engine does not implement: refused by
+    name rather than ignored (domain/graph/unsupported.py)."""
+
+
 class GraphRecursionError(HoldpointError, RecursionError):
     """The run took more supersteps than `recursion_limit` allows."""
 

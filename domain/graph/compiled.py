@@ -17,6 +17,7 @@ from domain.errors import (
 )
 from domain.graph.constants import END, START
 from domain.graph.digest import graph_digest
+from domain.graph.unsupported import refuse_unsupported
 from domain.history import state_snapshots as snapshots
 from domain.history.forks import branch
 from domain.oversight import hold_points
@@ -39,6 +40,19 @@ if TYPE_CHECKING:
 
 StreamMode = str | list[str] | tuple[str, ...]
 _MODES = ("values", "updates")
+
+
+# LangGraph's durability that the native engine gives: every superstep committed before
+# the next one begins.
+DURABILITY = "sync"
+
+
+def _refuse_run_arguments(call: str, extras: dict[str, Any], **given: Any) -> None:
+    """Refuse the run arguments of LangGraph's that the native engine does not implement
+    (domain/graph/unsupported.py); `durability="sync"` is what it does."""
+    if given.get("durability") == DURABILITY:
+        given["durability"] = None
+    refuse_unsupported(call, given, extras)
 
 
 def _modes(stream_mode: StreamMode) -> tuple[str, ...]:
@@ -134,9 +148,28 @@ class CompiledStateGraph:
         self,
         input: Any,  # noqa: A002 - LangGraph's parameter name
         config: dict[str, Any] | None = None,
-        **_: Any,
+        *,
+        context: Any = None,
+        stream_mode: StreamMode = "values",
+        print_mode: StreamMode = (),
+        output_keys: Any = None,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+        durability: str | None = None,
+        **kwargs: Any,
     ) -> dict[str, Any]:
         """Run until the graph ends or pauses; return the values (and `__interrupt__`)."""
+        _refuse_run_arguments(
+            "invoke()",
+            kwargs,
+            context=context,
+            stream_mode=None if stream_mode == "values" else stream_mode,
+            print_mode=print_mode,
+            output_keys=output_keys,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            durability=durability,
+        )
         run = Run(self, config, ())
         for _chunk in run.stream(input):
             pass
@@ -147,10 +180,31 @@ class CompiledStateGraph:
         input: Any,  # noqa: A002
         config: dict[str, Any] | None = None,
         *,
-        stream_mode: StreamMode = "values",
-        **_: Any,
+        context: Any = None,
+        stream_mode: StreamMode = "updates",
+        print_mode: StreamMode = (),
+        output_keys: Any = None,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+        durability: str | None = None,
+        subgraphs: bool = False,
+        debug: bool | None = None,
+        **kwargs: Any,
     ) -> Iterator[Any]:
-        """Yield the values after each step, or each node's update."""
+        """Yield each node's update (the default, as LangGraph's StateGraph streams), or the
+        values after each step."""
+        _refuse_run_arguments(
+            "stream()",
+            kwargs,
+            context=context,
+            print_mode=print_mode,
+            output_keys=output_keys,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            durability=durability,
+            subgraphs=subgraphs,
+            debug=debug,
+        )
         modes = _modes(stream_mode)
         for mode, chunk in Run(self, config, modes).stream(input):
             yield chunk if isinstance(stream_mode, str) else (mode, chunk)
@@ -159,8 +213,27 @@ class CompiledStateGraph:
         self,
         input: Any,  # noqa: A002
         config: dict[str, Any] | None = None,
-        **_: Any,
+        *,
+        context: Any = None,
+        stream_mode: StreamMode = "values",
+        print_mode: StreamMode = (),
+        output_keys: Any = None,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+        durability: str | None = None,
+        **kwargs: Any,
     ) -> dict[str, Any]:
+        _refuse_run_arguments(
+            "ainvoke()",
+            kwargs,
+            context=context,
+            stream_mode=None if stream_mode == "values" else stream_mode,
+            print_mode=print_mode,
+            output_keys=output_keys,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            durability=durability,
+        )
         run = Run(self, config, ())
         async for _chunk in run.astream(input):
             pass
@@ -171,17 +244,38 @@ class CompiledStateGraph:
         input: Any,  # noqa: A002
         config: dict[str, Any] | None = None,
         *,
-        stream_mode: StreamMode = "values",
-        **_: Any,
+        context: Any = None,
+        stream_mode: StreamMode = "updates",
+        print_mode: StreamMode = (),
+        output_keys: Any = None,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+        durability: str | None = None,
+        subgraphs: bool = False,
+        debug: bool | None = None,
+        **kwargs: Any,
     ) -> AsyncIterator[Any]:
+        _refuse_run_arguments(
+            "astream()",
+            kwargs,
+            context=context,
+            print_mode=print_mode,
+            output_keys=output_keys,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            durability=durability,
+            subgraphs=subgraphs,
+            debug=debug,
+        )
         modes = _modes(stream_mode)
         async for mode, chunk in Run(self, config, modes).astream(input):
             yield chunk if isinstance(stream_mode, str) else (mode, chunk)
 
     # -- reading -------------------------------------------------------
 
-    def get_state(self, config: dict[str, Any], **_: Any) -> StateSnapshot:
+    def get_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's state now, or at `configurable.checkpoint_id`."""
+        refuse_unsupported("get_state()", {"subgraphs": subgraphs})
         return snapshots.get_state(self._store(), config)
 
     def get_state_history(
@@ -197,8 +291,8 @@ class CompiledStateGraph:
             self._store(), config, filter=filter, before=before, limit=limit
         )
 
-    async def aget_state(self, config: dict[str, Any], **_: Any) -> StateSnapshot:
-        return self.get_state(config)
+    async def aget_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+        return self.get_state(config, subgraphs=subgraphs)
 
     async def aget_state_history(
         self, config: dict[str, Any], **kwargs: Any

@@ -10,6 +10,7 @@ from domain.errors import GraphDefinitionError
 from domain.graph.compiled import CompiledStateGraph
 from domain.graph.constants import END, START
 from domain.graph.definition import Branch, NodeSpec
+from domain.graph.unsupported import refuse_unsupported
 from domain.record.schema import Channel, channels_of
 
 
@@ -41,7 +42,24 @@ class StateGraph:
     with the reducer, other keys keep the last value written.
     """
 
-    def __init__(self, state_schema: type, *_: Any, **__: Any) -> None:
+    def __init__(
+        self,
+        state_schema: type,
+        context_schema: type | None = None,
+        *,
+        input_schema: type | None = None,
+        output_schema: type | None = None,
+        **kwargs: Any,
+    ) -> None:
+        refuse_unsupported(
+            "StateGraph()",
+            {
+                "context_schema": context_schema,
+                "input_schema": input_schema,
+                "output_schema": output_schema,
+            },
+            kwargs,
+        )
         self.state_schema = state_schema
         self.channels: dict[str, Channel] = channels_of(state_schema)
         self.nodes: dict[str, NodeSpec] = {}
@@ -55,9 +73,26 @@ class StateGraph:
         action: Callable[..., Any] | None = None,
         *,
         metadata: dict[str, Any] | None = None,
-        **_: Any,
+        defer: bool = False,
+        input_schema: type | None = None,
+        retry_policy: Any = None,
+        cache_policy: Any = None,
+        destinations: Any = None,  # noqa: ARG002 - it draws edges only, in LangGraph too
+        **kwargs: Any,
     ) -> StateGraph:
-        """Add a node; `add_node(fn)` names it after the function."""
+        """Add a node; `add_node(fn)` names it after the function. `destinations` only
+        draws the edges of a node that routes with Command(goto=...), in LangGraph too,
+        and is taken for that."""
+        refuse_unsupported(
+            "add_node()",
+            {
+                "defer": defer,
+                "input_schema": input_schema,
+                "retry_policy": retry_policy,
+                "cache_policy": cache_policy,
+            },
+            kwargs,
+        )
         if action is None:
             if isinstance(node, str):
                 msg = f"Node {node!r} needs an action: add_node(name, function)"
@@ -159,9 +194,12 @@ class StateGraph:
         interrupt_before: Sequence[str] | None = None,
         interrupt_after: Sequence[str] | None = None,
         name: str | None = None,
-        **_: Any,
+        cache: Any = None,
+        store: Any = None,
+        debug: bool = False,
     ) -> CompiledStateGraph:
         """Check the graph and bind it to a checkpointer (a store)."""
+        refuse_unsupported("compile()", {"cache": cache, "store": store, "debug": debug})
         if interrupt_before or interrupt_after:
             msg = (
                 "Static breakpoints (interrupt_before / interrupt_after) are not "

@@ -209,3 +209,16 @@ def test_invoking_an_async_node_synchronously_is_a_graph_definition_error(store)
     # When / Then
     with pytest.raises(GraphDefinitionError, match="ainvoke"):
         graph.invoke({"refund_amount": 5.0, "approved": False}, config())
+
+
+def test_stream_without_a_mode_streams_updates_as_langgraphs_state_graph_does(store):
+    graph = refund_graph(store)
+
+    default = list(graph.stream({"refund_amount": 10.0, "approved": False}, config("t-default")))
+    resumed = list(graph.stream(Command(resume="yes"), config("t-default")))
+
+    assert [list(chunk) for chunk in default] == [["__interrupt__"]]
+    assert resumed == [
+        {"request_approval": {"approved": "yes"}},
+        {"process_refund": {"approved": "yes"}},
+    ]

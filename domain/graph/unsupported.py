@@ -1,0 +1,48 @@
+"""LangGraph's arguments that the native engine does not implement: refused, by name.
+
+`domain.graph` takes LangGraph's names so that a program ports by its imports.
+An argument it accepted and then ignored would change what the program does
+with no error (a retry policy that never retries, a schema that filters
+nothing), so each of LangGraph's arguments is spelt out in the signatures, and
+one set to anything but its default raises UnsupportedFeatureError naming it.
+An argument LangGraph does not have either is Python's TypeError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from domain.errors import UnsupportedFeatureError
+
+# LangGraph's deprecated or rarely used keyword arguments, by call: named in the refusal.
+KNOWN_EXTRAS = {
+    "StateGraph()": ("config_schema", "input", "output"),
+    "add_node()": ("input",),
+    "invoke()": ("checkpoint_during", "debug"),
+    "stream()": ("checkpoint_during",),
+}
+
+
+def unsupported_message(call: str, name: str) -> str:
+    return (
+        f"{call} with {name}=... is not supported by Holdpoint's native engine "
+        "(domain.graph), which refuses it rather than ignore it: leave it out, or run "
+        "the graph on LangGraph itself"
+    )
+
+
+def refuse_unsupported(
+    call: str, given: Mapping[str, Any], extras: Mapping[str, Any] | None = None
+) -> None:
+    """Raise for the first argument of `given` set to anything but its default (None,
+    False or empty), and for any of `extras` (a call's `**kwargs`): UnsupportedFeatureError
+    for one of LangGraph's, TypeError for one it does not have either."""
+    for name in extras or {}:
+        if name not in KNOWN_EXTRAS.get(call, ()):
+            msg = f"{call} got an unexpected keyword argument {name!r}"
+            raise TypeError(msg)
+        raise UnsupportedFeatureError(unsupported_message(call, name))
+    for name, value in given.items():
+        if value is not None and value is not False and value not in ((), []):
+            raise UnsupportedFeatureError(unsupported_message(call, name))
