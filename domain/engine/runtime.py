@@ -25,7 +25,7 @@ from domain.engine import node_tasks
 from domain.engine.node_tasks import Outcome, Task, check_one_writer_per_key
 from domain.engine.resume_answers import answer_interrupts
 from domain.engine.stream_chunks import interrupt_chunks, pending_interrupts, values_chunks
-from domain.engine.task_context import TaskContext
+from domain.engine.task_context import TaskContext, current_task
 from domain.errors import (
     EmptyInputError,
     GraphRecursionError,
@@ -55,16 +55,35 @@ REQUEST_KEY = "holdpoint_request"  # configurable: the HTTP request a run serves
 UNREAD = object()  # Run.begin's `as_read` when the caller has not read the thread
 
 
+def _with_parent_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A graph without a checkpointer invoked inside a running node takes that node's
+    `configurable` (its thread_id, actor...) under its own, as LangGraph's does, so that
+    its nodes see the parent's thread. (A graph with a checkpointer names its own
+    thread: on the parent's it would write into the parent's record.)"""
+    try:
+        parent = current_task().config
+    except RuntimeError:  # not inside a node
+        return config
+    inherited = {
+        key: value
+        for key, value in (parent.get("configurable") or {}).items()
+        if key not in ("run_id", "checkpoint_id", REQUEST_KEY)
+    }
+    return {**config, "configurable": {**inherited, **(config.get("configurable") or {})}}
+
+
 class Run:
     """One invoke/stream of a graph on a thread, from input to pause or end."""
 
     def __init__(
         self, graph: RunGraph, config: dict[str, Any] | None, modes: tuple[str, ...]
     ) -> None:
+        self.store: Workflows | None = graph.checkpointer
         config = config or {}
+        if self.store is None:
+            config = _with_parent_config(config)
         configurable = config.get("configurable") or {}
         self.graph = graph
-        self.store: Workflows | None = graph.checkpointer
         self.config = config
         self.modes = modes
         self.thread_id = str(configurable.get("thread_id") or "")
