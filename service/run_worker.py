@@ -38,7 +38,14 @@ from domain.record.thread import WorkflowThread
 from persistence.failures import STORE_UNAVAILABLE
 from service.run_record import ERROR, SUCCESS
 from service.run_store import Expired, RunStore, StoredRun
-from service.runs import Begun, RunManager, error_output, request_from, with_run_id
+from service.runs import (
+    Begun,
+    RunManager,
+    error_output,
+    request_from,
+    run_context,
+    with_run_id,
+)
 from service.wire import output_json
 
 log = structlog.get_logger()
@@ -170,7 +177,12 @@ class RunWorker:
             self._record_end(stored, now)
             return
         request = request_from(stored, self.graphs[stored.graph_id])
-        run = Run(request.graph, with_run_id(request.config, stored.run_id), request.stream_modes)
+        run = Run(
+            request.graph,
+            with_run_id(request.config, stored.run_id),
+            request.stream_modes,
+            run_context(request),
+        )
         chunks = run.begin(None, thread)
         begun: Begun = self.runs.adopt(request, stored, run, chunks)
         self.runs.submit_rest(begun)

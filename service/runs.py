@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import socket
 import threading
@@ -72,6 +73,7 @@ class RunRequest:
     thread_as_read: Any = UNREAD  # the thread (or None) as the checks read it
     multitask_strategy: str = "reject"  # when another run holds the thread
     wait: bool = False  # instead: wait up to `busy_wait` s for the thread (a decision)
+    context: dict[str, Any] | None = None  # the run's `context` (JSON), its nodes' runtime
 
 
 @dataclass(frozen=True)
@@ -288,7 +290,7 @@ class RunManager:
         `refusal_ends_run` (a queued run, whose caller has gone), ended with the error."""
         config = with_run_id(request.config, stored.run_id)
         try:
-            run = Run(request.graph, config, request.stream_modes)
+            run = Run(request.graph, config, request.stream_modes, run_context(request))
             chunks = run.begin(request.input, request.thread_as_read, guard)
             if guard is not None and not guard.applied:  # it committed nothing: claim now
                 opened = self.store.open(
@@ -459,6 +461,20 @@ def _record_of(request: RunRequest, stored: StoredRun, thread_id: str) -> RunRec
     )
 
 
+def run_context(request: RunRequest) -> Any:
+    """The run's context as its nodes' `runtime.context`: the JSON object made the graph's
+    `context_schema` (a dataclass or pydantic model: its fields as keywords), as LangGraph's
+    server does; kept as the object it is for a TypedDict or no schema."""
+    schema = getattr(request.graph.builder, "context_schema", None)
+    if request.context is None or schema is None or not _takes_fields(schema):
+        return request.context
+    return schema(**request.context)
+
+
+def _takes_fields(schema: type) -> bool:
+    return dataclasses.is_dataclass(schema) or hasattr(schema, "model_validate")
+
+
 def _from_checkpoint(request: RunRequest) -> bool:
     """Whether the run names a checkpoint to start from (a fork, recorded first)."""
     return bool((request.config.get("configurable") or {}).get("checkpoint_id"))
@@ -490,6 +506,7 @@ def request_json(request: RunRequest) -> dict[str, Any]:
         "metadata": request.metadata,
         "kwargs": request.kwargs,
         "streamed": request.streamed,
+        "context": request.context,
     }
 
 
@@ -521,6 +538,7 @@ def request_from(stored: StoredRun, graph: CompiledStateGraph) -> RunRequest:
         kwargs=asked["kwargs"],
         streamed=asked["streamed"],
         multitask_strategy=stored.multitask_strategy,
+        context=asked.get("context"),
     )
 
 

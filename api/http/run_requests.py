@@ -27,7 +27,7 @@ from domain.engine.runtime import REQUEST_KEY
 from domain.errors import HoldpointError, ThreadNotFoundError
 from domain.record.thread_ids import thread_id_problem
 from domain.types import Command
-from service.runs import STRATEGIES, RunRequest
+from service.runs import STRATEGIES, RunRequest, run_context
 from service.services import Services
 from service.wire import assistant_id
 
@@ -165,7 +165,7 @@ def prepare_run(
     config: dict[str, Any] = {"configurable": configurable, "metadata": thread_metadata}
     if "recursion_limit" in user_config:
         config["recursion_limit"] = user_config["recursion_limit"]
-    return RunRequest(
+    run_request = RunRequest(
         graph=graph,
         thread_id=thread_id,
         input=run_input,
@@ -181,7 +181,14 @@ def prepare_run(
         streamed=streamed,
         thread_as_read=thread,
         multitask_strategy=strategy,
+        context=body.context,
     )
+    try:  # made the graph's context_schema as it runs; a context that does not fit: 422
+        run_context(run_request)
+    except (TypeError, ValueError) as error:
+        msg = f"Invalid body.context: it does not fit the graph's context_schema ({error})"
+        raise Problem(422, msg, code="invalid-request") from None
+    return run_request
 
 
 def _kwargs(body: RunCreate, modes: tuple[str, ...], stateless: bool) -> dict[str, Any]:

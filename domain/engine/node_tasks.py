@@ -8,6 +8,7 @@ graph's step timeout, and checks the outcomes of a step against each other.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from domain.errors import (
 from domain.record.hashing import to_json
 
 if TYPE_CHECKING:
-    from domain.engine.run_graph import RunGraph
+    from domain.engine.run_graph import RunGraph, RunNode
     from domain.record.thread import WorkflowThread
 
 
@@ -52,6 +53,13 @@ class Outcome:
 Finish = Callable[[Task, Any, float], Outcome]
 
 
+def node_action(spec: RunNode, runtime: Any) -> Callable[..., Any]:
+    """The node's callable, given its `runtime` (by name) if it takes one."""
+    if spec.takes_runtime:
+        return functools.partial(spec.action, runtime=runtime)
+    return spec.action
+
+
 def execute(graph: RunGraph, config: dict[str, Any], task: Task, finish: Finish) -> Outcome:
     """Call `task`'s node (not an async one); `finish` makes what it returned an Outcome."""
     spec = graph.builder.nodes[task.node]
@@ -61,12 +69,13 @@ def execute(graph: RunGraph, config: dict[str, Any], task: Task, finish: Finish)
     token = enter_task(task.context)
     started = time.perf_counter()
     try:
+        action = node_action(spec, task.context.runtime)
         args = (task.state, task.context.config or config) if spec.takes_config else (task.state,)
         timeout = graph.step_timeout
         if timeout is None:
-            returned = spec.action(*args)
+            returned = action(*args)
         else:
-            returned = call_with_timeout(task.node, timeout, spec.action, *args)
+            returned = call_with_timeout(task.node, timeout, action, *args)
     except GraphInterrupt as pause:
         return _paused(task.node, pause)
     except Exception as error:  # a node's failure is recorded, then raised
@@ -82,8 +91,9 @@ async def aexecute(graph: RunGraph, config: dict[str, Any], task: Task, finish: 
     token = enter_task(task.context)
     started = time.perf_counter()
     try:
+        action = node_action(spec, task.context.runtime)
         args = (task.state, task.context.config or config) if spec.takes_config else (task.state,)
-        call = spec.action(*args) if spec.is_async else asyncio.to_thread(spec.action, *args)
+        call = action(*args) if spec.is_async else asyncio.to_thread(action, *args)
         timeout = graph.step_timeout
         try:
             returned = await asyncio.wait_for(call, timeout)

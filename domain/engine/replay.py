@@ -24,12 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.utils import get_topic
 
+from domain.engine.node_tasks import node_action
 from domain.engine.task_context import TaskContext, enter_task, leave_task
 from domain.errors import GraphInterrupt, HoldpointError
 from domain.graph.constants import START
 from domain.record.hashing import to_json
 from domain.record.schema import as_state
 from domain.record.thread import WorkflowThread
+from domain.runtime import Runtime
 
 if TYPE_CHECKING:
     from domain.graph.compiled import CompiledStateGraph
@@ -191,12 +193,17 @@ def _replay_node(
 def _run_node(graph: CompiledStateGraph, thread: WorkflowThread, node: str) -> Outcome:
     """Run `node` as the runtime did: on the step's state, with the answers it had."""
     spec = graph.builder.nodes[node]
-    context = TaskContext(node=node, durable=True, answers=list(thread.answers.get(node, ())))
+    # A run's context is not recorded: the node's runtime has none.
+    runtime: Runtime[None] = Runtime()
+    context = TaskContext(
+        node=node, durable=True, answers=list(thread.answers.get(node, ())), runtime=runtime
+    )
     config = {"configurable": {"thread_id": thread.thread_id}, "metadata": thread.metadata}
     token = enter_task(context)
     try:  # on a copy of the values, so that the fold stays intact whatever the node does
         state = as_state(graph.state_schema, copy.deepcopy(thread.values))
-        returned = spec.action(*((state, config) if spec.takes_config else (state,)))
+        action = node_action(spec, runtime)
+        returned = action(*((state, config) if spec.takes_config else (state,)))
         if spec.is_async:
             returned = asyncio.run(returned)
     except GraphInterrupt as pause:

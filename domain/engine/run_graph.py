@@ -27,6 +27,9 @@ class RunNode(Protocol):
     @property
     def takes_config(self) -> bool: ...
 
+    @property
+    def takes_runtime(self) -> bool: ...
+
 
 class RunBuilder(Protocol):
     """The graph as built (`domain.graph.state.StateGraph`): its nodes by name."""

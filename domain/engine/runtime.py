@@ -43,6 +43,7 @@ from domain.oversight import hold_points
 from domain.record.schema import as_state, as_update
 from domain.record.supersteps import START
 from domain.record.thread_state import CANCELLED, IDLE
+from domain.runtime import Runtime
 from domain.types import Command
 
 if TYPE_CHECKING:
@@ -76,7 +77,11 @@ class Run:
     """One invoke/stream of a graph on a thread, from input to pause or end."""
 
     def __init__(
-        self, graph: RunGraph, config: dict[str, Any] | None, modes: tuple[str, ...]
+        self,
+        graph: RunGraph,
+        config: dict[str, Any] | None,
+        modes: tuple[str, ...],
+        context: Any = None,
     ) -> None:
         self.store: Workflows | None = graph.checkpointer
         config = config or {}
@@ -97,6 +102,7 @@ class Run:
         # The HTTP request this run serves, {"action", "target"}: it names a refusal.
         self.request: dict[str, Any] | None = configurable.get(REQUEST_KEY)
         self.thread: WorkflowThread | None = None
+        self.runtime = Runtime(context=context)  # what nodes taking `runtime` get
         self.steps_run = 0
         self.ended = False  # ThreadCompleted recorded by this run
         self.position: int | None = None
@@ -265,7 +271,9 @@ class Run:
                     "holdpoint_task_id": task_id,
                 },
             }
-            context = TaskContext(node, durable, answers, task_id=task_id, config=config)
+            context = TaskContext(
+                node, durable, answers, task_id=task_id, config=config, runtime=self.runtime
+            )
             tasks.append(Task(node, context, as_state(self.graph.state_schema, dict(base))))
         return tasks
 

@@ -29,6 +29,7 @@ class TaskContext:
     # key for the node's side effects (`get_config()["metadata"]["holdpoint_task_id"]`).
     task_id: str = ""
     config: dict[str, Any] = field(default_factory=dict)  # what `get_config()` returns
+    runtime: Any = None  # the `domain.runtime.Runtime` a node's `runtime` parameter gets
     calls: int = 0
     applied: list[dict[str, Any]] = field(default_factory=list)
 

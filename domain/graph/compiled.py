@@ -162,7 +162,6 @@ class CompiledStateGraph:
         _refuse_run_arguments(
             "invoke()",
             kwargs,
-            context=context,
             stream_mode=None if stream_mode == "values" else stream_mode,
             print_mode=print_mode,
             output_keys=output_keys,
@@ -170,7 +169,7 @@ class CompiledStateGraph:
             interrupt_after=interrupt_after,
             durability=durability,
         )
-        run = Run(self, config, ())
+        run = Run(self, config, (), context)
         for _chunk in run.stream(input):
             pass
         return run.result()
@@ -196,7 +195,6 @@ class CompiledStateGraph:
         _refuse_run_arguments(
             "stream()",
             kwargs,
-            context=context,
             print_mode=print_mode,
             output_keys=output_keys,
             interrupt_before=interrupt_before,
@@ -206,7 +204,7 @@ class CompiledStateGraph:
             debug=debug,
         )
         modes = _modes(stream_mode)
-        for mode, chunk in Run(self, config, modes).stream(input):
+        for mode, chunk in Run(self, config, modes, context).stream(input):
             yield chunk if isinstance(stream_mode, str) else (mode, chunk)
 
     async def ainvoke(
@@ -226,7 +224,6 @@ class CompiledStateGraph:
         _refuse_run_arguments(
             "ainvoke()",
             kwargs,
-            context=context,
             stream_mode=None if stream_mode == "values" else stream_mode,
             print_mode=print_mode,
             output_keys=output_keys,
@@ -234,7 +231,7 @@ class CompiledStateGraph:
             interrupt_after=interrupt_after,
             durability=durability,
         )
-        run = Run(self, config, ())
+        run = Run(self, config, (), context)
         async for _chunk in run.astream(input):
             pass
         return run.result()
@@ -258,7 +255,6 @@ class CompiledStateGraph:
         _refuse_run_arguments(
             "astream()",
             kwargs,
-            context=context,
             print_mode=print_mode,
             output_keys=output_keys,
             interrupt_before=interrupt_before,
@@ -268,7 +264,7 @@ class CompiledStateGraph:
             debug=debug,
         )
         modes = _modes(stream_mode)
-        async for mode, chunk in Run(self, config, modes).astream(input):
+        async for mode, chunk in Run(self, config, modes, context).astream(input):
             yield chunk if isinstance(stream_mode, str) else (mode, chunk)
 
     # -- reading -------------------------------------------------------

@@ -16,13 +16,14 @@ from domain.record.schema import Channel
 
 @dataclass(frozen=True, slots=True)
 class NodeSpec:
-    """A node: its callable, whether it is async, whether it takes `config`."""
+    """A node: its callable, whether it is async, whether it takes `config` and `runtime`."""
 
     name: str
     action: Callable[..., Any]
     is_async: bool
     takes_config: bool
     metadata: dict[str, Any] | None
+    takes_runtime: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,11 +14,21 @@ from domain.graph.unsupported import refuse_unsupported
 from domain.record.schema import Channel, channels_of
 
 
-def _takes_config(action: Callable[..., Any]) -> bool:
+def _parameters(action: Callable[..., Any]) -> list[inspect.Parameter]:
     try:
-        parameters = list(inspect.signature(action).parameters.values())
+        return list(inspect.signature(action).parameters.values())
     except (TypeError, ValueError):
-        return False
+        return []
+
+
+def _takes_runtime(action: Callable[..., Any]) -> bool:
+    """A parameter named `runtime` gets the run's Runtime, as in LangGraph."""
+    return any(p.name == "runtime" for p in _parameters(action))
+
+
+def _takes_config(action: Callable[..., Any]) -> bool:
+    """A parameter named `config`, or a second positional one but `runtime`."""
+    parameters = [p for p in _parameters(action) if p.name != "runtime"]
     if any(p.name == "config" for p in parameters):
         return True
     positional = [
@@ -52,15 +62,10 @@ class StateGraph:
         **kwargs: Any,
     ) -> None:
         refuse_unsupported(
-            "StateGraph()",
-            {
-                "context_schema": context_schema,
-                "input_schema": input_schema,
-                "output_schema": output_schema,
-            },
-            kwargs,
+            "StateGraph()", {"input_schema": input_schema, "output_schema": output_schema}, kwargs
         )
         self.state_schema = state_schema
+        self.context_schema = context_schema  # what `context=` is: a node's `runtime.context`
         self.channels: dict[str, Channel] = channels_of(state_schema)
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: list[tuple[str, str]] = []
@@ -111,7 +116,7 @@ class StateGraph:
             msg = f"The action of node {node!r} must be callable, not {action!r}"
             raise GraphDefinitionError(msg)
         self.nodes[node] = NodeSpec(
-            node, action, _is_async(action), _takes_config(action), metadata
+            node, action, _is_async(action), _takes_config(action), metadata, _takes_runtime(action)
         )
         return self
 

@@ -39,7 +39,6 @@ CONFIG = {"configurable": {"thread_id": "t-1"}}
 @pytest.mark.parametrize(
     "arguments",
     [
-        {"context_schema": Other},
         {"input_schema": Other},
         {"output_schema": Other},
         {"config_schema": Other},
@@ -99,7 +98,6 @@ def test_compiling_with_a_cache_a_store_or_debug_is_refused(arguments):
 
 
 RUN_ARGUMENTS = [
-    {"context": {"user": "amy"}},
     {"durability": "exit"},
     {"durability": "async"},
     {"interrupt_before": ["bump"]},
@@ -139,8 +137,8 @@ def test_the_async_calls_refuse_as_the_sync_ones_do():
     graph = a_graph()
 
     async def both() -> None:
-        with pytest.raises(UnsupportedFeatureError, match=r"ainvoke\(\) with context="):
-            await graph.ainvoke({"n": 0}, CONFIG, context={})
+        with pytest.raises(UnsupportedFeatureError, match=r"ainvoke\(\) with output_keys="):
+            await graph.ainvoke({"n": 0}, CONFIG, output_keys=["n"])
         with pytest.raises(UnsupportedFeatureError, match=r"astream\(\) with subgraphs="):
             async for _ in graph.astream({"n": 0}, CONFIG, subgraphs=True):
                 pass
