@@ -14,10 +14,11 @@ from domain.errors import (
     MissingThreadIdError,
     NoCheckpointerError,
     OversightError,
+    UnsupportedFeatureError,
 )
 from domain.graph.constants import END, START
 from domain.graph.digest import graph_digest
-from domain.graph.unsupported import refuse_unsupported
+from domain.graph.unsupported import refuse_unsupported, unsupported_message
 from domain.history import state_snapshots as snapshots
 from domain.history.forks import branch
 from domain.oversight import hold_points
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 
 StreamMode = str | list[str] | tuple[str, ...]
 _MODES = ("values", "updates")
+# LangGraph's other stream modes, which the native engine does not stream.
+LANGGRAPH_MODES = ("messages", "custom", "debug", "checkpoints", "tasks")
 
 
 # LangGraph's durability that the native engine gives: every superstep committed before
@@ -58,6 +61,9 @@ def _refuse_run_arguments(call: str, extras: dict[str, Any], **given: Any) -> No
 def _modes(stream_mode: StreamMode) -> tuple[str, ...]:
     modes = (stream_mode,) if isinstance(stream_mode, str) else tuple(stream_mode)
     unknown = [mode for mode in modes if mode not in _MODES]
+    if unknown and unknown[0] in LANGGRAPH_MODES:
+        given = f"stream_mode={unknown[0]!r}"
+        raise UnsupportedFeatureError(unsupported_message("stream()", given))
     if unknown:
         msg = f"Unknown stream_mode {unknown[0]!r}: use one of {', '.join(_MODES)}"
         raise ValueError(msg)

@@ -25,8 +25,10 @@ KNOWN_EXTRAS = {
 
 
 def unsupported_message(call: str, name: str) -> str:
+    """`name`: an argument's name, or an argument with its value (`stream_mode='debug'`)."""
+    given = name if "=" in name else f"{name}=..."
     return (
-        f"{call} with {name}=... is not supported by Holdpoint's native engine "
+        f"{call} with {given} is not supported by Holdpoint's native engine "
         "(domain.graph), which refuses it rather than ignore it: leave it out, or run "
         "the graph on LangGraph itself"
     )

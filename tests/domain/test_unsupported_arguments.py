@@ -166,3 +166,14 @@ def test_the_defaults_and_sync_durability_run_as_without_them():
 def test_an_argument_langgraph_does_not_have_either_is_a_type_error():
     with pytest.raises(TypeError, match="unexpected keyword argument 'retries'"):
         a_graph().invoke({"n": 0}, CONFIG, retries=3)
+
+
+@pytest.mark.parametrize("mode", ["messages", "custom", "debug", "checkpoints", "tasks"])
+def test_a_langgraph_stream_mode_it_does_not_stream_is_refused_by_name(mode):
+    with pytest.raises(UnsupportedFeatureError, match=f"stream\\(\\) with stream_mode='{mode}'"):
+        list(a_graph().stream({"n": 0}, CONFIG, stream_mode=mode))
+
+
+def test_a_stream_mode_langgraph_does_not_have_either_is_unknown():
+    with pytest.raises(ValueError, match="Unknown stream_mode 'everything'"):
+        list(a_graph().stream({"n": 0}, CONFIG, stream_mode="everything"))
