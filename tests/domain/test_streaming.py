@@ -103,7 +103,11 @@ def test_stream_with_an_unknown_mode_is_refused(store):
 
     # When / Then
     with pytest.raises(ValueError, match="stream_mode"):
-        list(graph.stream({"refund_amount": 1.0, "approved": False}, config(), stream_mode="everything"))
+        list(
+            graph.stream(
+                {"refund_amount": 1.0, "approved": False}, config(), stream_mode="everything"
+            )
+        )
 
 
 # -- async ------------------------------------------------------------------------
