@@ -214,24 +214,28 @@ class StagedCursor:
         return self._cursor
 
 
-class PostgresDatabase(Database):
-    dialect = "postgres"
+class _Connections:
+    """A process's idle connections of one kind, the one used last handed out first (it
+    is warm): a thread borrows one for a transaction or a statement and gives it back,
+    so that a process holds as many as it uses at once, not one per thread it ever ran."""
 
-    def __init__(self, params: dict[str, Any], schema: str) -> None:
-        self._params = params
-        self._schema = schema
-        self._local = threading.local()
-        # Read models are rebuilt from the log: their commits need not wait for the WAL to
-        # reach the disk (a transaction that must, says so: SET LOCAL synchronous_commit).
-        self._options = "-c synchronous_commit=off"
+    def __init__(self, connect: Callable[[], psycopg.Connection[Any]], *, ping: bool) -> None:
+        self._connect = connect
+        self._ping = ping
+        self._idle: list[tuple[psycopg.Connection[Any], float]] = []
+        self._lock = threading.Lock()
 
-    def _connection(self) -> psycopg.Connection[Any]:
-        """This thread's connection; one idle for a while is pinged first, and replaced
-        if the server dropped it (a restart), so that a reader does not fail once on it."""
-        local = self._local
-        connection: psycopg.Connection[Any] | None = getattr(local, "connection", None)
-        if connection is not None and not connection.closed:
-            if time.monotonic() - local.used < IDLE_PING_SECONDS:
+    def borrow(self) -> psycopg.Connection[Any]:
+        """An idle connection, pinged first if idle for a while (and replaced if the server
+        dropped it: a restart), so that a reader does not fail once on it; else a new one."""
+        while True:
+            with self._lock:
+                if not self._idle:
+                    break
+                connection, used = self._idle.pop()
+            if connection.closed:
+                continue
+            if not self._ping or time.monotonic() - used < IDLE_PING_SECONDS:
                 return connection
             try:
                 connection.execute("")
@@ -239,27 +243,66 @@ class PostgresDatabase(Database):
                 # transaction() after it would be a savepoint in one never committed
             except psycopg.Error:
                 connection.close()
-        if connection is None or connection.closed:
-            # As on SQLite (synchronous NORMAL): a batch's rows commit with its position,
-            # so a crash may lose the last batches, to be applied again, and never split
-            # one; a commit need not wait for the WAL to reach the disk.
-            connection = psycopg.connect(
-                **self._params, row_factory=tuple_row, options=self._options
-            )
-            local.connection = connection
-        return connection
+                continue
+            return connection
+        return self._connect()
+
+    def give_back(self, connection: psycopg.Connection[Any]) -> None:
+        if connection.closed:
+            return
+        with self._lock:
+            self._idle.append((connection, time.monotonic()))
+
+    def close(self) -> None:
+        """Close the idle connections (one in use is kept by its thread until given back)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for connection, _used in idle:
+            connection.close()
+
+
+class PostgresDatabase(Database):
+    dialect = "postgres"
+
+    def __init__(self, params: dict[str, Any], schema: str) -> None:
+        self._params = params
+        self._schema = schema
+        # Read models are rebuilt from the log: their commits need not wait for the WAL to
+        # reach the disk (a transaction that must, says so: SET LOCAL synchronous_commit).
+        # As on SQLite (synchronous NORMAL): a batch's rows commit with its position, so a
+        # crash may lose the last batches, to be applied again, and never split one.
+        options = "-c synchronous_commit=off"
+        self._transactions = _Connections(
+            lambda: psycopg.connect(**params, row_factory=tuple_row, options=options), ping=True
+        )
+        self._statements = _Connections(
+            lambda: psycopg.connect(
+                **params, autocommit=True, row_factory=tuple_row, options=options
+            ),
+            ping=False,
+        )
+        self._local = threading.local()  # the connection this thread's transaction holds
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Cursor]:  # noqa: ARG002
-        connection = self._connection()
+        """A transaction on a borrowed connection; one begun inside another on the same
+        thread is a savepoint of it (its connection)."""
+        held: psycopg.Connection[Any] | None = getattr(self._local, "held", None)
+        if held is not None:
+            with held.transaction(), held.cursor() as cursor:
+                yield cursor
+            return
+        connection = self._transactions.borrow()
+        self._local.held = connection
         try:
             with connection.transaction(), connection.cursor() as cursor:
                 yield cursor
         except psycopg.OperationalError:
-            connection.close()  # replaced by the next transaction
+            connection.close()  # not given back: the next transaction takes another
             raise
         finally:
-            self._local.used = time.monotonic()
+            self._local.held = None
+            self._transactions.give_back(connection)
 
     def statement(
         self,
@@ -268,24 +311,19 @@ class PostgresDatabase(Database):
         *,
         write: bool = True,  # noqa: ARG002 - a reader waits for no writer here
     ) -> list[Any]:
-        connection: psycopg.Connection[Any] | None = getattr(self._local, "autocommit", None)
-        if connection is None or connection.closed:
-            connection = psycopg.connect(
-                **self._params, autocommit=True, row_factory=tuple_row, options=self._options
-            )
-            self._local.autocommit = connection
+        connection = self._statements.borrow()
         try:
             cursor = connection.execute(sql, params)
             return cursor.fetchall() if cursor.description is not None else []
         except psycopg.OperationalError:
-            connection.close()  # replaced by the next statement
+            connection.close()  # not given back: the next statement takes another
             raise
+        finally:
+            self._statements.give_back(connection)
 
     def close(self) -> None:
-        for name in ("connection", "autocommit"):
-            connection = getattr(self._local, name, None)
-            if connection is not None:
-                connection.close()
+        self._transactions.close()
+        self._statements.close()
 
     def table(self, name: str) -> str:
         return f'"{self._schema}".{name}'

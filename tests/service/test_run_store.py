@@ -10,6 +10,7 @@ import pytest
 
 from domain.record.application import Workflows
 from domain.record.store import open_store
+from projections import database
 from projections.database import PostgresDatabase, database_for
 from service.run_store import PENDING, RUNNING, RunStore, StoredRun
 
@@ -157,7 +158,7 @@ def test_a_threads_runs_are_listed_newest_first_and_by_status(runs):
     assert [r.run_id for r in runs.of_thread("t-1", limit=1, offset=1)] == ["r-1"]
 
 
-def test_a_postgres_connection_idle_past_its_ping_still_commits(postgres_url):
+def test_a_postgres_connection_idle_past_its_ping_still_commits(postgres_url, monkeypatch):
     """The ping before reusing an idle connection must not leave a transaction open:
     every transaction() after it would be a savepoint, never committed, its locks held."""
     with open_store(postgres_url) as store:
@@ -165,16 +166,16 @@ def test_a_postgres_connection_idle_past_its_ping_still_commits(postgres_url):
         assert isinstance(db, PostgresDatabase)
         runs = RunStore(db)
         try:
-            runs.open(a_run("r-1"), "runner-a", TTL, enqueue=False)
-            db._local.used = float("-inf")  # idle since forever: the next use pings first
+            runs.open(a_run("r-1"), "runner-a", TTL, enqueue=True)  # queued: a transaction
+            monkeypatch.setattr(database, "IDLE_PING_SECONDS", 0.0)  # every reuse pings first
 
-            runs.finish("r-1", "t-1", "runner-a", "success", {}, None)
+            runs.discard("r-1", "t-1", "runner-a")  # a transaction on the pinged connection
 
             with psycopg.connect(postgres_url.split("?")[0]) as other:
                 schema = store.env.get("POSTGRES_SCHEMA")
-                [(status,)] = other.execute(
+                rows = other.execute(
                     f'SELECT status FROM "{schema}".holdpoint_runs WHERE run_id = %s', ("r-1",)
                 ).fetchall()
-            assert status == "success"
+            assert rows == []
         finally:
             runs.close()
