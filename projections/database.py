@@ -219,9 +219,8 @@ class _Connections:
     is warm): a thread borrows one for a transaction or a statement and gives it back,
     so that a process holds as many as it uses at once, not one per thread it ever ran."""
 
-    def __init__(self, connect: Callable[[], psycopg.Connection[Any]], *, ping: bool) -> None:
+    def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
         self._connect = connect
-        self._ping = ping
         self._idle: list[tuple[psycopg.Connection[Any], float]] = []
         self._lock = threading.Lock()
 
@@ -235,12 +234,13 @@ class _Connections:
                 connection, used = self._idle.pop()
             if connection.closed:
                 continue
-            if not self._ping or time.monotonic() - used < IDLE_PING_SECONDS:
+            if time.monotonic() - used < IDLE_PING_SECONDS:
                 return connection
             try:
                 connection.execute("")
-                connection.rollback()  # the ping began a transaction: end it, or each
-                # transaction() after it would be a savepoint in one never committed
+                if not connection.autocommit:
+                    connection.rollback()  # the ping began a transaction: end it, or each
+                    # transaction() after it would be a savepoint in one never committed
             except psycopg.Error:
                 connection.close()
                 continue
@@ -273,13 +273,12 @@ class PostgresDatabase(Database):
         # crash may lose the last batches, to be applied again, and never split one.
         options = "-c synchronous_commit=off"
         self._transactions = _Connections(
-            lambda: psycopg.connect(**params, row_factory=tuple_row, options=options), ping=True
+            lambda: psycopg.connect(**params, row_factory=tuple_row, options=options)
         )
         self._statements = _Connections(
             lambda: psycopg.connect(
                 **params, autocommit=True, row_factory=tuple_row, options=options
-            ),
-            ping=False,
+            )
         )
         self._local = threading.local()  # the connection this thread's transaction holds
 
@@ -298,7 +297,8 @@ class PostgresDatabase(Database):
             with connection.transaction(), connection.cursor() as cursor:
                 yield cursor
         except psycopg.OperationalError:
-            connection.close()  # not given back: the next transaction takes another
+            connection.close()  # not given back, nor the idle ones (the server may have
+            self._transactions.close()  # restarted): the next transaction connects anew
             raise
         finally:
             self._local.held = None
@@ -316,7 +316,8 @@ class PostgresDatabase(Database):
             cursor = connection.execute(sql, params)
             return cursor.fetchall() if cursor.description is not None else []
         except psycopg.OperationalError:
-            connection.close()  # not given back: the next statement takes another
+            connection.close()  # not given back, nor the idle ones (the server may have
+            self._statements.close()  # restarted): the next statement connects anew
             raise
         finally:
             self._statements.give_back(connection)
