@@ -15,8 +15,8 @@ version=$(ls /usr/lib/postgresql | sort -n | tail -1)
 if ! pg_lsclusters -h | awk '{print $1" "$2}' | grep -q "^$version main$"; then
   pg_createcluster "$version" main >/dev/null
 fi
-# The suite runs on several workers, each test with servers and workers of its own
-# (a connection per run thread, per projector, per worker): more than the default 100.
+# The suite runs on several workers, each test with servers of its own (each server an
+# event-store pool, a projector, a run worker and side-table connections): more than 100.
 conf="/etc/postgresql/$version/main/conf.d/holdpoint-tests.conf"
 if [ ! -f "$conf" ]; then
   echo "max_connections = 400" > "$conf"
