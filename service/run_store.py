@@ -156,6 +156,9 @@ class RunStore:
 
     def __init__(self, db: Database, *, create: bool = True) -> None:
         self.db = db
+        # Whether the store's recorder takes commit guards (`guard`, `end_guard`): on
+        # PostgreSQL; on SQLite a lease is a local write, and memory has no SQL recorder.
+        self.guards = db.dialect == "postgres"
         self._runs, self._leases = db.table(RUNS), db.table(LEASES)
         self._now = NOW[db.dialect]
         if create:
@@ -203,11 +206,9 @@ class RunStore:
     def guard(self, run: StoredRun, owner: str, ttl: float) -> CommitGuard | None:
         """`open` without a queue, as a guard for the commit of the run's input or answer
         (`persistence.commit_guard`): the lease claimed, the run recorded and its first
-        events appended in one statement. None where the recorder takes no guard (SQLite,
-        whose lease is a local write, and memory): `open` then."""
-        if self.db.dialect != "postgres":
-            return None
-        return self._claim_at_once(run, owner, ttl)
+        events appended in one statement. None where the recorder takes no guard
+        (`guards`): `open` then."""
+        return self._claim_at_once(run, owner, ttl) if self.guards else None
 
     def _claim_at_once(self, run: StoredRun, owner: str, ttl: float) -> CommitGuard:
         """The claim of `_open_at_once` as expressions, the one named `guard` yielding the
@@ -304,13 +305,11 @@ class RunStore:
         owner: str,
         output: dict[str, Any],
         run_thread_id: str,
-    ) -> CommitGuard | None:
+    ) -> CommitGuard:
         """`finish` (a success, at the last position appended) as a guard for the commit of
-        the run's last step (`persistence.commit_guard`): the step's events are written
-        only while `owner` still holds the run, with its end, in one statement. None where
-        the recorder takes no guard: `finish` then."""
-        if self.db.dialect != "postgres":
-            return None
+        the run's last step (`persistence.commit_guard`), where the recorder takes guards
+        (`guards`): the step's events are written only while `owner` still holds the run,
+        with its end, in one statement."""
         return CommitGuard(
             f"guard AS (SELECT run_id FROM {self._runs} WHERE run_id = %s AND owner = %s "
             "FOR UPDATE)",

@@ -95,7 +95,15 @@ class Begun:
     decisions: list[str]
     before: set[str]  # the interrupts pending when it began
     lost: bool = False  # its lease was taken over: it stops before its next step
-    end: CommitGuard | None = None  # its end, to be recorded with its last step
+    end: Ending | None = None  # its end, to be recorded with its last step
+
+
+@dataclass(frozen=True)
+class Ending:
+    """A run's end as the commit of its last step records it: its output, and the guard."""
+
+    output: dict[str, Any]
+    guard: CommitGuard
 
 
 def runner_name() -> str:
@@ -347,16 +355,22 @@ class RunManager:
         """Run a begun run's supersteps to its end, and record how it ended."""
         record, run, before = begun.record, begun.run, begun.before
         record.started()
+        at_end = self._end(begun) if self.store.guards else None
+        recorded_end = False  # with the last step's events
         try:
             if any(spec.is_async for spec in run.graph.builder.nodes.values()):
                 with self.launcher.may_wait():
-                    asyncio.run(_async_steps(begun, self._end(begun)))
+                    asyncio.run(_async_steps(begun, at_end))
             else:
                 while not begun.lost and (tasks := run.plan()):
                     with self.launcher.may_wait():  # graph code
                         results = [run.execute(task) for task in tasks]
-                    record.emit(run.complete(results, self._end(begun)))
-            status, output = SUCCESS, output_json(run.result())
+                    record.emit(run.complete(results, at_end))
+            status = SUCCESS
+            if begun.end is not None and begun.end.guard.applied:
+                recorded_end, output = True, begun.end.output
+            else:
+                output = output_json(run.result())
         except CommitRefusedError:  # taken over before its last step, which was not written
             self._abandon(begun, None)
             return
@@ -372,7 +386,7 @@ class RunManager:
         if run.thread is not None:
             raised = len(set(run.thread.interrupts) - before)
         try:  # the end recorded with the last step, or now
-            kept = (begun.end is not None and begun.end.applied) or self.store.finish(
+            kept = recorded_end or self.store.finish(
                 record.run_id,
                 begun.lease_thread,
                 self.owner,
@@ -391,17 +405,18 @@ class RunManager:
         if self.on_finish is not None:
             self.on_finish(RunOutcome(record, begun.decisions, raised))
 
-    def _end(self, begun: Begun) -> Callable[[], CommitGuard | None]:
+    def _end(self, begun: Begun) -> Callable[[], CommitGuard]:
         """For `Run.complete`: the run's end (a success), to record in the commit of its last
         step where the store can (`RunStore.end_guard`)."""
 
-        def end() -> CommitGuard | None:
+        def end() -> CommitGuard:
             run = begun.run
             output = output_json(run.result())
-            begun.end = self.store.end_guard(
+            guard = self.store.end_guard(
                 begun.record.run_id, begun.lease_thread, self.owner, output, run.thread_id
             )
-            return begun.end
+            begun.end = Ending(output, guard)
+            return guard
 
         return end
 
@@ -438,7 +453,7 @@ class RunManager:
         self.executor.shutdown(wait=True, cancel_futures=False)
 
 
-async def _async_steps(begun: Begun, at_end: Callable[[], CommitGuard | None]) -> None:
+async def _async_steps(begun: Begun, at_end: Callable[[], CommitGuard] | None) -> None:
     run = begun.run
     while not begun.lost and (tasks := run.plan()):
         outcomes = await asyncio.gather(*(run.aexecute(task) for task in tasks))

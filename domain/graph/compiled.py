@@ -18,7 +18,11 @@ from domain.errors import (
 )
 from domain.graph.constants import END, START
 from domain.graph.digest import graph_digest
-from domain.graph.unsupported import refuse_unsupported, unsupported_message
+from domain.graph.unsupported import (
+    refuse_run_options,
+    refuse_unsupported,
+    unsupported_message,
+)
 from domain.history import state_snapshots as snapshots
 from domain.history.forks import branch
 from domain.oversight import hold_points
@@ -43,19 +47,6 @@ StreamMode = str | list[str] | tuple[str, ...]
 _MODES = ("values", "updates")
 # LangGraph's other stream modes, which the native engine does not stream.
 LANGGRAPH_MODES = ("messages", "custom", "debug", "checkpoints", "tasks")
-
-
-# LangGraph's durability that the native engine gives: every superstep committed before
-# the next one begins.
-DURABILITY = "sync"
-
-
-def _refuse_run_arguments(call: str, extras: dict[str, Any], **given: Any) -> None:
-    """Refuse the run arguments of LangGraph's that the native engine does not implement
-    (domain/graph/unsupported.py); `durability="sync"` is what it does."""
-    if given.get("durability") == DURABILITY:
-        given["durability"] = None
-    refuse_unsupported(call, given, extras)
 
 
 def _modes(stream_mode: StreamMode) -> tuple[str, ...]:
@@ -156,25 +147,13 @@ class CompiledStateGraph:
         config: dict[str, Any] | None = None,
         *,
         context: Any = None,
-        stream_mode: StreamMode = "values",
-        print_mode: StreamMode = (),
-        output_keys: Any = None,
-        interrupt_before: Any = None,
-        interrupt_after: Any = None,
-        durability: str | None = None,
-        **kwargs: Any,
+        **options: Any,
     ) -> dict[str, Any]:
-        """Run until the graph ends or pauses; return the values (and `__interrupt__`)."""
-        _refuse_run_arguments(
-            "invoke()",
-            kwargs,
-            stream_mode=None if stream_mode == "values" else stream_mode,
-            print_mode=print_mode,
-            output_keys=output_keys,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            durability=durability,
-        )
+        """Run until the graph ends or pauses; return the values (and `__interrupt__`).
+        `context`: what nodes taking a `runtime` get as `runtime.context`; `options`:
+        LangGraph's other run arguments, refused unless they ask what the engine does
+        (`refuse_run_options`)."""
+        refuse_run_options("invoke()", options)
         run = Run(self, config, (), context)
         for _chunk in run.stream(input):
             pass
@@ -187,28 +166,11 @@ class CompiledStateGraph:
         *,
         context: Any = None,
         stream_mode: StreamMode = "updates",
-        print_mode: StreamMode = (),
-        output_keys: Any = None,
-        interrupt_before: Any = None,
-        interrupt_after: Any = None,
-        durability: str | None = None,
-        subgraphs: bool = False,
-        debug: bool | None = None,
-        **kwargs: Any,
+        **options: Any,
     ) -> Iterator[Any]:
         """Yield each node's update (the default, as LangGraph's StateGraph streams), or the
         values after each step."""
-        _refuse_run_arguments(
-            "stream()",
-            kwargs,
-            print_mode=print_mode,
-            output_keys=output_keys,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            durability=durability,
-            subgraphs=subgraphs,
-            debug=debug,
-        )
+        refuse_run_options("stream()", options)
         modes = _modes(stream_mode)
         for mode, chunk in Run(self, config, modes, context).stream(input):
             yield chunk if isinstance(stream_mode, str) else (mode, chunk)
@@ -219,24 +181,9 @@ class CompiledStateGraph:
         config: dict[str, Any] | None = None,
         *,
         context: Any = None,
-        stream_mode: StreamMode = "values",
-        print_mode: StreamMode = (),
-        output_keys: Any = None,
-        interrupt_before: Any = None,
-        interrupt_after: Any = None,
-        durability: str | None = None,
-        **kwargs: Any,
+        **options: Any,
     ) -> dict[str, Any]:
-        _refuse_run_arguments(
-            "ainvoke()",
-            kwargs,
-            stream_mode=None if stream_mode == "values" else stream_mode,
-            print_mode=print_mode,
-            output_keys=output_keys,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            durability=durability,
-        )
+        refuse_run_options("ainvoke()", options)
         run = Run(self, config, (), context)
         async for _chunk in run.astream(input):
             pass
@@ -249,26 +196,9 @@ class CompiledStateGraph:
         *,
         context: Any = None,
         stream_mode: StreamMode = "updates",
-        print_mode: StreamMode = (),
-        output_keys: Any = None,
-        interrupt_before: Any = None,
-        interrupt_after: Any = None,
-        durability: str | None = None,
-        subgraphs: bool = False,
-        debug: bool | None = None,
-        **kwargs: Any,
+        **options: Any,
     ) -> AsyncIterator[Any]:
-        _refuse_run_arguments(
-            "astream()",
-            kwargs,
-            print_mode=print_mode,
-            output_keys=output_keys,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            durability=durability,
-            subgraphs=subgraphs,
-            debug=debug,
-        )
+        refuse_run_options("astream()", options)
         modes = _modes(stream_mode)
         async for mode, chunk in Run(self, config, modes, context).astream(input):
             yield chunk if isinstance(stream_mode, str) else (mode, chunk)

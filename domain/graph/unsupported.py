@@ -3,9 +3,10 @@
 `domain.graph` takes LangGraph's names so that a program ports by its imports.
 An argument it accepted and then ignored would change what the program does
 with no error (a retry policy that never retries, a schema that filters
-nothing), so each of LangGraph's arguments is spelt out in the signatures, and
-one set to anything but its default raises UnsupportedFeatureError naming it.
-An argument LangGraph does not have either is Python's TypeError.
+nothing), so each of LangGraph's arguments is spelt out, in the signatures of
+StateGraph, add_node, compile and get_state and in `RUN_OPTIONS` for the run
+calls, and one set to what the engine does not do raises UnsupportedFeatureError
+naming it. An argument LangGraph does not have either is Python's TypeError.
 """
 
 from __future__ import annotations
@@ -19,8 +20,21 @@ from domain.errors import UnsupportedFeatureError
 KNOWN_EXTRAS = {
     "StateGraph()": ("config_schema", "input", "output"),
     "add_node()": ("input",),
-    "invoke()": ("checkpoint_during", "debug"),
-    "stream()": ("checkpoint_during",),
+}
+# LangGraph's run arguments (invoke, stream and their async forms) but `context` and
+# stream()'s `stream_mode`, each with the values that ask what the native engine does:
+# each superstep committed before the next (durability "sync"), no breakpoints, the
+# whole state out, nothing printed, no subgraph streams.
+RUN_OPTIONS: dict[str, tuple[Any, ...]] = {
+    "stream_mode": ("values",),  # invoke(): what it returns
+    "print_mode": ((), []),
+    "output_keys": (None,),
+    "interrupt_before": (None,),
+    "interrupt_after": (None,),
+    "durability": (None, "sync"),
+    "subgraphs": (False,),
+    "debug": (None, False),
+    "checkpoint_during": (None,),
 }
 
 
@@ -42,9 +56,22 @@ def refuse_unsupported(
     for one of LangGraph's, TypeError for one it does not have either."""
     for name in extras or {}:
         if name not in KNOWN_EXTRAS.get(call, ()):
-            msg = f"{call} got an unexpected keyword argument {name!r}"
-            raise TypeError(msg)
+            raise _unexpected(call, name)
         raise UnsupportedFeatureError(unsupported_message(call, name))
     for name, value in given.items():
         if value is not None and value is not False and value not in ((), []):
             raise UnsupportedFeatureError(unsupported_message(call, name))
+
+
+def refuse_run_options(call: str, options: Mapping[str, Any]) -> None:
+    """Raise for a run argument of `options` that asks what the native engine does not do
+    (`RUN_OPTIONS`), and TypeError for one LangGraph does not have either."""
+    for name, value in options.items():
+        if name not in RUN_OPTIONS:
+            raise _unexpected(call, name)
+        if value not in RUN_OPTIONS[name]:
+            raise UnsupportedFeatureError(unsupported_message(call, name))
+
+
+def _unexpected(call: str, name: str) -> TypeError:
+    return TypeError(f"{call} got an unexpected keyword argument {name!r}")

@@ -57,9 +57,7 @@ def held_by_another_runner(manager: RunManager, thread_id: str) -> None:
     assert manager.store.open(other, "another-process", TTL, enqueue=False, durable=True).started
 
 
-def test_a_run_with_input_holds_its_thread_from_its_first_commit_and_frees_it_at_its_end(
-    store, manager
-):
+def test_a_run_with_input_ends_recorded_and_its_thread_free(store, manager):
     graph = refund_graph(store)
 
     status = run_to_end(manager, request(graph, "t-1", {"refund_amount": 250.0}))
@@ -158,4 +156,44 @@ def test_a_run_taken_over_before_its_last_step_writes_nothing_of_it(postgres_url
         stored = runs.get(record.run_id)
         assert stored is not None
         assert (stored.status, stored.owner) == ("running", "taker")
+        runs.close()
+
+
+def test_a_decision_waits_for_a_runner_that_holds_the_thread_then_begins(store):
+    """A resume that waits (a decision) and finds the thread held retries its claim
+    once the holder lets go: on PostgreSQL a refused guarded commit, then a new one."""
+    runs = RunStore(database_for(store))
+    waiting = RunManager(store=runs, workers=1, busy_wait=10.0, keep=10, lease_ttl=TTL)
+    try:
+        graph = refund_graph(store)
+        first = waiting.start(request(graph, "t-1", {"refund_amount": 250.0}))
+        assert first.wait_blocking(10)
+        paused = store.thread("t-1")
+        other = StoredRun("r-other", "t-1", "refund", "refund", request={"input": None})
+        assert runs.open(other, "another-process", TTL, enqueue=False, durable=True).started
+        answer = request(graph, "t-1", Command(resume={next(iter(paused.interrupts)): 1}))
+        answer.wait = True
+        refused = threading.Event()  # the decider's claim was refused: it waits
+        wait_for_thread = waiting._wait_for_thread
+
+        def spied(*args: Any) -> bool:
+            refused.set()
+            return wait_for_thread(*args)
+
+        waiting._wait_for_thread = spied  # type: ignore[method-assign]
+        began: list[Any] = []
+        decider = threading.Thread(target=lambda: began.append(waiting.start(answer)))
+        decider.start()
+        assert refused.wait(10)
+        assert store.thread("t-1").version == paused.version  # nothing written meanwhile
+
+        assert runs.finish("r-other", "t-1", "another-process", "success", {}, None)
+        decider.join(10)
+
+        [record] = began
+        assert record.wait_blocking(10)
+        assert record.status == "success"
+        assert store.thread("t-1").values["approved"] == 1
+    finally:
+        waiting.shutdown()
         runs.close()
