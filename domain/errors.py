@@ -175,6 +175,17 @@ class RunNotInProgressError(HoldpointError):
         self.thread_id = thread_id
 
 
+class StaleCheckpointError(HoldpointError):
+    """A checkpoint recorded as what changed since the namespace's latest one, which has
+    moved on meanwhile (another writer): it must be recorded with every value."""
+
+    def __init__(self, thread_id: str, namespace: str, checkpoint_id: str) -> None:
+        super().__init__(
+            f"Checkpoint {checkpoint_id} of thread {thread_id!r} (namespace {namespace!r}) "
+            "does not follow the latest one recorded"
+        )
+
+
 class ThreadCancelledError(HoldpointError):
     """The thread was cancelled; it can be read but not run."""
 

@@ -3,7 +3,8 @@
 One row per interrupt: raised (graph, node, thread, required role, the digest
 of its payload, the approvals it needs), then decided (decision, reviewer,
 reason, seconds to decide, the approvals given), cancelled with its thread,
-or superseded when its node asked anew. Cancellations are kept with their
+or superseded when its node asked anew (or, for a real LangGraph graph, when its thread
+moved on without an answer: InterruptSuperseded). Cancellations are kept with their
 reasons (the Art. 14(4)(e) stop). Reports read these rows; they never replay
 events.
 
@@ -64,6 +65,7 @@ SETTLING = ("open", "decided", "expired")  # the outcomes of UNSETTLED
 # every entry (a chain of issubclass calls per entry is a rebuild's cost).
 REFUSED, COMPLETED, EDITED, CANCELLED = "refused", "completed", "edited", "cancelled"
 RAISED, EXPIRED, APPROVED, RESUMED = "raised", "expired", "approved", "resumed"
+SUPERSEDED = "superseded"
 KINDS: tuple[tuple[type, str], ...] = (
     (WorkflowThread.InterruptRaised, RAISED),
     (WorkflowThread.InterruptResumed, RESUMED),
@@ -72,10 +74,13 @@ KINDS: tuple[tuple[type, str], ...] = (
     (WorkflowThread.InterruptApproved, APPROVED),
     (WorkflowThread.StateEdited, EDITED),
     (WorkflowThread.ThreadCancelled, CANCELLED),
+    (WorkflowThread.InterruptSuperseded, SUPERSEDED),
     (RefusedAttempt.AccessRefused, REFUSED),
 )
-INTERRUPT_KINDS = frozenset({RAISED, EXPIRED, APPROVED, RESUMED})
-NAMING = frozenset({RESUMED, EXPIRED, APPROVED})  # the kinds naming an interrupt raised before
+INTERRUPT_KINDS = frozenset({RAISED, EXPIRED, APPROVED, RESUMED, SUPERSEDED})
+NAMING = frozenset(
+    {RESUMED, EXPIRED, APPROVED, SUPERSEDED}
+)  # the kinds naming an interrupt raised before
 
 
 @cache
@@ -134,7 +139,7 @@ def _interrupt_changed(log: Rows, entry: Entry, kind: str, thread: Thread) -> No
     """An interrupt raised, expired, approved once (of several) or answered."""
     event, at = entry.event, entry.at
     if kind == RAISED:
-        for earlier in _open(log, thread.thread_id):
+        for earlier in _open(log, thread.thread_id) if event.task is None else ():
             if earlier["node"] == event.node and earlier["idx"] == event.index:
                 earlier["outcome"], earlier["closed_at"] = "superseded", at
         reasked = log.get(event.reasked) if event.reasked else None
@@ -145,7 +150,10 @@ def _interrupt_changed(log: Rows, entry: Entry, kind: str, thread: Thread) -> No
     row = log.get(event.interrupt_id)
     if row is None:
         return
-    if kind == EXPIRED:
+    if kind == SUPERSEDED:
+        if row["outcome"] == "open":
+            row["outcome"], row["closed_at"] = "superseded", at
+    elif kind == EXPIRED:
         if event.rule["action"] == "escalate":
             row["escalations"] += 1
             row["required_role"] = event.rule["role"]

@@ -1,7 +1,9 @@
 """The pending-approval queue: one row per open interrupt.
 
 A row appears when an interrupt is raised and goes when it is answered,
-superseded (the node asked anew) or its thread is cancelled. It carries the
+superseded (the node asked anew; for a real LangGraph graph, an InterruptSuperseded says
+so, and says it too when the thread moved on without an answer) or its thread is
+cancelled. It carries the
 digest of the payload (what a decision binds to: the reviewer sends it back
 with the answer) and, for an interrupt that needs several approvals (four
 eyes), how many it needs and how many it has (InterruptApproved). The count of
@@ -85,7 +87,7 @@ class PendingApprovalsProjection(Projection):
                 continue
             event = entry.event
             if issubclass(cls, WorkflowThread.InterruptRaised):
-                for earlier in queue.in_group(thread.thread_id):
+                for earlier in queue.in_group(thread.thread_id) if event.task is None else ():
                     if earlier["node"] == event.node and earlier["idx"] == event.index:
                         queue.delete(earlier["interrupt_id"])  # superseded: its node asked anew
                 queue.put(
@@ -118,7 +120,9 @@ class PendingApprovalsProjection(Projection):
                 elif row is not None:
                     row["required_role"] = event.rule["role"]
                     row["due_by"] = utc_text_or_none(event.new_due_by)
-            elif issubclass(cls, WorkflowThread.InterruptResumed):
+            elif issubclass(
+                cls, WorkflowThread.InterruptResumed | WorkflowThread.InterruptSuperseded
+            ):
                 queue.delete(event.interrupt_id)
             elif issubclass(cls, WorkflowThread.InterruptAssigned):
                 row = queue.get(event.interrupt_id)

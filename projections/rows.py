@@ -170,6 +170,7 @@ INTERRUPT_CHANGES = (
     WorkflowThread.InterruptResumed,
     WorkflowThread.InterruptExpired,
     WorkflowThread.InterruptAssigned,
+    WorkflowThread.InterruptSuperseded,
     WorkflowThread.ThreadCancelled,
 )
 INTERRUPT_EVENTS = (*STARTS, *INTERRUPT_CHANGES)

@@ -43,6 +43,7 @@ class ThreadIndexProjection(Projection):
         WorkflowThread.InterruptRaised,
         WorkflowThread.InterruptResumed,
         WorkflowThread.InterruptExpired,
+        WorkflowThread.InterruptSuperseded,
         WorkflowThread.ThreadCompleted,
         WorkflowThread.ThreadFailed,
         WorkflowThread.ThreadCancelled,
@@ -147,7 +148,12 @@ def _next_status(cls: type, status: str, pending: int) -> tuple[str, int]:
         return "failed", pending
     if issubclass(cls, WorkflowThread.InterruptRaised):
         return "interrupted", pending + 1
-    if issubclass(cls, WorkflowThread.InterruptResumed | WorkflowThread.InterruptExpired):
+    if issubclass(
+        cls,
+        WorkflowThread.InterruptResumed
+        | WorkflowThread.InterruptExpired
+        | WorkflowThread.InterruptSuperseded,
+    ):
         return ("interrupted" if pending > 1 else "running"), pending - 1
     if issubclass(cls, WorkflowThread.ThreadCompleted):
         return "completed", pending

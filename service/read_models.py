@@ -22,7 +22,7 @@ from contextlib import contextmanager
 
 import structlog
 
-from domain.engine.resume_answers import is_interrupt_id
+from domain.record.resume_maps import is_interrupt_id
 from domain.record.application import Workflows
 from domain.record.store import backend_of, open_store
 from persistence.sqlite import write_gate

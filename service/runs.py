@@ -41,7 +41,7 @@ from uuid import uuid4
 
 import structlog
 
-from domain.engine.resume_answers import resume_map
+from domain.record.resume_maps import resume_map
 from domain.engine.runtime import UNREAD, Run
 from domain.graph import CompiledStateGraph
 from domain.types import Command

@@ -3,7 +3,8 @@
 `record_every_kind` records, through the domain's own commands, at least one
 event of each class `tests/domain/test_event_topics.py` finds (every aggregate
 the domain defines): threads of each kind the read models tell apart, the hold
-points' stories with their refused attempts, a deadline that passed, a run
+points' stories with their refused attempts, real LangGraph graphs' threads
+(HoldpointSaver), a deadline that passed, a run
 taken over, a recursion limit reached, keys made and revoked, and a seal.
 `Damage` then edits one stored row the way a disk fault or a careless hand
 with SQL would, the append-only triggers dropped first (`tests.integrity.tamper`):
@@ -34,6 +35,7 @@ from tests.graphs import counter_loop_graph, linear_graph
 from tests.integrity.tamper import Row, Tamper
 from tests.projections.histories import config, failing_graph, record_history
 from tests.projections.hold_point_histories import record_hold_points
+from tests.saver.langgraph_graphs import record_langgraph_story
 
 EVENT_CLASSES = sorted(event_classes(), key=get_topic)
 TOPICS = [get_topic(cls) for cls in EVENT_CLASSES]
@@ -59,6 +61,7 @@ def record_every_kind(store: Workflows) -> Recorded:
     """At least one event of every class of every aggregate (`EVENT_CLASSES`)."""
     record_history(store)
     record_hold_points(store, "hp-")
+    record_langgraph_story(store)
     keyring = Keyring(store)
     keyring.ensure_bootstrap_keys()
     _, victim = keyring.create("vic", "reviewer", actor=ADMIN, note="its creation is damaged")

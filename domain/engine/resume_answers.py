@@ -18,6 +18,7 @@ from domain.errors import (
 )
 from domain.oversight import hold_points
 from domain.record.hashing import to_json
+from domain.record.resume_maps import resume_map
 from domain.record.schema import as_update
 from domain.record.thread_state import CANCELLED, INTERRUPTED
 
@@ -25,21 +26,6 @@ if TYPE_CHECKING:
     from domain.engine.run_graph import RunGraph
     from domain.record.thread import WorkflowThread
     from domain.types import Command
-
-_INTERRUPT_ID_CHARS = frozenset("0123456789abcdef")
-
-
-def is_interrupt_id(key: object) -> bool:
-    """LangGraph's rule: a resume map's keys are all 32 lowercase hex digits."""
-    return isinstance(key, str) and len(key) == 32 and set(key) <= _INTERRUPT_ID_CHARS
-
-
-def resume_map(resume: Any) -> dict[str, Any] | None:
-    """`Command(resume=...)`'s value as {interrupt_id: answer} when it is a resume map (a
-    dict whose keys are all interrupt ids), else None: one answer to the one pending."""
-    if isinstance(resume, dict) and resume and all(map(is_interrupt_id, resume)):
-        return dict(resume)
-    return None
 
 
 def answer_interrupts(

@@ -25,8 +25,11 @@ from typing import Any, Self
 from eventsourcing.domain import Aggregate
 
 from domain.oversight.hold_points import question_digest, record_digest
+from domain.record import langgraph_folds
 from domain.record.fork_state import restore_carried_state
 from domain.record.hashing import GENESIS_HASH, event_hash
+from domain.record.langgraph_commands import LangGraphCommands
+from domain.record.langgraph_record import LANGGRAPH, NATIVE
 from domain.record.supersteps import START, fold_update
 from domain.record.thread_commands import ThreadCommands
 from domain.record.thread_state import answer_record
@@ -40,12 +43,14 @@ def _defaults(event_class: type) -> dict[str, Any]:
     return {f.name: f.default for f in fields(event_class) if f.default is not MISSING}
 
 
-class WorkflowThread(ThreadCommands, Aggregate):
+class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
     """One thread of one graph, as its events tell it.
 
     Its state, what it answers and the versions of its snapshots are `ThreadState`'s
     (domain/record/thread_state.py); its commands are `ThreadCommands`'
-    (domain/record/thread_commands.py).
+    (domain/record/thread_commands.py), and for a real LangGraph graph's thread
+    (`engine` "langgraph", recorded by HoldpointSaver) `LangGraphCommands`'
+    (domain/record/langgraph_commands.py).
     """
 
     class Event(Aggregate.Event):
@@ -53,11 +58,19 @@ class WorkflowThread(ThreadCommands, Aggregate):
         event_hash: str
 
         def apply(self, aggregate: Any) -> None:
-            self.fold(aggregate)
+            if aggregate.engine == LANGGRAPH:
+                self.fold_langgraph(aggregate)
+            else:
+                self.fold(aggregate)
             aggregate.head_hash = self.event_hash
 
         def fold(self, thread: WorkflowThread) -> None:
             raise NotImplementedError
+
+        def fold_langgraph(self, thread: WorkflowThread) -> None:
+            """How the event folds into a real LangGraph graph's thread: as into a native
+            one, unless the class says otherwise (domain/record/langgraph_folds.py)."""
+            self.fold(thread)
 
     class ThreadStarted(Aggregate.Created):
         thread_id: str
@@ -70,9 +83,12 @@ class WorkflowThread(ThreadCommands, Aggregate):
         actor: dict[str, Any]
         prev_hash: str
         event_hash: str
+        engine: str = NATIVE  # "langgraph": a real LangGraph graph's, by HoldpointSaver
 
         def fold(self, thread: WorkflowThread) -> None:
             """`__init__` has already set the thread up from these fields."""
+
+        fold_langgraph = fold
 
     class ThreadForked(Aggregate.Created):
         """A new thread that starts as another thread stood at a checkpoint."""
@@ -91,6 +107,7 @@ class WorkflowThread(ThreadCommands, Aggregate):
         prev_hash: str
         event_hash: str
         run_id: str | None = None  # the run that continues from the fork, if one does
+        engine: str = NATIVE
 
         def fold(self, thread: WorkflowThread) -> None:
             thread.run_id = self.run_id
@@ -113,8 +130,12 @@ class WorkflowThread(ThreadCommands, Aggregate):
         actor: dict[str, Any],
         event_hash: str,
         initial: dict[str, Any] | None = None,
+        engine: str = NATIVE,
         **_: Any,
     ) -> None:
+        self.engine = engine
+        self.heads = {}
+        self.early = {}
         self.thread_id = thread_id
         self.graph_id = graph_id
         self.graph_digest = graph_digest
@@ -151,6 +172,7 @@ class WorkflowThread(ThreadCommands, Aggregate):
         """A new thread whose first event, `event_class` with `fields`, heads a new chain."""
         timestamp = cls._now()
         thread_id = fields["thread_id"]
+        fields = {**_defaults(event_class), **fields}
         digest = event_hash(event_class.__name__, thread_id, 1, timestamp, GENESIS_HASH, fields)
         return cls._create(
             event_class,
@@ -190,6 +212,8 @@ class WorkflowThread(ThreadCommands, Aggregate):
 
     def makes_checkpoint(self, event: WorkflowThread.Event) -> bool:
         """Whether applying `event` next would make a checkpoint."""
+        if self.engine == LANGGRAPH:
+            return isinstance(event, WorkflowThread.CheckpointSaved) and event.namespace == ""
         if isinstance(event, WorkflowThread.NodeCompleted):
             return all(n in self.done or n == event.node for n in self.next)
         return isinstance(event, WorkflowThread.InputReceived | WorkflowThread.StateEdited)
@@ -214,6 +238,9 @@ class WorkflowThread(ThreadCommands, Aggregate):
             thread.shapers.setdefault(who, f"sent input to thread {thread.thread_id!r}")
             thread._mark_checkpoint(self, "input")
 
+        def fold_langgraph(self, thread: WorkflowThread) -> None:
+            langgraph_folds.fold_input(thread, self)
+
     class NodeCompleted(Event):
         """A node finished: its update (a delta) and where it routes."""
 
@@ -226,6 +253,10 @@ class WorkflowThread(ThreadCommands, Aggregate):
         # The answers its interrupt() calls received, each with the digest of the question
         # the node asked this time: [{"interrupt_id", "digest"}] (None: it received none).
         applied: list[dict[str, Any]] | None = None
+        # A real LangGraph graph's task: {"namespace", "checkpoint_id", "path"}, and its
+        # "writes" ([[channel, value], ...]) when `update` cannot hold them (a channel
+        # written twice). None for the native engine's nodes.
+        task: dict[str, Any] | None = None
 
         def fold(self, thread: WorkflowThread) -> None:
             thread.done[self.node] = {"update": self.update, "routes": self.routes}
@@ -234,6 +265,9 @@ class WorkflowThread(ThreadCommands, Aggregate):
                 thread.shapers = {}  # shapes the next question is counted anew
             if all(node in thread.done for node in thread.next):
                 thread._close_step(self)
+
+        def fold_langgraph(self, thread: WorkflowThread) -> None:
+            langgraph_folds.fold_node_completed(thread, self)
 
     class NodeFailed(Event):
         """A node raised; the step stays open, so the node can run again."""
@@ -268,6 +302,9 @@ class WorkflowThread(ThreadCommands, Aggregate):
         approvals: int = 1  # distinct principals who must approve it
         decision_values: dict[str, Any] | None = None  # what approve / reject resume with
         reasked: str | None = None  # the interrupt whose answer did not apply to this question
+        # A real LangGraph graph's task that raised it: {"namespace", "task_id",
+        # "checkpoint_id"} (and its "response_schema", if any). None: the native engine's.
+        task: dict[str, Any] | None = None
 
         def fold(self, thread: WorkflowThread) -> None:
             for other, record in list(thread.interrupts.items()):
@@ -291,6 +328,9 @@ class WorkflowThread(ThreadCommands, Aggregate):
                 "approved_by": [],
                 "decision_values": self.decision_values,
             }
+
+        def fold_langgraph(self, thread: WorkflowThread) -> None:
+            langgraph_folds.fold_interrupt_raised(thread, self)
 
     class InterruptExpired(Event):
         """An interrupt's deadline passed: its rule decided it, or escalated it."""
@@ -399,6 +439,9 @@ class WorkflowThread(ThreadCommands, Aggregate):
             thread.step += 1
             thread._mark_checkpoint(self, "update")
 
+        def fold_langgraph(self, thread: WorkflowThread) -> None:
+            langgraph_folds.fold_state_edited(thread, self)
+
     class RunReclaimed(Event):
         """A runner took a run over from one whose lease expired (it died, or stalled),
         before running the run's unfinished nodes again: at-least-once, on record."""
@@ -414,6 +457,58 @@ class WorkflowThread(ThreadCommands, Aggregate):
 
         def fold(self, thread: WorkflowThread) -> None:
             thread.run_id = self.run_id
+
+    class InterruptSuperseded(Event):
+        """A pending interrupt was left behind unanswered: the thread moved on without it
+        (a real LangGraph graph's new input, edit, fork or goto)."""
+
+        interrupt_id: str
+        reason: str
+        actor: dict[str, Any]
+
+        def fold(self, thread: WorkflowThread) -> None:
+            langgraph_folds.fold_superseded(thread, self)
+
+    class CheckpointSaved(Event):
+        """A real LangGraph graph saved a checkpoint (HoldpointSaver): what changed since
+        `base`, the namespace's checkpoint before it (None: every value, from nothing).
+        `changed` holds the channels set, `grown` the lists that only grew (the items
+        added), `emptied` the channels given a new version and no value; `versions` and
+        `seen` are {"set": ..., "del": [...]} against the base's; `next` the nodes it has
+        yet to run."""
+
+        namespace: str
+        checkpoint_id: str
+        parent_id: str | None
+        base: str | None
+        source: str
+        step: int
+        ts: str
+        changed: dict[str, Any]
+        grown: dict[str, list[Any]]
+        emptied: list[str]
+        versions: dict[str, Any]
+        seen: dict[str, Any]
+        metadata: dict[str, Any]
+        form: dict[str, Any]
+        next: list[str]
+
+        def fold(self, thread: WorkflowThread) -> None:
+            langgraph_folds.fold_checkpoint(thread, self)
+
+    class WritesSaved(Event):
+        """A real LangGraph graph saved writes that are no node's completion
+        (HoldpointSaver): a Command's resume, update or goto, a task's interrupt or
+        error, update_state's writes. [[channel, value], ...] in their order."""
+
+        namespace: str
+        checkpoint_id: str
+        task_id: str
+        task_path: str
+        writes: list[list[Any]]
+
+        def fold(self, thread: WorkflowThread) -> None:
+            langgraph_folds.fold_writes(thread, self)
 
     class ThreadCompleted(Event):
         """The run reached END."""

@@ -33,12 +33,17 @@ class ThreadState:
 
     Version 2 of the state (snapshots) keeps each waiting answer with the digest of
     the question it answered, who shaped the thread since its last decision, and the
-    decisions whose run has not ended (`upcast_v1_v2`).
+    decisions whose run has not ended (`upcast_v1_v2`); version 3 its engine and, for a
+    real LangGraph graph's, the latest checkpoint of each namespace (`upcast_v2_v3`).
     """
 
-    class_version = 2
+    class_version = 3
 
     id: UUID  # the aggregate's, as eventsourcing keeps them
+    engine: str  # "native", or "langgraph" (a real LangGraph graph's, by HoldpointSaver)
+    # A real LangGraph graph's latest checkpoint in each namespace (langgraph_folds.py).
+    heads: dict[str, dict[str, Any]]
+    early: dict[str, list[list[Any]]]  # writes on a checkpoint not recorded yet
     version: int
     thread_id: str
     graph_id: str
@@ -176,3 +181,10 @@ class ThreadState:
         }
         state.setdefault("shapers", {})
         state.setdefault("decided", {})
+
+    @staticmethod
+    def upcast_v2_v3(state: dict[str, Any]) -> None:
+        """A snapshot of version 2: a native thread (real LangGraph graphs came after)."""
+        state.setdefault("engine", "native")
+        state.setdefault("heads", {})
+        state.setdefault("early", {})

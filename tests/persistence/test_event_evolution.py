@@ -26,7 +26,16 @@ from tests.graphs import linear_graph
 
 FIXTURE = json.loads((Path(__file__).parent.parent / "fixtures" / "v1_events.json").read_text())
 THREADS = sorted(FIXTURE["expected_values"])
-ADDED_AFTER_V1 = {"InterruptExpired", "InterruptAssigned", "InterruptApproved", "RunReclaimed"}
+ADDED_AFTER_V1 = {
+    "InterruptExpired",
+    "InterruptAssigned",
+    "InterruptApproved",
+    "RunReclaimed",
+    # real LangGraph graphs' (HoldpointSaver)
+    "InterruptSuperseded",
+    "CheckpointSaved",
+    "WritesSaved",
+}
 
 
 class Refund(TypedDict):

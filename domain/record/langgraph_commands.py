@@ -1,0 +1,488 @@
+"""What a real LangGraph graph does to its thread, recorded as the catalogue's events.
+
+`HoldpointSaver` calls these commands with LangGraph's checkpoints and writes in their
+JSON form (domain/record/langgraph_record.py). Each records, in one commit:
+
+- a checkpoint (`put`): `CheckpointSaved` with only what changed since its parent,
+  preceded by `InputReceived` (a run's input), or by `StateEdited` and the edit's own
+  writes (`update_state`), and by `InterruptSuperseded` for each interrupt it leaves
+  behind unanswered; followed by `ThreadCompleted` when the root has nothing left to run;
+- a task's writes (`put_writes`): `NodeCompleted` with the writes as its update; or, for
+  writes that are no node's completion, `WritesSaved` with them, beside what they mean:
+  `InterruptRaised` for each new interrupt, `NodeFailed` for an error, `InterruptResumed`
+  for each interrupt a `Command(resume=...)` answers (checked first: a resume of nothing
+  pending, of an interrupt that is not pending, or one value for several, is refused and
+  nothing is recorded), `StateEdited` for a Command's update or goto.
+
+Writes LangGraph saves again (a retried task) are recorded once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar, Self
+
+from domain.errors import (
+    AmbiguousResumeError,
+    NotInterruptedError,
+    StaleCheckpointError,
+    ThreadCancelledError,
+    UnknownInterruptError,
+)
+from domain.oversight import hold_points
+from domain.oversight.hold_points import Oversight, question_digest
+from domain.record.langgraph_folds import head_values, kept_writes, resolved_values
+from domain.record.langgraph_record import (
+    BRANCH,
+    ERROR,
+    INTERRUPT,
+    LANGGRAPH,
+    NULL_TASK_ID,
+    RESUME,
+    SCHEDULED,
+    START,
+    TAG,
+    TASKS,
+    UPDATE_TASK,
+    Caller,
+    SavedCheckpoint,
+    SavedWrites,
+    delta,
+    interrupts_in,
+    is_state_channel,
+    next_nodes,
+    node_of,
+    write_index,
+)
+from domain.record.resume_maps import resume_map
+from domain.record.thread_state import CANCELLED
+
+SPECIAL = frozenset({ERROR, INTERRUPT, SCHEDULED})  # a task's writes that are no completion
+
+
+class LangGraphCommands:
+    """The commands of a thread recorded by HoldpointSaver; `WorkflowThread` supplies the
+    events and their recording, as it does for `ThreadCommands`."""
+
+    ThreadStarted: ClassVar[type[Any]]
+    InputReceived: ClassVar[type[Any]]
+    NodeCompleted: ClassVar[type[Any]]
+    NodeFailed: ClassVar[type[Any]]
+    InterruptRaised: ClassVar[type[Any]]
+    InterruptSuperseded: ClassVar[type[Any]]
+    StateEdited: ClassVar[type[Any]]
+    CheckpointSaved: ClassVar[type[Any]]
+    WritesSaved: ClassVar[type[Any]]
+    ThreadCompleted: ClassVar[type[Any]]
+
+    thread_id: str
+    heads: dict[str, dict[str, Any]]
+    interrupts: dict[str, dict[str, Any]]
+    answers: dict[str, list[dict[str, Any]]]
+    values: dict[str, Any]
+    started_by: dict[str, Any]
+    early: dict[str, list[list[Any]]]
+    step: int
+
+    @staticmethod
+    def _now() -> datetime:
+        raise NotImplementedError
+
+    @classmethod
+    def _open(cls, event_class: type[Any], fields: dict[str, Any]) -> Self:
+        raise NotImplementedError
+
+    def _record(
+        self, event_class: type[Any], timestamp: datetime | None = None, **fields: Any
+    ) -> None:
+        raise NotImplementedError
+
+    def answer(
+        self,
+        interrupt_id: str,
+        *,
+        resume: Any,
+        decision: str,
+        reason: str | None,
+        actor: dict[str, Any],
+        idempotency_key: str | None,
+        run_id: str,
+        separation_of_duties: bool,
+    ) -> None:
+        raise NotImplementedError
+
+    @property
+    def status(self) -> str:
+        raise NotImplementedError
+
+    # -- a thread begins -------------------------------------------------
+
+    @classmethod
+    def begin(
+        cls,
+        *,
+        thread_id: str,
+        graph_id: str,
+        graph_digest: str,
+        channels: dict[str, str | None],
+        metadata: dict[str, Any],
+        actor: dict[str, Any],
+    ) -> Self:
+        """A thread of a real LangGraph graph, before its first checkpoint."""
+        fields = {
+            "thread_id": thread_id,
+            "graph_id": graph_id,
+            "graph_digest": graph_digest,
+            "channels": channels,
+            "initial": {},
+            "waiting_edges": {},
+            "metadata": metadata,
+            "actor": actor,
+            "engine": LANGGRAPH,
+        }
+        return cls._open(cls.ThreadStarted, fields)
+
+    # -- put -------------------------------------------------------------
+
+    def follows_head(self, namespace: str, parent_id: str | None) -> bool:
+        """Whether a checkpoint with this parent follows the namespace's latest one, so
+        that it may be recorded as what changed since (else every value is recorded)."""
+        head = self.heads.get(namespace)
+        return head is not None and parent_id == head["id"]
+
+    def save_checkpoint(
+        self,
+        saved: SavedCheckpoint,
+        caller: Caller,
+        edit_writes: list[SavedWrites] | None = None,
+    ) -> None:
+        """Record a checkpoint LangGraph saved (see the module's docstring). `edit_writes`:
+        update_state's writes, saved on the parent just before its checkpoint."""
+        namespace = saved.namespace
+        follows = self.follows_head(namespace, saved.parent_id)
+        if saved.grown and not follows:
+            raise StaleCheckpointError(self.thread_id, namespace, saved.checkpoint_id)
+        head = self.heads.get(namespace) if follows else None
+        base_versions = head["versions"] if head else {}
+        values = resolved_values(
+            head_values(self, namespace) if head else {},
+            base_versions,
+            saved.versions,
+            saved.values,
+            saved.grown,
+        )
+        next_up = next_nodes(saved.versions, saved.seen, values)
+        self._supersede(namespace, saved, caller)
+        if saved.source == "input":
+            self._record(
+                self.InputReceived,
+                run_id=caller.run_id,
+                input=saved.values.get(START),
+                actor=caller.actor,
+            )
+        elif saved.source == "update":
+            for writes in edit_writes or ():
+                self._record_writes(writes)
+            self._record(
+                self.StateEdited,
+                values=_edit_values(edit_writes, saved),
+                as_node=caller.as_node,
+                next=None,
+                actor=caller.actor,
+                reason=caller.reason,
+                decision=None,
+            )
+        self._record(
+            self.CheckpointSaved,
+            namespace=namespace,
+            checkpoint_id=saved.checkpoint_id,
+            parent_id=saved.parent_id,
+            base=head["id"] if head else None,
+            source=saved.source,
+            step=saved.step,
+            ts=saved.ts,
+            changed=saved.values,
+            grown=saved.grown,
+            emptied=saved.emptied,
+            versions=delta(base_versions, saved.versions),
+            seen=delta(head["seen"] if head else {}, saved.seen),
+            metadata=saved.metadata,
+            form=saved.form,
+            next=next_up,
+        )
+        if namespace == "" and saved.source == "loop" and not next_up:
+            self._record(self.ThreadCompleted, step=saved.step)
+
+    def _supersede(self, namespace: str, saved: SavedCheckpoint, caller: Caller) -> None:
+        """Record the interrupts a new checkpoint leaves behind unanswered: those pending
+        in its namespace on another checkpoint than its parent (the thread moved on from
+        elsewhere: a fork, time travel, a step past them), or on its parent when it is new
+        input or a fork. One pending on the parent stays pending across a step of the
+        parent's (its answer may still be on its way: LangGraph saves writes and
+        checkpoints in no fixed order) and across an edit (the interrupted node will ask
+        again from the edited state)."""
+        why = {
+            "input": "new input started another run",
+            "fork": "the thread was forked from an earlier checkpoint",
+        }.get(saved.source, f"the thread moved on to checkpoint {saved.checkpoint_id}")
+        for interrupt_id, record in list(self.interrupts.items()):
+            places = [where[1] for where in record.get("where", ()) if where[0] == namespace]
+            if not places or saved.checkpoint_id in places:  # raised before it was saved
+                continue
+            stays = saved.parent_id in places and saved.source in ("loop", "update")
+            if not stays:
+                self._record(
+                    self.InterruptSuperseded,
+                    interrupt_id=interrupt_id,
+                    reason=f"no answer was given before {why}",
+                    actor=caller.actor,
+                )
+
+    # -- put_writes --------------------------------------------------------
+
+    def save_writes(self, saved: SavedWrites, caller: Caller, policy: Oversight) -> None:
+        """Record a task's writes (see the module's docstring); writes already recorded
+        at their index record nothing again."""
+        if not self._fresh(saved):
+            return
+        if saved.task_id == NULL_TASK_ID:
+            self._command_writes(saved, caller, policy)
+        elif saved.task_path.startswith(UPDATE_TASK):
+            self._record_writes(saved)
+        elif SPECIAL.isdisjoint(channel for channel, _ in saved.writes):
+            self._complete_node(saved)
+        else:
+            self._task_outcome(saved)
+
+    def _fresh(self, saved: SavedWrites) -> bool:
+        """Whether any of the writes is not yet kept on its checkpoint (a special one
+        replaces the one kept, so it always is)."""
+        writes = kept_writes(self, saved.namespace, saved.checkpoint_id)
+        if writes is None:
+            return True
+        kept = {(w[0], w[4]) for w in writes}
+        return any(
+            index < 0 or (saved.task_id, index) not in kept
+            for index in (write_index(ch, i) for i, (ch, _) in enumerate(saved.writes))
+        )
+
+    def _record_writes(self, saved: SavedWrites) -> None:
+        self._record(
+            self.WritesSaved,
+            namespace=saved.namespace,
+            checkpoint_id=saved.checkpoint_id,
+            task_id=saved.task_id,
+            task_path=saved.task_path,
+            writes=[[channel, value] for channel, value in saved.writes],
+        )
+
+    def _on_head(self, saved: SavedWrites) -> dict[str, Any] | None:
+        head = self.heads.get(saved.namespace)
+        return head if head is not None and head["id"] == saved.checkpoint_id else None
+
+    def _step_and_node(self, saved: SavedWrites) -> tuple[int, str]:
+        """The step a task ran in (its checkpoint's, plus one; -1 for one not among the
+        namespace's recent checkpoints) and its node."""
+        head = self._on_head(saved)
+        values = head_values(self, saved.namespace) if head else {}
+        at = self._recent(saved)
+        return (at[0] + 1 if at else -1), node_of(saved.task_path, values)
+
+    def _recent(self, saved: SavedWrites) -> list[Any] | None:
+        """[step, ts] of the checkpoint a task's writes are on, if it is a recent one."""
+        head = self.heads.get(saved.namespace)
+        return None if head is None else head["recent"].get(saved.checkpoint_id)
+
+    def _complete_node(self, saved: SavedWrites) -> None:
+        step, node = self._step_and_node(saved)
+        channels = [channel for channel, _ in saved.writes]
+        as_update = len(set(channels)) == len(channels)
+        applied = None
+        if RESUME in channels:
+            applied = [
+                {"interrupt_id": a.get("interrupt_id"), "digest": a.get("digest")}
+                for a in self.answers.get(node, ())
+            ] or None
+        self._record(
+            self.NodeCompleted,
+            step=step,
+            node=node,
+            task_id=saved.task_id,
+            update=dict(saved.writes) if as_update else {},
+            routes=_routes(saved.writes),
+            duration_ms=self._elapsed_ms(self._recent(saved)),
+            applied=applied,
+            task={
+                "namespace": saved.namespace,
+                "checkpoint_id": saved.checkpoint_id,
+                "path": saved.task_path,
+                **({} if as_update else {"writes": [list(write) for write in saved.writes]}),
+            },
+        )
+
+    def _elapsed_ms(self, at: list[Any] | None) -> float:
+        """The time since the step's checkpoint was saved: how long the task took, at
+        most (LangGraph tells a saver when a task ends, not when it began)."""
+        if at is None:
+            return 0.0
+        try:
+            began = datetime.fromisoformat(at[1])
+            return round(max((self._now() - began).total_seconds(), 0.0) * 1000, 3)
+        except (TypeError, ValueError):
+            return 0.0
+
+    def _task_outcome(self, saved: SavedWrites) -> None:
+        """An interrupt or an error: what it means, then the writes as they were."""
+        step, node = self._step_and_node(saved)
+        for channel, value in saved.writes:
+            if channel == INTERRUPT:
+                for index, interrupt in enumerate(interrupts_in(value)):
+                    if interrupt["id"] in self.interrupts:
+                        continue  # pending already: a subgraph's, seen by its parent
+                    self._supersede_asked(saved, node, index)
+                    payload = interrupt.get("value")
+                    self._record(
+                        self.InterruptRaised,
+                        step=step,
+                        node=node,
+                        interrupt_id=str(interrupt["id"]),
+                        index=index,
+                        value=payload,
+                        digest=question_digest(payload),
+                        task={
+                            "namespace": saved.namespace,
+                            "task_id": saved.task_id,
+                            "checkpoint_id": saved.checkpoint_id,
+                            **_schema_of(interrupt),
+                        },
+                    )
+            elif channel == ERROR:
+                error_type, message = _error_of(value)
+                self._record(
+                    self.NodeFailed, step=step, node=node, error_type=error_type, message=message
+                )
+        self._record_writes(saved)
+
+    def _supersede_asked(self, saved: SavedWrites, node: str, index: int) -> None:
+        """The node asks its `index`th question again, from another checkpoint (it runs
+        again after an edit, say): the question pending from before is superseded. Its
+        parallel tasks' questions, raised on the same checkpoint, stand."""
+        for interrupt_id, record in list(self.interrupts.items()):
+            here = [saved.namespace, saved.checkpoint_id] in record.get("where", ())
+            if (
+                record["node"] == node
+                and record["index"] == index
+                and record.get("namespace") == saved.namespace
+                and not here
+            ):
+                self._record(
+                    self.InterruptSuperseded,
+                    interrupt_id=interrupt_id,
+                    reason=f"node {node!r} asked its question again",
+                    actor=self.started_by,
+                )
+
+    def _command_writes(self, saved: SavedWrites, caller: Caller, policy: Oversight) -> None:
+        """A Command's writes: its resume answers the pending interrupts (checked first),
+        its update and goto edit the state, as `caller`."""
+        resumes = [value for channel, value in saved.writes if channel == RESUME]
+        if resumes:
+            self._answer(resumes[-1], caller, policy)
+        update = {
+            channel: value
+            for channel, value in saved.writes
+            if channel != RESUME and is_state_channel(channel)
+        }
+        goto = _routes(saved.writes)
+        if update or goto:
+            self._record(
+                self.StateEdited,
+                values=update,
+                as_node=None,
+                next=goto or None,
+                actor=caller.actor,
+                reason=caller.reason,
+                decision=None,
+            )
+        self._record_writes(saved)
+
+    def _answer(self, resume: Any, caller: Caller, policy: Oversight) -> None:
+        """Answer the pending interrupts a resume names (or the one pending), each checked
+        by its hold point's rules before any is recorded."""
+        if self.status == CANCELLED:
+            raise ThreadCancelledError(self.thread_id)
+        pending = list(self.interrupts)
+        answers = resume_map(resume)
+        if answers is not None:
+            unknown = [key for key in answers if key not in self.interrupts]
+            if unknown:
+                raise UnknownInterruptError(self.thread_id, unknown, pending)
+        elif not pending:
+            raise NotInterruptedError(self.thread_id, self.status)
+        elif len(pending) > 1:
+            raise AmbiguousResumeError(self.thread_id, pending)
+        else:
+            answers = {pending[0]: resume}
+        decision = caller.decision or "respond"
+        for interrupt_id, value in answers.items():
+            hold_points.check_may_decide(self, interrupt_id, caller.actor, policy)  # type: ignore[arg-type]
+            shown = caller.payload_digest
+            if isinstance(shown, dict):
+                shown = shown.get(interrupt_id)
+            hold_points.check_answer(
+                interrupt_id,
+                self.interrupts[interrupt_id],
+                decision,
+                value,
+                caller.reason,
+                None if shown is None else str(shown),
+            )
+        for interrupt_id, value in answers.items():
+            self.answer(
+                interrupt_id,
+                resume=value,
+                decision=decision,
+                reason=caller.reason,
+                actor=caller.actor,
+                idempotency_key=caller.idempotency_key,
+                run_id=caller.run_id,
+                separation_of_duties=policy.separation_of_duties,
+            )
+
+
+def _routes(writes: list[tuple[str, Any]]) -> list[str]:
+    """Where writes send the thread: `branch:to:node` channels, and `Send`s."""
+    routes = [channel[len(BRANCH) :] for channel, _ in writes if channel.startswith(BRANCH)]
+    routes += [
+        str(value["node"])
+        for channel, value in writes
+        if channel == TASKS and isinstance(value, dict) and value.get(TAG) == "send"
+    ]
+    return list(dict.fromkeys(routes))
+
+
+def _schema_of(interrupt: dict[str, Any]) -> dict[str, Any]:
+    schema = interrupt.get("response_schema")
+    return {} if schema is None else {"response_schema": schema}
+
+
+def _error_of(value: Any) -> tuple[str, str]:
+    """An `__error__` write's type and message (its JSON form: a tagged error, or text)."""
+    if isinstance(value, dict) and value.get(TAG) == "error":
+        return str(value.get("type") or "Error"), str(value.get("message") or "")
+    return "Error", value if isinstance(value, str) else str(value)
+
+
+def _edit_values(edit_writes: list[SavedWrites] | None, saved: SavedCheckpoint) -> dict[str, Any]:
+    """What an edit changed: the state channels its writes set (as the caller gave them),
+    else those its checkpoint set."""
+    if edit_writes:
+        return {
+            channel: value
+            for writes in edit_writes
+            for channel, value in writes.writes
+            if is_state_channel(channel)
+        }
+    changed = {k: v for k, v in saved.values.items() if is_state_channel(k)}
+    changed.update({k: {"appended": v} for k, v in saved.grown.items() if is_state_channel(k)})
+    return changed

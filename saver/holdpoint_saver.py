@@ -1,0 +1,547 @@
+"""`HoldpointSaver`: LangGraph's checkpointer, on Holdpoint's event store.
+
+    from langgraph.checkpoint.holdpoint import HoldpointSaver
+    graph = builder.compile(checkpointer=HoldpointSaver("sqlite:///var/holdpoint.db"))
+
+A real LangGraph graph runs as it always does; what its checkpointer is told becomes the
+catalogue's events on the thread's hash chain (domain/record/langgraph_commands.py): a
+run's input, each task's writes as its node's completion, interrupts, answers with who
+gave them, edits, and each checkpoint as what changed since its parent (a message list
+that gained one message records that message). Reading (`get_tuple`, `list`, and so
+LangGraph's `get_state` and `get_state_history`) folds the events; no node code runs.
+The record's values are JSON an auditor can read (saver/values.py).
+
+What Holdpoint adds to LangGraph's checkpointer contract:
+
+- Who: `config["configurable"]["actor"]` ({"id", "role"}; the local OS user otherwise),
+  and with a resume `decision`, `reason`, `idempotency_key` and `payload_digest`, as for
+  the native engine. The HTTP server sets them from the authenticated key.
+- Strict where LangGraph is silent: a resume write for an interrupt that is not pending,
+  one value for several pending interrupts, a resume of a thread with nothing pending,
+  and the loser of two racing resumes are refused (the error is raised from the
+  write; LangGraph reports it when its run ends) and nothing of them is recorded. The
+  hold points' rules (who may decide, separation of duties) apply to a named actor.
+- Append-only: `delete_thread`, `delete_for_runs` and `prune` are refused
+  (`AppendOnlyError`): nothing leaves the record but by a recorded, policy-bound
+  operation, which retention (a later issue) will be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from domain.access.actor import resolve_actor
+from domain.errors import ConcurrentUpdateError, HoldpointError, StaleCheckpointError
+from domain.history.checkpoints import CheckpointAt, checkpoints_of
+from domain.oversight.hold_points import Oversight
+from domain.record.application import Workflows
+from domain.record.langgraph_folds import head_values
+from domain.record.langgraph_record import (
+    LANGGRAPH,
+    UPDATE_TASK,
+    Caller,
+    SavedCheckpoint,
+    SavedWrites,
+)
+from domain.record.store import open_store
+from domain.record.thread import WorkflowThread
+from saver.values import from_record, to_record
+
+DEFAULT_GRAPH_ID = "langgraph"
+RETRIES = 20  # commits refused because another writer appended first, then it gives up
+CACHED_THREADS = 256  # threads kept at their latest version between calls
+LOCK_STRIPES = 64
+KNOWN_CHECKPOINT_KEYS = frozenset(
+    {"v", "id", "ts", "channel_values", "channel_versions", "versions_seen", "updated_channels"}
+)
+
+
+class AppendOnlyError(HoldpointError, NotImplementedError):
+    """Holdpoint's record is append-only: LangGraph's deletions are refused."""
+
+
+class HoldpointSaver(BaseCheckpointSaver[int]):
+    """A LangGraph checkpointer whose storage is Holdpoint's event store.
+
+    Args:
+        store: a store URL (`sqlite:///path.db`, `postgresql://...`, `memory://`), an open
+            store (`domain.record.store.open_store`), or None: in memory.
+        graph_id: the graph its threads are of, when the run's config names none
+            (`configurable` or `metadata` "graph_id" or "assistant_id").
+        oversight: the hold points' policy for named actors (separation of duties...).
+        serde: LangGraph's serializer, kept for what LangGraph asks of it; the record's
+            values are Holdpoint's JSON (saver/values.py), never a pickle.
+    """
+
+    def __init__(
+        self,
+        store: str | Workflows | None = None,
+        *,
+        graph_id: str | None = None,
+        oversight: Oversight | None = None,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        self._owns_store = not isinstance(store, Workflows)
+        self.store = store if isinstance(store, Workflows) else open_store(store or "memory://")
+        self.graph_id = graph_id
+        self.oversight = oversight or Oversight()
+        self._threads: OrderedDict[str, WorkflowThread] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self._stripes = [threading.Lock() for _ in range(LOCK_STRIPES)]
+        self._last: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+        self._edits: dict[tuple[str, str, str], list[SavedWrites]] = {}
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str, **kwargs: Any) -> Iterator[HoldpointSaver]:
+        """A saver on the store at `conn_string`, closed on leaving the block."""
+        saver = cls(conn_string, **kwargs)
+        try:
+            yield saver
+        finally:
+            saver.close()
+
+    def close(self) -> None:
+        """Close the store, if this saver opened it."""
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> HoldpointSaver:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- versions ----------------------------------------------------------
+
+    def get_next_version(self, current: int | None, channel: None) -> int:  # noqa: ARG002
+        return 1 if current is None else int(current) + 1
+
+    # -- writing -----------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        namespace = str(configurable.get("checkpoint_ns", ""))
+        parent_id = configurable.get("checkpoint_id")
+        merged: dict[str, Any] = dict(get_checkpoint_metadata(config, metadata))
+        caller = _caller(config)
+        edits = (
+            self._edits.pop((thread_id, namespace, parent_id), None)
+            if merged.get("source") == "update" and parent_id
+            else None
+        )
+        values = checkpoint["channel_values"]
+
+        def record(thread: WorkflowThread, grow: bool) -> None:
+            follows = thread.follows_head(namespace, parent_id)
+            saved = self._saved_checkpoint(
+                thread_id, namespace, parent_id, checkpoint, merged, new_versions, follows, grow
+            )
+            thread.save_checkpoint(saved, caller, edits)
+
+        self._write(thread_id, config, record)
+        self._last[(thread_id, namespace)] = (
+            checkpoint["id"],
+            {channel: values[channel] for channel in new_versions if channel in values}
+            | {
+                channel: value
+                for channel, value in self._last.get((thread_id, namespace), ("", {}))[1].items()
+                if channel not in new_versions and channel in checkpoint["channel_versions"]
+            },
+        )
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": namespace,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+
+    def _saved_checkpoint(
+        self,
+        thread_id: str,
+        namespace: str,
+        parent_id: str | None,
+        checkpoint: Checkpoint,
+        metadata: dict[str, Any],
+        new_versions: ChannelVersions,
+        follows: bool,
+        grow: bool,
+    ) -> SavedCheckpoint:
+        values = checkpoint["channel_values"]
+        last_id, last = self._last.get((thread_id, namespace), (None, {}))
+        grown: dict[str, list[Any]] = {}
+        encoded: dict[str, Any] = {}
+        for channel in new_versions:
+            if channel not in values:
+                continue
+            value = values[channel]
+            before = last.get(channel) if grow and follows and last_id == parent_id else None
+            if (
+                type(value) is list
+                and type(before) is list
+                and len(value) > len(before)
+                and value[: len(before)] == before
+            ):
+                grown[channel] = to_record(value[len(before) :])
+            else:
+                encoded[channel] = to_record(value)
+        if not follows:  # every value, not only the new ones
+            for channel in checkpoint["channel_versions"]:
+                if channel in values and channel not in encoded:
+                    encoded[channel] = to_record(values[channel])
+        return SavedCheckpoint(
+            namespace=namespace,
+            checkpoint_id=checkpoint["id"],
+            parent_id=parent_id,
+            source=str(metadata.get("source", "loop")),
+            step=int(metadata.get("step", -1)),
+            ts=checkpoint["ts"],
+            values=encoded,
+            grown=grown,
+            emptied=[channel for channel in new_versions if channel not in values],
+            versions=to_record(dict(checkpoint["channel_versions"])),
+            seen=to_record({k: dict(v) for k, v in checkpoint["versions_seen"].items()}),
+            metadata=to_record(dict(metadata)),
+            form=_form(checkpoint),
+        )
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        namespace = str(configurable.get("checkpoint_ns", ""))
+        checkpoint_id = str(configurable["checkpoint_id"])
+        saved = SavedWrites(
+            namespace=namespace,
+            checkpoint_id=checkpoint_id,
+            task_id=task_id,
+            task_path=task_path,
+            writes=[(channel, to_record(value)) for channel, value in writes],
+        )
+        if task_path.startswith(UPDATE_TASK):  # update_state's: recorded with its checkpoint
+            self._edits.setdefault((thread_id, namespace, checkpoint_id), []).append(saved)
+            return
+        caller = _caller(config)
+        self._write(
+            thread_id, config, lambda thread, _: thread.save_writes(saved, caller, self.oversight)
+        )
+
+    def _write(self, thread_id: str, config: RunnableConfig, change: Any) -> None:
+        """Apply `change(thread, grow)` to the thread at its latest version and commit it,
+        again on a fresher read when another writer appended first."""
+        with self._stripes[hash(thread_id) % LOCK_STRIPES]:
+            grow = True
+            for _ in range(RETRIES):
+                thread = self._thread(thread_id) or self._begin(thread_id, config)
+                try:
+                    change(thread, grow)
+                    self.store.record(thread)
+                except StaleCheckpointError:
+                    self._forget(thread_id)
+                    grow = False
+                    continue
+                except ConcurrentUpdateError:
+                    self._forget(thread_id)
+                    continue
+                except BaseException:
+                    self._forget(thread_id)
+                    raise
+                self._keep(thread_id, thread)
+                return
+            raise ConcurrentUpdateError(thread_id)
+
+    def _begin(self, thread_id: str, config: RunnableConfig) -> WorkflowThread:
+        configurable = config.get("configurable") or {}
+        metadata = config.get("metadata") or {}
+        graph_id = (
+            configurable.get("graph_id")
+            or metadata.get("graph_id")
+            or configurable.get("assistant_id")
+            or metadata.get("assistant_id")
+            or self.graph_id
+            or DEFAULT_GRAPH_ID
+        )
+        graph = configurable.get("holdpoint_graph") or {}
+        return WorkflowThread.begin(
+            thread_id=thread_id,
+            graph_id=str(graph_id),
+            graph_digest=str(graph.get("digest", "")),
+            channels=dict(graph.get("channels", {})),
+            metadata=to_record(dict(graph.get("metadata", {}))),
+            actor=resolve_actor(configurable.get("actor")),
+        )
+
+    # -- the threads at hand ---------------------------------------------------
+
+    def _thread(self, thread_id: str) -> WorkflowThread | None:
+        with self._cache_lock:
+            cached = self._threads.get(thread_id)
+            if cached is not None:
+                self._threads.move_to_end(thread_id)
+                return cached
+        thread = self.store.thread(thread_id)
+        if thread is not None and thread.engine != LANGGRAPH:
+            msg = (
+                f"Thread {thread_id!r} is a native Holdpoint graph's (domain.graph): "
+                "a LangGraph graph cannot continue it"
+            )
+            raise HoldpointError(msg)
+        return thread
+
+    def _keep(self, thread_id: str, thread: WorkflowThread) -> None:
+        with self._cache_lock:
+            self._threads[thread_id] = thread
+            self._threads.move_to_end(thread_id)
+            while len(self._threads) > CACHED_THREADS:
+                self._threads.popitem(last=False)
+
+    def _forget(self, thread_id: str) -> None:
+        with self._cache_lock:
+            self._threads.pop(thread_id, None)
+
+    # -- reading -----------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        configurable = config["configurable"]
+        thread_id = str(configurable["thread_id"])
+        namespace = str(configurable.get("checkpoint_ns", ""))
+        checkpoint_id = get_checkpoint_id(config)
+        thread = self.store.thread(thread_id)
+        if thread is None or thread.engine != LANGGRAPH:
+            return None
+        head = thread.heads.get(namespace)
+        if head is not None and checkpoint_id in (None, head["id"]):
+            return self._tuple(thread_id, namespace, head, head_values(thread, namespace))
+        if checkpoint_id is None:
+            return None
+        for at in checkpoints_of(self.store.iter_thread_events(thread_id)):
+            if at.namespace == namespace and at.checkpoint_id == checkpoint_id:
+                return self._tuple(thread_id, namespace, at.head, at.values)
+        return None
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        configurable = (config or {}).get("configurable") or {}
+        namespace = configurable.get("checkpoint_ns")
+        wanted_id = configurable.get("checkpoint_id")
+        before_id = get_checkpoint_id(before) if before else None
+        if "thread_id" in configurable:
+            thread_ids: Iterator[str] = iter([str(configurable["thread_id"])])
+        else:
+            thread_ids = self._thread_ids()
+        for thread_id in thread_ids:
+            thread = self.store.thread(thread_id)
+            if thread is None or thread.engine != LANGGRAPH:
+                continue
+            found = checkpoints_of(self.store.iter_thread_events(thread_id))
+            by_namespace: dict[str, list[CheckpointAt]] = {}
+            for at in found:
+                by_namespace.setdefault(at.namespace, []).append(at)
+            for ns, checkpoints in by_namespace.items():
+                if namespace is not None and ns != namespace:
+                    continue
+                for at in sorted(checkpoints, key=lambda c: c.checkpoint_id, reverse=True):
+                    if wanted_id and at.checkpoint_id != wanted_id:
+                        continue
+                    if before_id and at.checkpoint_id >= before_id:
+                        continue
+                    metadata = from_record(at.head["metadata"])
+                    if filter and not all(metadata.get(k) == v for k, v in filter.items()):
+                        continue
+                    if limit is not None:
+                        if limit <= 0:
+                            return
+                        limit -= 1
+                    yield self._tuple(thread_id, ns, at.head, at.values)
+
+    def _thread_ids(self) -> Iterator[str]:
+        """Every real LangGraph graph's thread in the store, in the order they began."""
+        topic = WorkflowThread.ThreadStarted.TOPIC  # type: ignore[attr-defined]
+        start = 1
+        while True:
+            page = self.store.recorder.select_notifications(start=start, limit=500, topics=[topic])
+            if not page:
+                return
+            for notification in page:
+                event: Any = self.store.mapper.to_domain_event(notification)
+                if getattr(event, "engine", None) == LANGGRAPH:
+                    yield str(event.thread_id)
+            start = page[-1].id + 1
+
+    def _tuple(
+        self, thread_id: str, namespace: str, head: dict[str, Any], values: dict[str, Any]
+    ) -> CheckpointTuple:
+        form = dict(head["form"])
+        checkpoint: dict[str, Any] = {
+            **{key: from_record(value) for key, value in form.get("extra", {}).items()},
+            "v": form.get("v", 1),
+            "id": head["id"],
+            "ts": head["ts"],
+            "channel_values": {channel: from_record(value) for channel, value in values.items()},
+            "channel_versions": from_record(head["versions"]),
+            "versions_seen": from_record(head["seen"]),
+            "updated_channels": form.get("updated_channels"),
+        }
+        writes = sorted(head["writes"], key=lambda w: writes_sort_key(w[3], w[0], w[4]))
+        parent = head["parent"]
+        return CheckpointTuple(
+            config={
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": namespace,
+                    "checkpoint_id": head["id"],
+                }
+            },
+            checkpoint=checkpoint,  # type: ignore[arg-type]
+            metadata=from_record(head["metadata"]),
+            parent_config=(
+                {
+                    "configurable": {
+                        "thread_id": thread_id,
+                        "checkpoint_ns": namespace,
+                        "checkpoint_id": parent,
+                    }
+                }
+                if parent
+                else None
+            ),
+            pending_writes=[(w[0], w[1], from_record(w[2])) for w in writes],
+        )
+
+    # -- what the record refuses --------------------------------------------
+
+    def delete_thread(self, thread_id: str) -> None:
+        _refuse_deletion(f"delete thread {thread_id!r}")
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        _refuse_deletion(f"delete the checkpoints of runs {list(run_ids)}")
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        _refuse_deletion(f"prune threads {list(thread_ids)} ({strategy})")
+
+    # -- async: the same, off the event loop ---------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        found = await asyncio.to_thread(
+            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
+        )
+        for item in found:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        self.delete_thread(thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self.delete_for_runs(run_ids)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self.prune(thread_ids, strategy=strategy)
+
+
+def _refuse_deletion(what: str) -> None:
+    msg = (
+        f"HoldpointSaver cannot {what}: Holdpoint's record is append-only, so that "
+        "nothing leaves it but by a recorded, policy-bound operation (retention, a "
+        "later issue). The checkpoints stay readable and verifiable."
+    )
+    raise AppendOnlyError(msg)
+
+
+def _form(checkpoint: Checkpoint) -> dict[str, Any]:
+    """What a checkpoint holds beside its values and versions: its format's version, the
+    channels it updated, and any key this saver does not know (kept as given)."""
+    extra = {
+        key: to_record(value)
+        for key, value in checkpoint.items()
+        if key not in KNOWN_CHECKPOINT_KEYS
+    }
+    return {
+        "v": checkpoint.get("v", 1),
+        "updated_channels": checkpoint.get("updated_channels"),
+        **({"extra": extra} if extra else {}),
+    }
+
+
+def _caller(config: RunnableConfig) -> Caller:
+    """Who writes, from the run's config (`configurable`: actor, decision, reason...)."""
+    configurable = config.get("configurable") or {}
+    metadata = config.get("metadata") or {}
+    run_id = configurable.get("run_id") or metadata.get("run_id") or uuid.uuid4().hex
+    reason = configurable.get("reason")
+    key = configurable.get("idempotency_key")
+    return Caller(
+        actor=resolve_actor(configurable.get("actor")),
+        run_id=str(run_id),
+        decision=None if configurable.get("decision") is None else str(configurable["decision"]),
+        reason=None if reason is None else str(reason),
+        idempotency_key=None if key is None else str(key),
+        as_node=configurable.get("as_node"),
+        payload_digest=configurable.get("payload_digest"),
+    )

@@ -1,0 +1,55 @@
+"""Real LangGraph graphs for the saver's tests, written as LangGraph's own docs write them."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+
+from domain.record.application import Workflows
+from langgraph.checkpoint.holdpoint import HoldpointSaver
+
+
+class Refund(TypedDict):
+    amount: int
+    log: Annotated[list[str], operator.add]
+
+
+def review(state: Refund) -> dict[str, Any]:
+    approved = interrupt({"question": "Approve the refund?", "amount": state["amount"]})
+    return {"log": [f"reviewed: {approved}"]}
+
+
+def pay(state: Refund) -> dict[str, Any]:
+    return {"log": [f"paid {state['amount']}"]}
+
+
+def refund_builder() -> StateGraph[Refund]:
+    builder = StateGraph(Refund)
+    builder.add_node("review", review)
+    builder.add_node("pay", pay)
+    builder.add_edge(START, "review")
+    builder.add_edge("review", "pay")
+    builder.add_edge("pay", END)
+    return builder
+
+
+def thread(thread_id: str, **configurable: Any) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id, **configurable}}
+
+
+def record_langgraph_story(store: Workflows, prefix: str = "lg-") -> list[str]:
+    """Real LangGraph threads on `store`: one approved and paid, one edited while paused
+    and then approved, and one given new input while paused (its question superseded)."""
+    graph = refund_builder().compile(checkpointer=HoldpointSaver(store, graph_id="refund-lg"))
+    paid, edited, moved = f"{prefix}paid", f"{prefix}edited", f"{prefix}moved"
+    graph.invoke({"amount": 120}, thread(paid))
+    graph.invoke(Command(resume=True), thread(paid, decision="approve"))
+    graph.invoke({"amount": 300}, thread(edited))
+    graph.update_state(thread(edited), {"amount": 250})
+    graph.invoke(Command(resume=True), thread(edited, decision="approve"))
+    graph.invoke({"amount": 80}, thread(moved))
+    graph.invoke({"amount": 90}, thread(moved))
+    return [paid, edited, moved]
