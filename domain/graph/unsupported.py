@@ -44,7 +44,9 @@ def unsupported_message(call: str, name: str) -> str:
     return (
         f"{call} with {given} is not supported by Holdpoint's native engine "
         "(domain.graph), which refuses it rather than ignore it: leave it out, or run "
-        "the graph on LangGraph itself"
+        "the graph on LangGraph itself, recorded by Holdpoint all the same: "
+        "builder.compile(checkpointer=HoldpointSaver(...)), with "
+        "`from langgraph.checkpoint.holdpoint import HoldpointSaver`"
     )
 
 

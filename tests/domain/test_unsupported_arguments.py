@@ -177,3 +177,10 @@ def test_a_langgraph_stream_mode_it_does_not_stream_is_refused_by_name(mode):
 def test_a_stream_mode_langgraph_does_not_have_either_is_unknown():
     with pytest.raises(ValueError, match="Unknown stream_mode 'everything'"):
         list(a_graph().stream({"n": 0}, CONFIG, stream_mode="everything"))
+
+
+def test_a_refusal_points_to_the_saver_that_runs_full_langgraph():
+    with pytest.raises(UnsupportedFeatureError) as error:
+        StateGraph(State, context_schema=dict, input_schema=State)
+
+    assert "from langgraph.checkpoint.holdpoint import HoldpointSaver" in str(error.value)
