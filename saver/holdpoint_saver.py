@@ -50,13 +50,25 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from domain.access.actor import resolve_actor
-from domain.errors import ConcurrentUpdateError, HoldpointError, StaleCheckpointError
+from domain.access.identity import RefusedAttempt
+from domain.errors import (
+    AmbiguousResumeError,
+    ConcurrentUpdateError,
+    HoldpointError,
+    NotInterruptedError,
+    OversightError,
+    StaleCheckpointError,
+    ThreadCancelledError,
+    UnknownInterruptError,
+)
 from domain.history.checkpoints import CheckpointAt, checkpoints_of
 from domain.oversight.hold_points import Oversight
 from domain.record.application import Workflows
 from domain.record.langgraph_folds import head_values
 from domain.record.langgraph_record import (
     LANGGRAPH,
+    NULL_TASK_ID,
+    RESUME,
     UPDATE_TASK,
     Caller,
     SavedCheckpoint,
@@ -65,6 +77,7 @@ from domain.record.langgraph_record import (
 from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
 from saver.values import from_record, to_record
+from saver.write_order import WriteOrder
 
 DEFAULT_GRAPH_ID = "langgraph"
 RETRIES = 20  # commits refused because another writer appended first, then it gives up
@@ -73,6 +86,15 @@ LOCK_STRIPES = 64
 KNOWN_CHECKPOINT_KEYS = frozenset(
     {"v", "id", "ts", "channel_values", "channel_versions", "versions_seen", "updated_channels"}
 )
+
+
+# A resume refused, by the refusal's code on record (a hold point's rule has its own).
+REFUSED_RESUMES: dict[type[HoldpointError], str] = {
+    UnknownInterruptError: "stale_interrupt",  # not pending: answered, superseded, never raised
+    NotInterruptedError: "stale_interrupt",  # nothing pending
+    ThreadCancelledError: "stale_interrupt",
+    AmbiguousResumeError: "unknown_interrupt",  # one value for several: which?
+}
 
 
 class AppendOnlyError(HoldpointError, NotImplementedError):
@@ -110,6 +132,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         self._stripes = [threading.Lock() for _ in range(LOCK_STRIPES)]
         self._last: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
         self._edits: dict[tuple[str, str, str], list[SavedWrites]] = {}
+        self._order = WriteOrder()
 
     @classmethod
     @contextmanager
@@ -158,6 +181,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             else None
         )
         values = checkpoint["channel_values"]
+        self._order.after_writes(thread_id, parent_id)
 
         def record(thread: WorkflowThread, grow: bool) -> None:
             follows = thread.follows_head(namespace, parent_id)
@@ -255,19 +279,58 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             self._edits.setdefault((thread_id, namespace, checkpoint_id), []).append(saved)
             return
         caller = _caller(config)
-        self._write(
-            thread_id, config, lambda thread, _: thread.save_writes(saved, caller, self.oversight)
-        )
+        resumes = any(channel == RESUME for channel, _ in writes)
+        with self._order.writing(thread_id, checkpoint_id):
+            if resumes and task_id != NULL_TASK_ID:
+                self._order.after_answer(thread_id, lambda: self._answered(thread_id, task_id))
+            try:
+                refused = self._write(
+                    thread_id,
+                    config,
+                    lambda thread, _: thread.save_writes(saved, caller, self.oversight),
+                )
+            except HoldpointError as error:
+                if resumes and task_id == NULL_TASK_ID:
+                    self._order.answering(thread_id, refused=True)
+                    self._record_refusal(error, caller, thread_id)
+                raise
+            if resumes and task_id == NULL_TASK_ID:
+                self._order.answering(thread_id, refused=False)
+            if refused is not None:  # answers a task consumed, refused: on record, raised
+                self._record_refusal(refused, caller, thread_id)
+                raise refused
 
-    def _write(self, thread_id: str, config: RunnableConfig, change: Any) -> None:
+    def _record_refusal(self, error: HoldpointError, caller: Caller, thread_id: str) -> None:
+        """Put a refused resume on record (an AccessRefused, listed with the API's)."""
+        reason = (
+            error.reason if isinstance(error, OversightError) else REFUSED_RESUMES.get(type(error))
+        )
+        if reason is None:
+            return
+        attempt = RefusedAttempt.refuse(
+            actor=caller.actor,
+            action="Command(resume=...)",
+            target=thread_id,
+            reason=reason,
+            message=str(error),
+        )
+        self.store.save(attempt)
+
+    def _answered(self, thread_id: str, task_id: str) -> bool:
+        """Whether no interrupt the task raised is pending any more."""
+        thread = self._thread(thread_id)
+        pending = thread.interrupts.values() if thread is not None else ()
+        return all(record.get("task_id") != task_id for record in pending)
+
+    def _write(self, thread_id: str, config: RunnableConfig, change: Any) -> Any:
         """Apply `change(thread, grow)` to the thread at its latest version and commit it,
-        again on a fresher read when another writer appended first."""
+        again on a fresher read when another writer appended first; what it returned."""
         with self._stripes[hash(thread_id) % LOCK_STRIPES]:
             grow = True
             for _ in range(RETRIES):
                 thread = self._thread(thread_id) or self._begin(thread_id, config)
                 try:
-                    change(thread, grow)
+                    result = change(thread, grow)
                     self.store.record(thread)
                 except StaleCheckpointError:
                     self._forget(thread_id)
@@ -280,7 +343,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                     self._forget(thread_id)
                     raise
                 self._keep(thread_id, thread)
-                return
+                return result
             raise ConcurrentUpdateError(thread_id)
 
     def _begin(self, thread_id: str, config: RunnableConfig) -> WorkflowThread:

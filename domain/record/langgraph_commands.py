@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Self
 
 from domain.errors import (
     AmbiguousResumeError,
+    HoldpointError,
     NotInterruptedError,
     StaleCheckpointError,
     ThreadCancelledError,
@@ -227,8 +228,8 @@ class LangGraphCommands:
         }.get(saved.source, f"the thread moved on to checkpoint {saved.checkpoint_id}")
         for interrupt_id, record in list(self.interrupts.items()):
             places = [where[1] for where in record.get("where", ()) if where[0] == namespace]
-            if not places or saved.checkpoint_id in places:  # raised before it was saved
-                continue
+            if not places or any(place >= saved.checkpoint_id for place in places):
+                continue  # raised on this checkpoint or a later one, saved before it
             stays = saved.parent_id in places and saved.source in ("loop", "update")
             if not stays:
                 self._record(
@@ -240,19 +241,26 @@ class LangGraphCommands:
 
     # -- put_writes --------------------------------------------------------
 
-    def save_writes(self, saved: SavedWrites, caller: Caller, policy: Oversight) -> None:
+    def save_writes(
+        self, saved: SavedWrites, caller: Caller, policy: Oversight
+    ) -> HoldpointError | None:
         """Record a task's writes (see the module's docstring); writes already recorded
-        at their index record nothing again."""
+        at their index record nothing again.
+
+        Returns the refusal of answers a task consumed that were not given by a Command's
+        own resume (a resume map is handed to the tasks, not saved apart): the task ran
+        with them all the same, so its completion is recorded, without them."""
         if not self._fresh(saved):
-            return
+            return None
         if saved.task_id == NULL_TASK_ID:
             self._command_writes(saved, caller, policy)
         elif saved.task_path.startswith(UPDATE_TASK):
             self._record_writes(saved)
         elif SPECIAL.isdisjoint(channel for channel, _ in saved.writes):
-            self._complete_node(saved)
+            return self._complete_node(saved, caller, policy)
         else:
             self._task_outcome(saved)
+        return None
 
     def _fresh(self, saved: SavedWrites) -> bool:
         """Whether any of the writes is not yet kept on its checkpoint (a special one
@@ -293,8 +301,11 @@ class LangGraphCommands:
         head = self.heads.get(saved.namespace)
         return None if head is None else head["recent"].get(saved.checkpoint_id)
 
-    def _complete_node(self, saved: SavedWrites) -> None:
+    def _complete_node(
+        self, saved: SavedWrites, caller: Caller, policy: Oversight
+    ) -> HoldpointError | None:
         step, node = self._step_and_node(saved)
+        refused = self._consumed_answers(saved, caller, policy)
         channels = [channel for channel, _ in saved.writes]
         as_update = len(set(channels)) == len(channels)
         applied = None
@@ -319,6 +330,7 @@ class LangGraphCommands:
                 **({} if as_update else {"writes": [list(write) for write in saved.writes]}),
             },
         )
+        return refused
 
     def _elapsed_ms(self, at: list[Any] | None) -> float:
         """The time since the step's checkpoint was saved: how long the task took, at
@@ -406,6 +418,29 @@ class LangGraphCommands:
             )
         self._record_writes(saved)
 
+    def _consumed_answers(
+        self, saved: SavedWrites, caller: Caller, policy: Oversight
+    ) -> HoldpointError | None:
+        """The answers a task consumed (its `__resume__` write: one per question, in
+        order) to questions of its own still pending: a resume map's, which LangGraph hands
+        to the tasks and saves nowhere else. Recorded as answers by `caller` if its hold
+        points' rules allow; their refusal otherwise."""
+        consumed = [value for channel, value in saved.writes if channel == RESUME]
+        mine = {
+            record["index"]: interrupt_id
+            for interrupt_id, record in self.interrupts.items()
+            if record.get("task_id") == saved.task_id
+        }
+        if not consumed or not mine or not isinstance(consumed[-1], list):
+            return None
+        values = consumed[-1]
+        answers = {mine[i]: values[i] for i in sorted(mine) if i < len(values)}
+        try:
+            self._record_answers(answers, caller, policy)
+        except HoldpointError as error:
+            return error
+        return None
+
     def _answer(self, resume: Any, caller: Caller, policy: Oversight) -> None:
         """Answer the pending interrupts a resume names (or the one pending), each checked
         by its hold point's rules before any is recorded."""
@@ -423,6 +458,11 @@ class LangGraphCommands:
             raise AmbiguousResumeError(self.thread_id, pending)
         else:
             answers = {pending[0]: resume}
+        self._record_answers(answers, caller, policy)
+
+    def _record_answers(self, answers: dict[str, Any], caller: Caller, policy: Oversight) -> None:
+        """Record answers to pending interrupts, all checked by their hold points' rules
+        before any is recorded."""
         decision = caller.decision or "respond"
         for interrupt_id, value in answers.items():
             hold_points.check_may_decide(self, interrupt_id, caller.actor, policy)  # type: ignore[arg-type]

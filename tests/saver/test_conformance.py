@@ -24,7 +24,9 @@ REFUSED = {"delete_thread", "delete_for_runs", "prune"}
 
 
 def conformance(url: str):  # type: ignore[no-untyped-def]
-    @checkpointer_test(name=f"HoldpointSaver({url.split(':')[0]})", skip_capabilities=REFUSED)
+    @checkpointer_test(
+        name=f"HoldpointSaver({url.split(':', maxsplit=1)[0]})", skip_capabilities=REFUSED
+    )
     async def saver():  # type: ignore[no-untyped-def]
         with HoldpointSaver.from_conn_string(url) as opened:
             yield opened

@@ -1,0 +1,193 @@
+"""Strict where LangGraph is silent: given a thread on HoldpointSaver, when a resume asks
+what no pending interrupt can answer, or when a deletion is asked of the record, then a
+clear error, the refusal on record, and nothing else recorded."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from langgraph.errors import UnknownInterruptError as LangGraphUnknownInterruptError
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, Send, interrupt
+
+from domain.errors import (
+    AmbiguousResumeError,
+    NotInterruptedError,
+    SeparationOfDutiesError,
+    UnknownInterruptError,
+    WrongRoleError,
+)
+from langgraph.checkpoint.holdpoint import AppendOnlyError, HoldpointSaver
+from tests.saver.langgraph_graphs import refund_builder, thread
+
+NOT_PENDING = "0123456789abcdef0123456789abcdef"
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # a Command's writes
+
+
+def kinds(store: Any, thread_id: str, name: str, after: int = 0) -> list[Any]:
+    return [e for e in store.thread_events(thread_id)[after:] if type(e).__name__ == name]
+
+
+def refusals(saver: HoldpointSaver) -> list[tuple[str | None, str]]:
+    from domain.access.keyring import Keyring  # noqa: PLC0415
+
+    return [(r.principal_id, r.reason) for r in Keyring(saver.store).refusals()]
+
+
+class Fan(TypedDict):
+    items: list[int]
+    answers: Annotated[list[Any], operator.add]
+
+
+def fan_out_graph() -> StateGraph[Fan]:
+    """Two parallel tasks, each asking its own question."""
+
+    def ask(state: dict[str, Any]) -> dict[str, Any]:
+        return {"answers": [interrupt({"item": state["item"]})]}
+
+    builder = StateGraph(Fan)
+    builder.add_node("ask", ask)
+    builder.add_conditional_edges(
+        START, lambda state: [Send("ask", {"item": i}) for i in state["items"]]
+    )
+    builder.add_edge("ask", END)
+    return builder
+
+
+def paused(saver: HoldpointSaver, thread_id: str = "t") -> Any:
+    graph = refund_builder().compile(checkpointer=saver)
+    graph.invoke({"amount": 150}, thread(thread_id, actor={"id": "amy", "role": "agent"}))
+    return graph
+
+
+def test_a_resume_write_naming_an_interrupt_that_is_not_pending_is_refused(store):
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+    config = graph.get_state(thread("t")).config
+    before = len(store.thread_events("t"))
+
+    with pytest.raises(UnknownInterruptError, match=NOT_PENDING):
+        saver.put_writes(config, [("__resume__", {NOT_PENDING: True})], NULL_TASK_ID)
+
+    assert len(store.thread_events("t")) == before
+    assert refusals(saver)[-1][1] == "stale_interrupt"
+
+
+def test_langgraphs_strict_resume_refuses_an_unknown_interrupt_before_any_node_runs(store):
+    # LangGraph hands a resume map to the tasks and saves it nowhere: it is LangGraph's
+    # strict resume (what Holdpoint's server sets for every run) that checks its ids.
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+    before = len(store.thread_events("t"))
+
+    with pytest.raises(LangGraphUnknownInterruptError):
+        graph.invoke(Command(resume={NOT_PENDING: True}), thread("t", __pregel_strict_resume=True))
+
+    assert len(store.thread_events("t")) == before
+
+
+def test_one_value_for_several_pending_interrupts_is_refused(store):
+    saver = HoldpointSaver(store)
+    graph = fan_out_graph().compile(checkpointer=saver)
+    graph.invoke({"items": [1, 2], "answers": []}, thread("t"))
+    config = graph.get_state(thread("t")).config
+    before = len(store.thread_events("t"))
+
+    with pytest.raises(AmbiguousResumeError):
+        saver.put_writes(config, [("__resume__", "yes")], NULL_TASK_ID)
+    with pytest.raises(RuntimeError, match="multiple pending interrupts"):  # LangGraph's own
+        graph.invoke(Command(resume="yes"), thread("t"))
+
+    assert len(store.thread_events("t")) == before
+    assert refusals(saver)[-1][1] == "unknown_interrupt"
+
+
+def test_a_resume_map_answers_each_pending_interrupt_it_names(store):
+    saver = HoldpointSaver(store)
+    graph = fan_out_graph().compile(checkpointer=saver)
+    graph.invoke({"items": [1, 2], "answers": []}, thread("t"))
+    pending = {record["value"]["item"]: i for i, record in store.thread("t").interrupts.items()}
+
+    result = graph.invoke(Command(resume={pending[1]: "one", pending[2]: "two"}), thread("t"))
+
+    assert sorted(result["answers"]) == ["one", "two"]
+    answered = [
+        e.interrupt_id for e in store.thread_events("t") if type(e).__name__ == "InterruptResumed"
+    ]
+    assert sorted(answered) == sorted(pending.values())
+
+
+def test_a_resume_of_a_thread_with_nothing_pending_is_refused(store):
+    saver = HoldpointSaver(store)
+    graph = refund_builder().compile(checkpointer=saver)
+    graph.invoke({"amount": 5}, thread("t"))
+    graph.invoke(Command(resume=True), thread("t"))  # done: paid
+
+    with pytest.raises(NotInterruptedError):
+        saver.put_writes(graph.get_state(thread("t")).config, [("__resume__", True)], NULL_TASK_ID)
+
+
+def test_of_two_racing_resumes_on_two_savers_the_second_is_refused(tmp_path):
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    first, second = HoldpointSaver(url), HoldpointSaver(url)
+    paused(first)
+    interrupt_id = next(iter(second.store.thread("t").interrupts))
+    config = refund_builder().compile(checkpointer=second).get_state(thread("t")).config
+    refund_builder().compile(checkpointer=first).invoke(Command(resume=True), thread("t"))
+
+    with pytest.raises(UnknownInterruptError, match=interrupt_id):
+        second.put_writes(config, [("__resume__", {interrupt_id: False})], NULL_TASK_ID)
+
+    resumed = [e for e in first.store.thread_events("t") if type(e).__name__ == "InterruptResumed"]
+    assert [e.resume for e in resumed] == [True]
+
+
+def test_a_named_actor_without_the_deciding_role_is_refused_and_the_record_says_so(store):
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+
+    with pytest.raises(WrongRoleError):
+        graph.invoke(Command(resume=True), thread("t", actor={"id": "zed", "role": "agent"}))
+
+    # In Python, LangGraph runs the node with the answer before it learns the saver
+    # refused it (Holdpoint's server refuses first): the record shows the refusal, no
+    # answer, and the question left behind unanswered.
+    assert refusals(saver)[-1] == ("zed", "wrong_role")
+    assert kinds(store, "t", "InterruptResumed") == []
+    assert [e.reason for e in kinds(store, "t", "InterruptSuperseded")] == [
+        "no answer was given before the thread moved on to checkpoint "
+        + kinds(store, "t", "CheckpointSaved")[-1].checkpoint_id
+    ]
+
+
+def test_the_starter_may_not_answer_its_own_thread(store):
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+
+    with pytest.raises(SeparationOfDutiesError):
+        graph.invoke(Command(resume=True), thread("t", actor={"id": "amy", "role": "reviewer"}))
+
+    assert refusals(saver)[-1] == ("amy", "separation_of_duties")
+
+
+@pytest.mark.parametrize(
+    "delete",
+    [
+        lambda saver: saver.delete_thread("t"),
+        lambda saver: saver.delete_for_runs(["r"]),
+        lambda saver: saver.prune(["t"]),
+    ],
+    ids=["delete_thread", "delete_for_runs", "prune"],
+)
+def test_deleting_or_pruning_is_refused_and_the_thread_stays(store, delete):
+    saver = HoldpointSaver(store)
+    paused(saver)
+    before = len(store.thread_events("t"))
+
+    with pytest.raises(AppendOnlyError, match="append-only"):
+        delete(saver)
+
+    assert len(store.thread_events("t")) == before
+    assert saver.get_tuple(thread("t")) is not None
