@@ -133,6 +133,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         self._last: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
         self._edits: dict[tuple[str, str, str], list[SavedWrites]] = {}
         self._order = WriteOrder()
+        self._positions: OrderedDict[str, int] = OrderedDict()  # the last few threads'
 
     @classmethod
     @contextmanager
@@ -331,7 +332,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                 thread = self._thread(thread_id) or self._begin(thread_id, config)
                 try:
                     result = change(thread, grow)
-                    self.store.record(thread)
+                    position = self.store.record(thread)
                 except StaleCheckpointError:
                     self._forget(thread_id)
                     grow = False
@@ -343,6 +344,11 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                     self._forget(thread_id)
                     raise
                 self._keep(thread_id, thread)
+                if position is not None:
+                    self._positions[thread_id] = position
+                    self._positions.move_to_end(thread_id)
+                    if len(self._positions) > CACHED_THREADS:
+                        self._positions.popitem(last=False)
                 return result
             raise ConcurrentUpdateError(thread_id)
 
@@ -366,6 +372,11 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             metadata=to_record(dict(graph.get("metadata", {}))),
             actor=resolve_actor(configurable.get("actor")),
         )
+
+    def position(self, thread_id: str) -> int | None:
+        """The log position of the last event this saver recorded on the thread (what a
+        reader waits for, to read its own writes), if it recorded any."""
+        return self._positions.get(thread_id)
 
     # -- the threads at hand ---------------------------------------------------
 

@@ -1,11 +1,17 @@
 """Which graphs a server runs: from the command line, a config file, or the seeds.
 
-A graph is named by `NAME=path/to/file.py:attr`, where `attr` is a
-`StateGraph` builder, a compiled graph (its builder is compiled again, on the
-server's store), or a function of no arguments returning either. The same
-`path:attr` strings come from a `holdpoint.toml` (`[graphs]` table) or from a
-LangGraph `langgraph.json` (its `graphs` map); paths in a file are relative
-to that file. With no graph named, the server runs the seed examples.
+A graph is named by `NAME=path/to/file.py:attr`, where `attr` is a graph, or a function
+of no arguments returning one (a graph factory). A graph is either engine's:
+
+- Holdpoint's native engine (`domain.graph`): a `StateGraph` builder or a compiled graph
+  (its builder is compiled again, on the server's store);
+- real LangGraph (`langgraph`): a `StateGraph` builder, a compiled graph (as
+  `create_agent` and `create_react_agent` make them) or an `@entrypoint` function, served
+  on HoldpointSaver over the server's store (service/langgraph_app.py).
+
+The same `path:attr` strings come from a `holdpoint.toml` (`[graphs]` table) or from a
+LangGraph `langgraph.json` (its `graphs` map); paths in a file are relative to that file.
+With no graph named, the server runs the seed examples.
 """
 
 from __future__ import annotations
@@ -23,12 +29,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from langgraph.graph import StateGraph as LangGraphStateGraph
+from langgraph.pregel import Pregel
+
 from domain.errors import HoldpointError, InvalidUpdateError
 from domain.graph import CompiledStateGraph, StateGraph
 from domain.oversight.hold_points import check_approvals
 from domain.record.application import Workflows
 from domain.types import expiry_rule
+from service.langgraph_app import LangGraphApp
 from service.refund_graph import build_graph
+from service.runs import ServedGraph
 
 GRAPH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -167,13 +178,13 @@ def seed_sources() -> list[GraphSource]:
     return []
 
 
-def load_graphs(sources: list[GraphSource], store: Workflows) -> dict[str, CompiledStateGraph]:
+def load_graphs(sources: list[GraphSource], store: Workflows) -> dict[str, ServedGraph]:
     """Each source's graph compiled on `store`, by name; the seeds when none is given."""
     if not sources:
         sources = seed_sources()
         if not sources:  # an installed package without the examples folder
             return {"refund": build_graph(store)}
-    graphs: dict[str, CompiledStateGraph] = {}
+    graphs: dict[str, ServedGraph] = {}
     for source in sources:
         if source.name in graphs:
             msg = f"Graph {source.name!r} is named twice"
@@ -182,7 +193,7 @@ def load_graphs(sources: list[GraphSource], store: Workflows) -> dict[str, Compi
     return graphs
 
 
-def load_graph(source: GraphSource, store: Workflows) -> CompiledStateGraph:
+def load_graph(source: GraphSource, store: Workflows) -> ServedGraph:
     module = _import(source)
     try:
         target = getattr(module, source.attr)
@@ -190,6 +201,8 @@ def load_graph(source: GraphSource, store: Workflows) -> CompiledStateGraph:
         msg = f"Graph {source.name!r}: {source.path} has no attribute {source.attr!r}"
         raise GraphLoadError(msg) from None
     found = _graph_of(target, source)
+    if not isinstance(found, StateGraph | CompiledStateGraph):
+        return _served_langgraph(found, source, store)
     graph = _builder_of(found).compile(checkpointer=store, name=source.name)
     if isinstance(found, CompiledStateGraph):
         graph.adopt_settings(found)
@@ -200,6 +213,23 @@ def load_graph(source: GraphSource, store: Workflows) -> CompiledStateGraph:
         approvals=source.approvals,
     )
     return graph
+
+
+def _served_langgraph(found: Any, source: GraphSource, store: Workflows) -> LangGraphApp:
+    """A real LangGraph graph, compiled (a builder) and served on HoldpointSaver."""
+    compiled = found.compile() if isinstance(found, LangGraphStateGraph) else found
+    app = LangGraphApp(compiled, source.name, store)
+    if source.interrupt_deadline is not None:
+        msg = (
+            f"Graph {source.name!r} is a LangGraph graph: interrupt_deadline is not applied "
+            "to its interrupts yet; leave it out of its graph table"
+        )
+        raise GraphLoadError(msg)
+    app.set_oversight(
+        separation_of_duties=False if source.separation_of_duties is False else None,
+        approvals=source.approvals,
+    )
+    return app
 
 
 def _builder_of(found: StateGraph | CompiledStateGraph) -> StateGraph:
@@ -241,8 +271,9 @@ def _stdout_to_stderr() -> contextlib.AbstractContextManager[Any]:
     return contextlib.redirect_stdout(sys.stderr)
 
 
-def _graph_of(target: Any, source: GraphSource, depth: int = 0) -> StateGraph | CompiledStateGraph:
-    if isinstance(target, StateGraph | CompiledStateGraph):
+def _graph_of(target: Any, source: GraphSource, depth: int = 0) -> Any:
+    """The graph `target` is, or makes: a native graph or a LangGraph one."""
+    if isinstance(target, StateGraph | CompiledStateGraph | LangGraphStateGraph | Pregel):
         return target
     if callable(target) and not isinstance(target, type) and depth == 0:
         factory: Callable[[], Any] = target
@@ -253,9 +284,9 @@ def _graph_of(target: Any, source: GraphSource, depth: int = 0) -> StateGraph | 
             raise GraphLoadError(msg) from None
         return _graph_of(made, source, depth + 1)
     kind = f"{type(target).__module__}.{type(target).__qualname__}"
-    hint = " (import StateGraph from domain.graph, not langgraph)" if "langgraph" in kind else ""
     msg = (
-        f"Graph {source.name!r}: {source.attr} is a {kind}, not a Holdpoint StateGraph "
-        f"or compiled graph{hint}"
+        f"Graph {source.name!r}: {source.attr} is a {kind}, not a graph: give a StateGraph "
+        "(native or LangGraph's), a compiled graph, an @entrypoint function, or a function "
+        "of no arguments that returns one"
     )
     raise GraphLoadError(msg)

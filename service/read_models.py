@@ -22,8 +22,8 @@ from contextlib import contextmanager
 
 import structlog
 
-from domain.record.resume_maps import is_interrupt_id
 from domain.record.application import Workflows
+from domain.record.resume_maps import is_interrupt_id
 from domain.record.store import backend_of, open_store
 from persistence.sqlite import write_gate
 from projections.catalog import all_projections, runner_for

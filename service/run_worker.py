@@ -29,10 +29,8 @@ from typing import Any
 
 import structlog
 
-from domain.engine.runtime import Run
 from domain.engine.stream_chunks import pending_interrupts
 from domain.errors import HoldpointError, ThreadUnreadableError
-from domain.graph import CompiledStateGraph
 from domain.record.application import Workflows
 from domain.record.thread import WorkflowThread
 from persistence.failures import STORE_UNAVAILABLE
@@ -41,7 +39,9 @@ from service.run_store import Expired, RunStore, StoredRun
 from service.runs import (
     Begun,
     RunManager,
+    ServedGraph,
     error_output,
+    new_run,
     request_from,
     run_context,
     with_run_id,
@@ -58,7 +58,7 @@ class RunWorker:
         self,
         runs: RunManager,
         store: Workflows,
-        graphs: dict[str, CompiledStateGraph],
+        graphs: dict[str, ServedGraph],
         *,
         poll: float,
     ) -> None:
@@ -177,7 +177,7 @@ class RunWorker:
             self._record_end(stored, now)
             return
         request = request_from(stored, self.graphs[stored.graph_id])
-        run = Run(
+        run = new_run(
             request.graph,
             with_run_id(request.config, stored.run_id),
             request.stream_modes,

@@ -41,13 +41,15 @@ from uuid import uuid4
 
 import structlog
 
-from domain.record.resume_maps import resume_map
 from domain.engine.runtime import UNREAD, Run
 from domain.graph import CompiledStateGraph
+from domain.record.resume_maps import resume_map
 from domain.types import Command
 from persistence.commit_guard import CommitGuard, CommitRefusedError
 from persistence.failures import STORE_UNAVAILABLE
 from service.errors import RunInProgressError, ServerStoppingError
+from service.langgraph_app import LangGraphApp
+from service.langgraph_run import LangGraphRun
 from service.run_executor import RunExecutor
 from service.run_record import ERROR, SUCCESS, RunRecord
 from service.run_store import RunStore, StoredRun
@@ -57,11 +59,24 @@ log = structlog.get_logger()
 STRATEGIES = ("reject", "enqueue")
 
 
+ServedGraph = CompiledStateGraph | LangGraphApp  # a native graph, or a real LangGraph one
+AnyRun = Run | LangGraphRun
+
+
+def new_run(
+    graph: ServedGraph, config: dict[str, Any], modes: tuple[str, ...], context: Any
+) -> AnyRun:
+    """A run of `graph`: the native engine's, or LangGraph's on HoldpointSaver."""
+    if isinstance(graph, LangGraphApp):
+        return LangGraphRun(graph, config, modes, context)
+    return Run(graph, config, modes, context)
+
+
 @dataclass
 class RunRequest:
     """What a caller asked to run."""
 
-    graph: CompiledStateGraph
+    graph: ServedGraph
     thread_id: str
     input: Any  # state values, a Command, or None to continue
     config: dict[str, Any]
@@ -90,7 +105,7 @@ class Begun:
     """A run that has begun, holding its thread's lease (`lease_thread`) until it ends."""
 
     record: RunRecord
-    run: Run
+    run: AnyRun
     lease_thread: str
     decisions: list[str]
     before: set[str]  # the interrupts pending when it began
@@ -298,7 +313,7 @@ class RunManager:
         `refusal_ends_run` (a queued run, whose caller has gone), ended with the error."""
         config = with_run_id(request.config, stored.run_id)
         try:
-            run = Run(request.graph, config, request.stream_modes, run_context(request))
+            run = new_run(request.graph, config, request.stream_modes, run_context(request))
             chunks = run.begin(request.input, request.thread_as_read, guard)
             if guard is not None and not guard.applied:  # it committed nothing: claim now
                 opened = self.store.open(
@@ -337,7 +352,7 @@ class RunManager:
         self,
         request: RunRequest,
         stored: StoredRun,
-        run: Run,
+        run: AnyRun,
         chunks: list[tuple[str, Any]],
     ) -> Begun:
         """Hold a run that has begun in this process: its record, its lease."""
@@ -355,10 +370,13 @@ class RunManager:
         """Run a begun run's supersteps to its end, and record how it ended."""
         record, run, before = begun.record, begun.run, begun.before
         record.started()
-        at_end = self._end(begun) if self.store.guards else None
+        at_end = self._end(begun) if self.store.guards and isinstance(run, Run) else None
         recorded_end = False  # with the last step's events
         try:
-            if any(spec.is_async for spec in run.graph.builder.nodes.values()):
+            if isinstance(run, LangGraphRun):
+                with self.launcher.may_wait():  # graph code, all of it
+                    run.run(record.emit, lambda: begun.lost)
+            elif any(spec.is_async for spec in run.graph.builder.nodes.values()):
                 with self.launcher.may_wait():
                     asyncio.run(_async_steps(begun, at_end))
             else:
@@ -411,6 +429,7 @@ class RunManager:
 
         def end() -> CommitGuard:
             run = begun.run
+            assert isinstance(run, Run), "a native run's end is recorded with its last step"
             output = output_json(run.result())
             guard = self.store.end_guard(
                 begun.record.run_id, begun.lease_thread, self.owner, output, run.thread_id
@@ -455,6 +474,7 @@ class RunManager:
 
 async def _async_steps(begun: Begun, at_end: Callable[[], CommitGuard] | None) -> None:
     run = begun.run
+    assert isinstance(run, Run), "a LangGraph run runs on LangGraph"
     while not begun.lost and (tasks := run.plan()):
         outcomes = await asyncio.gather(*(run.aexecute(task) for task in tasks))
         begun.record.emit(run.complete(list(outcomes), at_end))
@@ -480,7 +500,7 @@ def run_context(request: RunRequest) -> Any:
     """The run's context as its nodes' `runtime.context`: the JSON object made the graph's
     `context_schema` (a dataclass or pydantic model: its fields as keywords), as LangGraph's
     server does; kept as the object it is for a TypedDict or no schema."""
-    schema = getattr(request.graph.builder, "context_schema", None)
+    schema = getattr(getattr(request.graph, "builder", None), "context_schema", None)
     if request.context is None or schema is None or not _takes_fields(schema):
         return request.context
     return schema(**request.context)
@@ -525,7 +545,7 @@ def request_json(request: RunRequest) -> dict[str, Any]:
     }
 
 
-def request_from(stored: StoredRun, graph: CompiledStateGraph) -> RunRequest:
+def request_from(stored: StoredRun, graph: ServedGraph) -> RunRequest:
     """The RunRequest a stored run was made from; on its fork, once it has forked."""
     asked = stored.request
     config = asked["config"]

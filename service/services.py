@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
 from domain.access.keyring import Keyring
-from domain.graph import CompiledStateGraph
 from domain.record.application import Workflows
 from domain.record.store import backend_of, open_store
 from persistence.key_probe import SQLiteKeyProbe
@@ -21,7 +20,7 @@ from service.read_models import ReadModels, side_tables_for
 from service.reservations import Reservations
 from service.run_store import RunStore
 from service.run_worker import RunWorker
-from service.runs import RunManager, RunOutcome
+from service.runs import RunManager, RunOutcome, ServedGraph
 from service.schema import prepare
 from service.sessions import SessionStore
 from service.settings import ServerSettings
@@ -34,7 +33,7 @@ class Services:
 
     settings: ServerSettings
     store: Workflows
-    graphs: dict[str, CompiledStateGraph]
+    graphs: dict[str, ServedGraph]
     keyring: Keyring
     read_models: ReadModels
     runs: RunManager
@@ -54,7 +53,7 @@ class Services:
 
     @classmethod
     def build(
-        cls, settings: ServerSettings, store: Workflows, graphs: dict[str, CompiledStateGraph]
+        cls, settings: ServerSettings, store: Workflows, graphs: dict[str, ServedGraph]
     ) -> Services:
         read_models = ReadModels(
             store,
@@ -85,7 +84,7 @@ class Services:
             rate_limiter=RateLimiter.from_settings(settings),
         )
 
-    def graph(self, name_or_assistant_id: str) -> CompiledStateGraph:
+    def graph(self, name_or_assistant_id: str) -> ServedGraph:
         """The served graph named by a graph id or an assistant id; UnknownGraphError
         otherwise."""
         graph = self.graphs.get(name_or_assistant_id)
@@ -101,7 +100,7 @@ class Services:
         )
         raise UnknownGraphError(msg)
 
-    def graph_of_thread(self, graph_id: str, thread_id: str) -> CompiledStateGraph:
+    def graph_of_thread(self, graph_id: str, thread_id: str) -> ServedGraph:
         graph = self.graphs.get(graph_id)
         if graph is None:
             msg = (
@@ -128,7 +127,7 @@ class Services:
 def build_runs(
     settings: ServerSettings,
     store: Workflows,
-    graphs: dict[str, CompiledStateGraph],
+    graphs: dict[str, ServedGraph],
     on_finish: Callable[[RunOutcome], None] | None = None,
 ) -> tuple[RunManager, RunWorker]:
     """A process's runs of `graphs` and its worker (started): leases renewed, the queue

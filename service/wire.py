@@ -7,13 +7,23 @@ inside run outputs, as the reference server sends them).
 
 from __future__ import annotations
 
-from datetime import datetime
+import base64
+import dataclasses
+from collections import deque
+from datetime import date, datetime, time
+from enum import Enum
 from typing import Any
 from uuid import UUID, uuid5
 
+from langgraph.types import Interrupt as LangGraphInterrupt
+from langgraph.types import Send
+from pydantic import BaseModel
+
+from domain.record.langgraph_record import LANGGRAPH
 from domain.record.thread import WorkflowThread
 from domain.record.thread_state import CANCELLED, FAILED, IDLE, INTERRUPTED, RUNNING
 from domain.types import Interrupt, StateSnapshot
+from saver.values import from_record
 
 # LangGraph's server derives an assistant's id from its graph's name with this namespace.
 ASSISTANT_NAMESPACE = UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
@@ -54,8 +64,10 @@ def assistant_json(graph_id: str, created_at: datetime) -> dict[str, Any]:
     }
 
 
-def interrupt_json(interrupt: Interrupt, *, in_output: bool = False) -> dict[str, Any]:
-    body: dict[str, Any] = {"value": interrupt.value, "id": interrupt.id}
+def interrupt_json(
+    interrupt: Interrupt | LangGraphInterrupt, *, in_output: bool = False
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"value": langgraph_json(interrupt.value), "id": interrupt.id}
     if in_output:
         body["response_schema"] = None
     return body
@@ -72,6 +84,35 @@ def output_json(value: Any) -> Any:
     return value
 
 
+def langgraph_json(value: Any) -> Any:
+    """A real LangGraph graph's value as LangGraph's server sends it: a LangChain message as
+    its fields (`type`, `content`, `tool_calls`, `id`, `name`...), a pydantic model or a
+    dataclass as its fields, an interrupt as `{"value", "id"}`, a date as ISO text, a set
+    or tuple as a list."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, dict):
+        return {str(key): langgraph_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset | deque):
+        return [langgraph_json(item) for item in value]
+    if isinstance(value, LangGraphInterrupt | Interrupt):
+        return interrupt_json(value, in_output=True)
+    if isinstance(value, Send):
+        return {"node": value.node, "arg": langgraph_json(value.arg)}
+    if isinstance(value, BaseModel):
+        return langgraph_json(value.model_dump(mode="python"))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return langgraph_json(fields)
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return langgraph_json(value.value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return str(value)
+
+
 def thread_metadata(thread: WorkflowThread) -> dict[str, Any]:
     return {
         **thread.metadata,
@@ -83,10 +124,14 @@ def thread_metadata(thread: WorkflowThread) -> dict[str, Any]:
 def thread_json(thread: WorkflowThread, *, busy: bool = False) -> dict[str, Any]:
     """A recorded thread as LangGraph's Thread."""
     interrupts: dict[str, list[dict[str, Any]]] = {}
+    langgraph = thread.engine == LANGGRAPH
     for interrupt_id, record in thread.interrupts.items():
-        interrupts.setdefault(thread.task_id(record["node"]), []).append(
-            {"id": interrupt_id, "value": record["value"]}
-        )
+        task = record["task_id"] if langgraph else thread.task_id(record["node"])
+        value = langgraph_json(from_record(record["value"])) if langgraph else record["value"]
+        interrupts.setdefault(task, []).append({"id": interrupt_id, "value": value})
+    values = None if thread.checkpoint is None else thread.current_values()
+    if langgraph and values is not None:
+        values = langgraph_json(from_record(values))
     error = thread.error
     status = "busy" if busy and thread.status != CANCELLED else THREAD_STATUS[thread.status]
     return {
@@ -97,7 +142,7 @@ def thread_json(thread: WorkflowThread, *, busy: bool = False) -> dict[str, Any]
         "metadata": thread_metadata(thread),
         "status": status,
         "config": {"configurable": {}},
-        "values": None if thread.checkpoint is None else thread.current_values(),
+        "values": values,
         "error": None if error is None else {"error": error["type"], "message": error["message"]},
         "interrupts": interrupts,
     }
@@ -145,12 +190,12 @@ def state_json(snapshot: StateSnapshot) -> dict[str, Any]:
             "interrupts": [interrupt_json(i) for i in task.interrupts],
             "checkpoint": None,
             "state": None,
-            "result": task.result,
+            "result": langgraph_json(task.result),
         }
         for task in snapshot.tasks
     ]
     return {
-        "values": snapshot.values,
+        "values": langgraph_json(snapshot.values),
         "next": list(snapshot.next),
         "tasks": tasks,
         "metadata": snapshot.metadata or {},

@@ -26,8 +26,10 @@ from domain.errors import HoldpointError
 from domain.graph import CompiledStateGraph
 from domain.history.time_travel import head_version
 from domain.record.application import Workflows
+from domain.record.langgraph_record import LANGGRAPH
 from domain.record.store import open_store
 from service.graph_loader import GraphLoadError, load_graphs, parse_graph_spec
+from service.runs import ServedGraph
 
 log = structlog.get_logger()
 DIVERGED = 1
@@ -65,10 +67,16 @@ def run_replay(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     sources = [parse_graph_spec(spec) for spec in args.graph]
     with open_store(existing=True) as store:
-        graphs = load_graphs(sources, store)
+        graphs = native_graphs(load_graphs(sources, store))
         if args.all:
             return _replay_all(store, graphs, as_json=args.json)
         return _replay_one(store, graphs, args.thread_id, as_json=args.json)
+
+
+def native_graphs(graphs: dict[str, ServedGraph]) -> dict[str, CompiledStateGraph]:
+    """The native graphs of those loaded: replay re-executes the native engine's nodes
+    against the record; a real LangGraph graph's thread is read back, not replayed."""
+    return {name: graph for name, graph in graphs.items() if isinstance(graph, CompiledStateGraph)}
 
 
 def _replay_one(
@@ -78,6 +86,12 @@ def _replay_one(
     thread = store.thread(thread_id)
     assert thread is not None
     graph = graphs.get(thread.graph_id)
+    if thread.engine == LANGGRAPH:
+        msg = (
+            f"Thread {thread_id!r} ran a real LangGraph graph ({thread.graph_id!r}): replay "
+            "re-executes the native engine's nodes; read its record with `holdpoint history`"
+        )
+        raise GraphLoadError(msg)
     if graph is None:
         msg = (
             f"Thread {thread_id!r} ran graph {thread.graph_id!r}, which is not loaded "

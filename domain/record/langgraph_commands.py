@@ -441,6 +441,12 @@ class LangGraphCommands:
             return error
         return None
 
+    def answer_resume(self, resume: Any, caller: Caller, policy: Oversight) -> None:
+        """Answer the pending interrupts as `Command(resume=...)` would: a resume map names
+        them, any other value answers the one pending (refused: several, or none). For the
+        server, which records an answer before LangGraph runs the node."""
+        self._answer(resume, caller, policy)
+
     def _answer(self, resume: Any, caller: Caller, policy: Oversight) -> None:
         """Answer the pending interrupts a resume names (or the one pending), each checked
         by its hold point's rules before any is recorded."""

@@ -116,6 +116,8 @@ class ThreadState:
         """Values with the updates of the open step's finished nodes applied,
         in the schema's key order (as LangGraph shows them)."""
         values = self.values
+        if self.engine == "langgraph":  # the root's state channels, in their JSON form
+            return dict(values)
         if self.done:
             values = dict(values)
             for node in sorted(self.done):
@@ -123,6 +125,8 @@ class ThreadState:
         return self.in_schema_order(values)
 
     def in_schema_order(self, values: dict[str, Any]) -> dict[str, Any]:
+        if self.engine == "langgraph":
+            return values
         return {key: values[key] for key in self.channels if key in values}
 
     def task_id(self, node: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import socket
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -79,9 +79,14 @@ def listening_socket() -> socket.socket:
 
 
 @contextmanager
-def running_server(store_url: str, **settings: Any) -> Iterator[Server]:
+def running_server(
+    store_url: str, *, extra: Callable[[Workflows], dict[str, Any]] | None = None, **settings: Any
+) -> Iterator[Server]:
+    """A server on `store_url`: the seeds, the test graphs, and `extra(store)`'s graphs."""
     store = open_store(store_url)
     graphs = {**load_graphs([], store), **served_test_graphs(store)}
+    if extra is not None:
+        graphs.update(extra(store))
     sock = listening_socket()
     port = sock.getsockname()[1]
     config = ServerSettings(store_url=store_url, port=port).updated(**settings)

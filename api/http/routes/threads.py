@@ -25,7 +25,9 @@ from domain.access.identity import Principal
 from domain.engine.runtime import REQUEST_KEY
 from domain.errors import ConcurrentUpdateError, ReasonRequiredError
 from domain.history import state_snapshots as snapshots
+from domain.record.langgraph_record import LANGGRAPH
 from domain.record.thread import WorkflowThread
+from service.langgraph_app import LangGraphApp
 from service.services import Services
 from service.wire import reserved_thread_json, state_json, thread_json
 
@@ -141,18 +143,42 @@ def get_state(
 
 def current_state(services: Services, thread_id: str) -> dict[str, Any]:
     config = {"configurable": {"thread_id": thread_id}}
-    recorded = services.store.thread(thread_id) is not None
-    if not recorded and services.reservations.get(thread_id) is None:
+    thread = services.store.thread(thread_id)
+    if thread is None and services.reservations.get(thread_id) is None:
         raise not_found(thread_id)
+    if thread is not None and thread.engine == LANGGRAPH:
+        return state_json(langgraph_app(services, thread).state(thread_id))
     return state_json(snapshots.get_state(services.store, config))
 
 
 def state_at(services: Services, thread_id: str, checkpoint_id: str | None) -> dict[str, Any]:
-    thread_or_404(services, thread_id)
+    thread = thread_or_404(services, thread_id)
     if not checkpoint_id:
         return current_state(services, thread_id)
+    if thread.engine == LANGGRAPH:
+        snapshot = langgraph_app(services, thread).state(thread_id, checkpoint_id)
+        if not snapshot.config:
+            raise Problem(
+                404,
+                f"Checkpoint {checkpoint_id} not found in thread {thread_id!r}",
+                code="checkpoint-not-found",
+            )
+        return state_json(snapshot)
     config = {"configurable": {"thread_id": thread_id, "checkpoint_id": checkpoint_id}}
     return state_json(snapshots.get_state(services.store, config))
+
+
+def langgraph_app(services: Services, thread: WorkflowThread) -> LangGraphApp:
+    """The served LangGraph graph of a real LangGraph graph's thread (its checkpoints are
+    read through it: LangGraph needs the graph to show its state)."""
+    graph = services.graph_of_thread(thread.graph_id, thread.thread_id)
+    if not isinstance(graph, LangGraphApp):
+        msg = (
+            f"Thread {thread.thread_id!r} was recorded by a real LangGraph graph, but "
+            f"{thread.graph_id!r} is served by the native engine"
+        )
+        raise Problem(409, msg, code="graph-engine-changed")
+    return graph
 
 
 @router.get(
@@ -234,18 +260,23 @@ async def update_state(
 
 
 def history(services: Services, thread_id: str, query: HistoryQuery) -> list[dict[str, Any]]:
-    thread_or_404(services, thread_id)
+    thread = thread_or_404(services, thread_id)
     before = _checkpoint_id_of(query.before)
     config = {"configurable": {"thread_id": thread_id}}
     at_or_before = query.checkpoint.checkpoint_id if query.checkpoint else None
     found = []
     passed = at_or_before is None
-    for snapshot in snapshots.get_state_history(
-        services.store,
-        config,
-        filter=query.metadata,
-        before=None if before is None else {"configurable": {"checkpoint_id": before}},
-    ):
+    listed = (
+        langgraph_app(services, thread).history(thread_id, filter=query.metadata, before=before)
+        if thread.engine == LANGGRAPH
+        else snapshots.get_state_history(
+            services.store,
+            config,
+            filter=query.metadata,
+            before=None if before is None else {"configurable": {"checkpoint_id": before}},
+        )
+    )
+    for snapshot in listed:
         state = state_json(snapshot)
         passed = passed or state["checkpoint_id"] == at_or_before
         if passed:

@@ -87,7 +87,7 @@ def test_langgraph_json_and_holdpoint_toml(tmp_path, graph_file):
         ("a=x.py", "must be path/to/file.py:attr"),
         ("a=missing.py:graph", "no file"),
         ("a={file}:nothing", "has no attribute 'nothing'"),
-        ("a={file}:not_a_graph", "is a builtins.int, not a Holdpoint StateGraph"),
+        ("a={file}:not_a_graph", "is a builtins.int, not a graph: give a StateGraph"),
     ],
 )
 def test_a_bad_graph_is_one_clear_error(graph_file, spec, message):

@@ -1,0 +1,181 @@
+"""A real LangGraph graph, served: compiled on HoldpointSaver over the server's store.
+
+The server serves two kinds of graph with one API: native graphs (domain.graph) and real
+LangGraph graphs (a `StateGraph` builder, a compiled graph, an `@entrypoint` function,
+`create_agent` / `create_react_agent`). `LangGraphApp` gives a LangGraph graph what the
+service asks of a native one (its id, its oversight policy, how a thread of it starts)
+and runs it through `LangGraphRun` (service/langgraph_run.py). Its threads are recorded by
+HoldpointSaver, so the queue, the reports, the hash chain and the UI serve them as they
+serve native threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from collections.abc import Iterator
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.pregel import Pregel
+
+from domain.access.actor import resolve_actor
+from domain.oversight import hold_points
+from domain.oversight.hold_points import Oversight
+from domain.record.application import Workflows
+from domain.record.thread import WorkflowThread
+from langgraph.checkpoint.holdpoint import HoldpointSaver
+from saver.values import to_record
+
+Graph = Pregel[Any, Any, Any, Any]  # any compiled LangGraph graph
+# LangGraph's own strict resume: a resume map naming an interrupt that is not pending, or
+# one value for several, is refused before any node runs (as LangGraph's server sets it).
+STRICT_RESUME = "__pregel_strict_resume"
+GRAPH_KEY = "holdpoint_graph"  # configurable: the graph's digest and channels, for its threads
+
+
+class LangGraphApp:
+    """A LangGraph graph compiled on `HoldpointSaver(store)`, served as `graph_id`."""
+
+    def __init__(self, graph: Graph, graph_id: str, store: Workflows) -> None:
+        self.graph_id = graph_id
+        self.name = graph_id
+        self.saver = HoldpointSaver(store, graph_id=graph_id)
+        self.graph: Graph = graph.copy(update={"checkpointer": self.saver, "name": graph_id})
+        self.oversight = Oversight()
+        self.step_timeout: float | None = None  # the server sets it; LangGraph has its own
+        self.digest = graph_digest(graph)
+        self.channels = channel_record(graph)
+
+    def set_oversight(
+        self, *, separation_of_duties: bool | None = None, approvals: int | None = None
+    ) -> None:
+        """The hold points' policy for this graph's threads, as for a native graph."""
+        current = self.oversight
+        self.oversight = Oversight(
+            separation_of_duties=current.separation_of_duties
+            if separation_of_duties is None
+            else bool(separation_of_duties),
+            approvals=current.approvals if approvals is None else approvals,
+        )
+        self.saver.oversight = self.oversight
+
+    def start_thread(
+        self, thread_id: str, config: dict[str, Any], actor: dict[str, Any]
+    ) -> WorkflowThread:
+        """A new thread of this graph (ThreadStarted), to record."""
+        return WorkflowThread.begin(
+            thread_id=thread_id,
+            graph_id=self.graph_id,
+            graph_digest=self.digest,
+            channels=self.channels,
+            metadata=to_record(dict(config.get("metadata") or {})),
+            actor=actor,
+        )
+
+    def run_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        """A run's config as LangGraph gets it: strict resume, and the graph's digest and
+        channels for a thread the saver starts."""
+        configurable = {
+            **(config.get("configurable") or {}),
+            STRICT_RESUME: True,
+            GRAPH_KEY: {"digest": self.digest, "channels": self.channels},
+        }
+        return {**config, "configurable": configurable}
+
+    def state(self, thread_id: str, checkpoint_id: str | None = None) -> Any:
+        """LangGraph's StateSnapshot of the thread, now or at a checkpoint (folded from
+        the record: no node runs)."""
+        configurable = {"thread_id": thread_id}
+        if checkpoint_id:
+            configurable["checkpoint_id"] = checkpoint_id
+        return self.graph.get_state({"configurable": configurable})
+
+    def history(
+        self,
+        thread_id: str,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        before: str | None = None,
+    ) -> Iterator[Any]:
+        """The thread's StateSnapshots, newest first."""
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        before_config: RunnableConfig | None = (
+            None if before is None else {"configurable": {"checkpoint_id": before}}
+        )
+        yield from self.graph.get_state_history(config, filter=filter, before=before_config)
+
+    def update_state(
+        self, config: dict[str, Any], values: Any, as_node: str | None
+    ) -> dict[str, Any]:
+        """A human's edit (recorded as StateEdited, by the actor in `configurable`), under
+        the hold points' rules as for a native graph: while a hold point stands, only who
+        may decide it edits; an edit `as_node` decides the flow, and needs a reason."""
+        configurable = dict(config.get("configurable") or {})
+        thread_id = str(configurable["thread_id"])
+        actor = resolve_actor(configurable.get("actor"))
+        reason = configurable.get("reason")
+        thread = self.saver.store.thread(thread_id)
+        if thread is not None:
+            if as_node is not None:
+                hold_points.check_edit_as_node(thread, actor, self.oversight, as_node, reason)
+            else:
+                hold_points.check_may_change(thread, actor, self.oversight, "An edit of the state")
+        configurable["as_node"] = as_node
+        edit = cast(RunnableConfig, self.run_config({**config, "configurable": configurable}))
+        updated = self.graph.update_state(edit, values, as_node)
+        return dict(updated)
+
+    @property
+    def needs_async(self) -> bool:
+        """Whether a node can only be awaited (an `async def` with no sync form)."""
+        return _has_async_only(self.graph)
+
+
+def graph_digest(graph: Graph) -> str:
+    """A digest of a LangGraph graph's structure (its nodes and edges) and its nodes' code,
+    recorded when a thread starts, so that a thread says which graph it ran."""
+    digest = hashlib.sha256()
+    structure: Any
+    try:
+        structure = graph.get_graph().to_json()
+    except Exception:  # a graph LangGraph cannot draw: its nodes are still named
+        structure = {"nodes": sorted(graph.nodes)}
+    digest.update(json.dumps(structure, sort_keys=True, default=str).encode())
+    for name in sorted(graph.nodes):
+        digest.update(name.encode())
+        digest.update(_code_of(graph.nodes[name].bound).encode())
+    return "sha256:" + digest.hexdigest()
+
+
+def _code_of(runnable: Any) -> str:
+    func = getattr(runnable, "func", None) or getattr(runnable, "afunc", None) or runnable
+    try:
+        return inspect.getsource(func)
+    except (OSError, TypeError):
+        return f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', type(func))}"
+
+
+def channel_record(graph: Graph) -> dict[str, str | None]:
+    """The graph's state keys, each with its reducer's name (None: the last value)."""
+    builder = getattr(graph, "builder", None)
+    channels = getattr(builder, "channels", None) or {}
+    record: dict[str, str | None] = {}
+    for key, channel in channels.items():
+        if key.startswith("__"):
+            continue
+        operator = getattr(channel, "operator", None)
+        record[key] = None if operator is None else getattr(operator, "__name__", str(operator))
+    return record
+
+
+def _has_async_only(graph: Graph) -> bool:
+    for node in graph.nodes.values():
+        bound = node.bound
+        if isinstance(bound, Pregel):
+            if _has_async_only(bound):
+                return True
+        elif hasattr(bound, "afunc") and getattr(bound, "func", None) is None:
+            return True
+    return False

@@ -1,0 +1,143 @@
+"""A real LangGraph graph served by Holdpoint: given `holdpoint serve` with a LangGraph
+StateGraph (on HoldpointSaver over the server's store), when clients run it and reviewers
+decide over HTTP, then it behaves as a native graph does: the queue, decisions by the
+key's identity, exactly one winner of racing decisions, state and history, the record."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from service.langgraph_app import LangGraphApp
+from tests.api.http_harness import Server, postgres_schema_url, running_server
+from tests.saver.langgraph_graphs import refund_builder
+
+GRAPH = "refund-lg"
+
+
+def langgraph_graphs(store: Any) -> dict[str, Any]:
+    return {GRAPH: LangGraphApp(refund_builder().compile(), GRAPH, store)}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def server(request, tmp_path):
+    if request.param == "sqlite":
+        with running_server(f"sqlite:///{tmp_path / 'h.db'}", extra=langgraph_graphs) as s:
+            yield s
+        return
+    with postgres_schema_url() as url, running_server(url, extra=langgraph_graphs) as s:
+        yield s
+
+
+def paused(server: Server, thread_id: str = "lg-1", amount: int = 150) -> dict[str, Any]:
+    with server.http("agent") as agent:
+        agent.post("/threads", json={"thread_id": thread_id, "metadata": {"graph_id": GRAPH}})
+        answer = agent.post(
+            f"/threads/{thread_id}/runs/wait",
+            json={"assistant_id": GRAPH, "input": {"amount": amount}},
+        )
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def pending(server: Server) -> list[dict[str, Any]]:
+    with server.http("reviewer") as reviewer:
+        return list(reviewer.get("/approvals").json()["data"])
+
+
+def test_a_run_pauses_at_the_interrupt_and_the_queue_shows_it(server):
+    output = paused(server)
+
+    assert output["amount"] == 150
+    interrupt = output["__interrupt__"][0]
+    assert interrupt["value"] == {"question": "Approve the refund?", "amount": 150}
+    items = pending(server)
+    assert [(i["interrupt_id"], i["thread_id"], i["graph_id"]) for i in items] == [
+        (interrupt["id"], "lg-1", GRAPH)
+    ]
+    assert items[0]["payload"] == {"question": "Approve the refund?", "amount": 150}
+
+
+def test_a_decision_resumes_the_graph_and_the_record_says_who(server):
+    interrupt_id = paused(server)["__interrupt__"][0]["id"]
+
+    with server.http("reviewer") as reviewer:
+        decided = reviewer.post(
+            f"/approvals/{interrupt_id}/decision",
+            json={"decision": "approve", "reason": "Receipt checked"},
+        )
+        assert decided.status_code == 200, decided.text
+        run_id = decided.json()["run_id"]
+        joined = reviewer.get(f"/threads/lg-1/runs/{run_id}/join").json()
+        state = reviewer.get("/threads/lg-1/state").json()
+
+    assert joined["log"] == ["reviewed: True", "paid 150"]
+    assert state["values"] == {"amount": 150, "log": ["reviewed: True", "paid 150"]}
+    assert state["next"] == []
+    resumed = [
+        e for e in server.store.thread_events("lg-1") if type(e).__name__ == "InterruptResumed"
+    ]
+    assert len(resumed) == 1
+    assert (resumed[0].actor["id"], resumed[0].decision, resumed[0].reason) == (
+        "reviewer",
+        "approve",
+        "Receipt checked",
+    )
+    assert pending(server) == []
+    assert server.store.verify_chain("lg-1").ok
+
+
+def test_of_racing_decisions_one_wins_and_the_node_runs_once(server):
+    interrupt_id = paused(server)["__interrupt__"][0]["id"]
+
+    def decide(who: str) -> int:
+        with server.http(who) as client:
+            return client.post(
+                f"/approvals/{interrupt_id}/decision", json={"decision": "approve"}
+            ).status_code
+
+    with ThreadPoolExecutor(6) as pool:
+        codes = sorted(pool.map(decide, ["reviewer", "reviewer2"] * 3))
+
+    assert codes.count(200) == 1
+    assert set(codes) - {200} == {409}
+    events = server.store.thread_events("lg-1")
+    assert sum(type(e).__name__ == "InterruptResumed" for e in events) == 1
+    with server.http("reviewer") as reviewer:
+        reviewer.get(f"/threads/lg-1/runs/{_last_run(server)}/join")
+    paid = [e for e in server.store.thread_events("lg-1") if getattr(e, "node", None) == "pay"]
+    assert len(paid) == 1
+
+
+def _last_run(server: Server) -> str:
+    with server.http("reviewer") as reviewer:
+        return str(reviewer.get("/threads/lg-1/runs").json()[0]["run_id"])
+
+
+def test_the_starter_may_not_decide_its_own_thread(server):
+    interrupt_id = paused(server)["__interrupt__"][0]["id"]
+
+    with server.http("admin") as admin:  # the admin did not start it: may decide
+        assert admin.get("/threads/lg-1").status_code == 200
+    with server.http("agent") as agent:
+        refused = agent.post(f"/approvals/{interrupt_id}/decision", json={"decision": "approve"})
+
+    assert refused.status_code == 403
+    assert pending(server)[0]["interrupt_id"] == interrupt_id
+
+
+def test_the_official_sdk_drives_it_state_and_history_included(server):
+    paused(server)
+    client = server.sdk("reviewer")
+
+    done = client.runs.wait("lg-1", GRAPH, command={"resume": True})
+    history = client.threads.get_history("lg-1")
+    state = client.threads.get_state("lg-1")
+
+    assert done["log"] == ["reviewed: True", "paid 150"]
+    assert state["values"]["log"] == ["reviewed: True", "paid 150"]
+    assert [h["metadata"]["source"] for h in history][-1] == "input"
+    past = client.threads.get_state("lg-1", checkpoint_id=history[-2]["checkpoint_id"])
+    assert past["next"] == ["__start__"] or past["next"] == ["review"]
