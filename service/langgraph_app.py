@@ -32,6 +32,7 @@ Graph = Pregel[Any, Any, Any, Any]  # any compiled LangGraph graph
 # LangGraph's own strict resume: a resume map naming an interrupt that is not pending, or
 # one value for several, is refused before any node runs (as LangGraph's server sets it).
 STRICT_RESUME = "__pregel_strict_resume"
+SUBGRAPHS_KEY = "holdpoint_stream_subgraphs"  # a run's config: stream subgraphs' chunks too
 GRAPH_KEY = "holdpoint_graph"  # configurable: the graph's digest and channels, for its threads
 
 
@@ -82,7 +83,8 @@ class LangGraphApp:
             STRICT_RESUME: True,
             GRAPH_KEY: {"digest": self.digest, "channels": self.channels},
         }
-        return {**config, "configurable": configurable}
+        given = {key: value for key, value in config.items() if key != SUBGRAPHS_KEY}
+        return {**given, "configurable": configurable}
 
     def state(self, thread_id: str, checkpoint_id: str | None = None) -> Any:
         """LangGraph's StateSnapshot of the thread, now or at a checkpoint (folded from

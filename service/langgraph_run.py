@@ -20,6 +20,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from langchain_core.messages import BaseMessageChunk
 from langgraph.types import Command as LangGraphCommand
 
 from domain.access.actor import resolve_actor
@@ -35,7 +36,7 @@ from domain.record.langgraph_record import Caller
 from domain.record.thread import WorkflowThread
 from domain.record.thread_state import CANCELLED, INTERRUPTED
 from domain.types import Command
-from service.langgraph_app import LangGraphApp
+from service.langgraph_app import SUBGRAPHS_KEY, LangGraphApp
 from service.wire import langgraph_json
 
 Chunk = tuple[str, Any]
@@ -116,38 +117,53 @@ class LangGraphRun:
         return LangGraphCommand(resume={i: v for i, v in _answers(thread).items() if i in answered})
 
     def run(self, emit: Callable[[list[Chunk]], None], lost: Callable[[], bool]) -> None:
-        """Run the graph on LangGraph, each chunk emitted as it comes; stop, at the next
-        chunk, once the run is `lost` (taken over)."""
+        """Run the graph on LangGraph, each chunk emitted as it comes, shaped as LangGraph's
+        server streams it (`StreamShaper`); stop, at the next chunk, once the run is
+        `lost` (taken over)."""
         config = self.app.run_config(self.config)
-        modes = list(self.modes)
-        subgraphs = bool((self.config.get("configurable") or {}).get("stream_subgraphs"))
-        options: dict[str, Any] = {
-            "stream_mode": modes or ["values"],
-            "subgraphs": subgraphs,
-            "context": self.context,
-        }
-        if self.app.needs_async:
-            asyncio.run(self._arun(config, options, emit, lost))
+        shaper = StreamShaper(self.modes)
+        if "events" in self.modes:  # LangChain's event stream: async only
+            asyncio.run(self._events(config, emit, lost))
+        elif self.app.needs_async:
+            asyncio.run(self._arun(config, shaper, emit, lost))
         else:
             graph: Any = self.app.graph  # LangGraph's overloads want literal stream modes
-            for chunk in graph.stream(self.input, config, **options):
+            for chunk in graph.stream(self.input, config, **self._options(shaper)):
                 if lost():
                     break
-                emit([_chunk(chunk, subgraphs)])
+                emit(shaper.shape(chunk))
         self._ended()
+
+    def _options(self, shaper: StreamShaper) -> dict[str, Any]:
+        return {
+            "stream_mode": shaper.langgraph_modes,
+            "subgraphs": bool(self.config.get(SUBGRAPHS_KEY)),
+            "context": self.context,
+        }
 
     async def _arun(
         self,
         config: dict[str, Any],
-        options: dict[str, Any],
+        shaper: StreamShaper,
         emit: Callable[[list[Chunk]], None],
         lost: Callable[[], bool],
     ) -> None:
         graph: Any = self.app.graph
-        async for chunk in graph.astream(self.input, config, **options):
+        async for chunk in graph.astream(self.input, config, **self._options(shaper)):
             if lost():
                 break
-            emit([_chunk(chunk, options["subgraphs"])])
+            emit(shaper.shape(chunk))
+
+    async def _events(
+        self, config: dict[str, Any], emit: Callable[[list[Chunk]], None], lost: Callable[[], bool]
+    ) -> None:
+        graph: Any = self.app.graph
+        async for event in graph.astream_events(
+            self.input, config, version="v2", context=self.context
+        ):
+            if lost():
+                break
+            emit([("events", langgraph_json(event))])
 
     def _ended(self) -> None:
         self.thread = self.store.thread(self.thread_id)
@@ -180,11 +196,51 @@ def _resume_of(thread: WorkflowThread) -> Any:
     return LangGraphCommand(resume=answers) if answers else None
 
 
-def _chunk(chunk: Any, subgraphs: bool) -> Chunk:
-    """LangGraph's stream chunk, `(mode, payload)` or from a subgraph `(namespace, mode,
-    payload)`, as (event, JSON): the event is `mode`, or `mode|namespace`, as LangGraph's
-    server names them."""
-    namespace: tuple[str, ...] = chunk[0] if subgraphs else ()
-    mode, payload = chunk[1:] if subgraphs else chunk
-    event = mode if not namespace else f"{mode}|{'|'.join(namespace)}"
-    return event, langgraph_json(payload)
+class StreamShaper:
+    """LangGraph's stream chunks as LangGraph's server streams them: each mode asked for
+    as its event (`mode`, or `mode|namespace` from a subgraph); `messages-tuple` as
+    LangGraph's own `messages` (`[message, metadata]`); the server's `messages` as
+    `messages/metadata` once per message, then `messages/partial` with the message so far
+    while it streams, or `messages/complete` when it comes whole."""
+
+    def __init__(self, modes: tuple[str, ...]) -> None:
+        self.modes = modes or ("values",)
+        wanted = ["messages" if mode.startswith("messages") else mode for mode in self.modes]
+        self.langgraph_modes = list(dict.fromkeys(wanted))
+        self._partial: dict[str, Any] = {}  # message id -> the message so far
+
+    def shape(self, chunk: Any) -> list[Chunk]:
+        """(mode, payload), or (namespace, mode, payload) from a subgraph."""
+        namespace: tuple[str, ...] = ()
+        if len(chunk) == 3:
+            namespace, mode, payload = chunk
+        else:
+            mode, payload = chunk
+        suffix = "".join(f"|{part}" for part in namespace)
+        if mode != "messages":
+            return [(f"{mode}{suffix}", langgraph_json(payload))]
+        message, metadata = payload
+        shaped: list[Chunk] = []
+        if "messages-tuple" in self.modes:
+            shaped.append(
+                (f"messages{suffix}", [langgraph_json(message), langgraph_json(metadata)])
+            )
+        if "messages" in self.modes:
+            shaped += self._accumulated(message, metadata, suffix)
+        return shaped
+
+    def _accumulated(self, message: Any, metadata: Any, suffix: str) -> list[Chunk]:
+        key = str(getattr(message, "id", None) or id(message))
+        shaped: list[Chunk] = []
+        if key not in self._partial:
+            shaped.append(
+                (f"messages/metadata{suffix}", {key: {"metadata": langgraph_json(metadata)}})
+            )
+        if isinstance(message, BaseMessageChunk):
+            so_far = self._partial.get(key)
+            self._partial[key] = message if so_far is None else so_far + message
+            shaped.append((f"messages/partial{suffix}", [langgraph_json(self._partial[key])]))
+        else:
+            self._partial[key] = message
+            shaped.append((f"messages/complete{suffix}", [langgraph_json(message)]))
+        return shaped

@@ -27,11 +27,24 @@ from domain.engine.runtime import REQUEST_KEY
 from domain.errors import HoldpointError, ThreadNotFoundError
 from domain.record.thread_ids import thread_id_problem
 from domain.types import Command
-from service.runs import STRATEGIES, RunRequest, run_context
+from service.langgraph_app import SUBGRAPHS_KEY, LangGraphApp
+from service.runs import STRATEGIES, RunRequest, ServedGraph, run_context
 from service.services import Services
 from service.wire import assistant_id
 
-STREAM_MODES = ("values", "updates")
+STREAM_MODES = ("values", "updates")  # the native engine's
+# A real LangGraph graph's, as LangGraph's server offers them (service/langgraph_run.py).
+LANGGRAPH_STREAM_MODES = (
+    "values",
+    "updates",
+    "messages",
+    "messages-tuple",
+    "custom",
+    "debug",
+    "events",
+    "checkpoints",
+    "tasks",
+)
 RESERVED_CONFIGURABLE = (
     "actor",
     "thread_id",
@@ -48,13 +61,18 @@ RUN_FIELDS = {
 }
 
 
-def stream_modes(value: str | list[str]) -> tuple[str, ...]:
+def stream_modes(value: str | list[str], graph: ServedGraph) -> tuple[str, ...]:
+    """The run's stream modes: those the graph's engine streams."""
     modes = (value,) if isinstance(value, str) else tuple(dict.fromkeys(value))
-    unknown = [mode for mode in modes if mode not in STREAM_MODES]
+    offered = LANGGRAPH_STREAM_MODES if isinstance(graph, LangGraphApp) else STREAM_MODES
+    unknown = [mode for mode in modes if mode not in offered]
     if unknown:
+        engine = (
+            "a real LangGraph graph" if isinstance(graph, LangGraphApp) else "the native engine"
+        )
         msg = (
-            f"Invalid body.stream_mode: {unknown[0]!r} is not supported; "
-            f"use {' or '.join(STREAM_MODES)}"
+            f"Invalid body.stream_mode: {unknown[0]!r} is not supported by {engine}; "
+            f"use {', '.join(offered)}"
         )
         raise Problem(422, msg, code="invalid-request")
     return modes or ("values",)
@@ -115,7 +133,7 @@ def prepare_run(
             "call interrupt() in the node where a human must decide"
         )
         raise Problem(422, msg, code="invalid-request")
-    modes = stream_modes(body.stream_mode)
+    modes = stream_modes(body.stream_mode, graph)
     strategy = body.multitask_strategy or "reject"
     if strategy not in STRATEGIES:
         msg = (
@@ -163,6 +181,11 @@ def prepare_run(
     for name in ("graph_id", "assistant_id"):
         thread_metadata.pop(name, None)
     config: dict[str, Any] = {"configurable": configurable, "metadata": thread_metadata}
+    if body.stream_subgraphs:
+        if not isinstance(graph, LangGraphApp):
+            msg = "Invalid body.stream_subgraphs: the native engine's graphs have no subgraphs"
+            raise Problem(422, msg, code="invalid-request")
+        config[SUBGRAPHS_KEY] = True
     if "recursion_limit" in user_config:
         config["recursion_limit"] = user_config["recursion_limit"]
     run_request = RunRequest(
@@ -204,7 +227,7 @@ def _kwargs(body: RunCreate, modes: tuple[str, ...], stateless: bool) -> dict[st
         "webhook": None,
         "feedback_keys": None,
         "temporary": stateless,
-        "subgraphs": False,
+        "subgraphs": body.stream_subgraphs,
         "resumable": False,
         "checkpoint_during": True,
         "durability": "sync",

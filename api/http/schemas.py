@@ -125,6 +125,7 @@ class RunCreate(LangGraphBody):
     checkpoint_id: str | None = None
     checkpoint: CheckpointRef | None = None
     stream_mode: str | list[str] = "values"
+    stream_subgraphs: bool = False
     interrupt_before: str | list[str] | None = None
     interrupt_after: str | list[str] | None = None
     if_not_exists: Literal["create", "reject"] | None = None

@@ -5,7 +5,11 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 
 from domain.record.application import Workflows
@@ -53,3 +57,31 @@ def record_langgraph_story(store: Workflows, prefix: str = "lg-") -> list[str]:
     graph.invoke({"amount": 80}, thread(moved))
     graph.invoke({"amount": 90}, thread(moved))
     return [paid, edited, moved]
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def chat_builder() -> StateGraph[Chat]:
+    """A chat turn: a fake chat model answers (streamed token by token when asked) and
+    says so through the custom stream; a subgraph counts the turn."""
+
+    def reply(state: Chat) -> dict[str, Any]:
+        get_stream_writer()({"progress": "replying"})
+        model = GenericFakeChatModel(messages=iter([AIMessage("hello there", id="ai-1")]))
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def count(state: Chat) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"turn {len(state['messages'])}", id="count-1")]}
+
+    counter = StateGraph(Chat)
+    counter.add_node("count", count)
+    counter.add_edge(START, "count")
+    builder = StateGraph(Chat)
+    builder.add_node("reply", reply)
+    builder.add_node("counter", counter.compile())
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", "counter")
+    builder.add_edge("counter", END)
+    return builder

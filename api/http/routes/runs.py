@@ -97,6 +97,18 @@ def run_headers(record: RunRecord | StoredRun, tail: str = "") -> dict[str, str]
     return headers
 
 
+def streams(event_name: str, modes: list[str]) -> bool:
+    """Whether a run's event is one of the stream modes asked for: its mode (before any
+    `|namespace` of a subgraph's), LangGraph's `messages` for `messages-tuple`, and the
+    server's `messages/...` events for `messages`."""
+    mode = event_name.partition("|")[0]
+    if mode == "messages":
+        return "messages-tuple" in modes
+    if mode.startswith("messages/"):
+        return "messages" in modes
+    return mode in modes
+
+
 async def sse(
     services: Services, run_id: str, record: RunRecord | None, modes: list[str]
 ) -> AsyncIterator[bytes]:
@@ -116,7 +128,7 @@ async def sse(
             if chunk is DONE:
                 break
             mode, data = chunk
-            if mode in modes:
+            if streams(mode, modes):
                 yield event(mode, output_json(data))
         if not record.handed_over:
             if record.output is not None and "__error__" in record.output:
@@ -132,7 +144,7 @@ async def sse(
         services.store, services.runs.store, stored, tuple(modes), after_version=after
     )
     async for mode, data in followed:
-        if mode in modes:
+        if streams(mode, modes):
             yield event(mode, output_json(data))
     ended = await run_follow.until_done(services.runs.store, run_id)
     if ended.output is not None and "__error__" in ended.output:
