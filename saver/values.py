@@ -11,7 +11,8 @@ A tagged object is a JSON object with the key `$type`:
 - `error`: an exception, read back as its `repr` (as LangGraph's own savers do);
 - `message`: a LangChain message (`type` names its class: human, ai, tool, system...),
   with its fields, those at their default left out;
-- `interrupt`, `send`: LangGraph's `Interrupt` and `Send`;
+- `interrupt`, `send`: LangGraph's `Interrupt` and `Send` (an interrupt's response schema
+  as `schema`: its JSON schema, and its class's name when it has one);
 - `pydantic`, `dataclass`, `namedtuple`, `enum`: an instance of `class`
   ("module:QualName"), with its fields or value;
 - `tuple`, `set`, `frozenset`, `deque`, `dict` (a dict whose keys are not all strings, or
@@ -45,7 +46,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Interrupt, Send
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from domain.errors import NotSerializableError
 from domain.record.json_limits import MAX_JSON_DEPTH
@@ -174,11 +175,23 @@ def _interrupt(interrupt: Interrupt, depth: int) -> dict[str, Any]:
     record = {TAG: "interrupt", "id": interrupt.id, "value": _encode(interrupt.value, depth)}
     schema = interrupt.response_schema
     if schema is not None:
-        record["response_schema"] = (
-            {TAG: "class", "class": _class_name(schema)}
-            if isinstance(schema, type)
-            else _encode(schema, depth)
-        )
+        record["response_schema"] = _schema(schema, depth)
+    return record
+
+
+def _schema(schema: Any, depth: int) -> Any:
+    """An interrupt's `response_schema`: a JSON schema as it is; a type (a pydantic model, a
+    TypedDict, a union made at run time) as its JSON schema, with its class's name when
+    it has one a reader may restore."""
+    if isinstance(schema, dict):
+        return _encode(schema, depth)
+    try:
+        json_schema = TypeAdapter(schema).json_schema()
+    except Exception:  # a type pydantic cannot describe: its name, at least
+        json_schema = {"title": getattr(schema, "__name__", repr(schema))}
+    record = {TAG: "schema", "json_schema": _encode(json_schema, depth)}
+    if isinstance(schema, type):
+        record["class"] = _class_name(schema)
     return record
 
 
@@ -383,11 +396,24 @@ def _decode_dataclass(data: dict[str, Any]) -> Any:
 
 def _decode_interrupt(data: dict[str, Any]) -> Interrupt:
     schema = data.get("response_schema")
-    if isinstance(schema, dict) and schema.get(TAG) == "class":
-        schema = _resolve(schema["class"], _is_schema)
+    if isinstance(schema, dict) and schema.get(TAG) == "schema":
+        schema = _restored_schema(schema)
     elif schema is not None:
         schema = from_record(schema)
     return Interrupt(value=from_record(data["value"]), id=data["id"], response_schema=schema)
+
+
+def _restored_schema(data: dict[str, Any]) -> Any:
+    """A recorded response schema: its class where it has one that can be imported, else
+    its JSON schema (enough to show it: LangGraph checks an answer against the schema
+    the node gives when it runs again, not against this one)."""
+    name = data.get("class")
+    if name is not None:
+        try:
+            return _resolve(name, _is_schema)
+        except (ImportError, AttributeError, NotSerializableError):
+            pass
+    return from_record(data["json_schema"])
 
 
 def _decode_send(data: dict[str, Any]) -> Send:

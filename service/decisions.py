@@ -119,7 +119,9 @@ def decide(services: Services, actor: Principal, decision: Decision, action: str
             raise _not_open(
                 services, thread_id, interrupt_id, "stale_interrupt" if attempt == 0 else "conflict"
             )
-        value = answer_value(decision.decision, thread.interrupts[interrupt_id], sent)
+        value = answer_value(
+            decision.decision, thread.interrupts[interrupt_id], sent, decision.reason
+        )
         resume = {interrupt_id: to_json(value, "The resume value")}
         graph = services.graph_of_thread(thread.graph_id, thread_id)
         configurable = {

@@ -24,6 +24,7 @@ from domain.record.thread import WorkflowThread
 from domain.record.thread_state import CANCELLED, FAILED, IDLE, INTERRUPTED, RUNNING
 from domain.types import Interrupt, StateSnapshot
 from saver.values import from_record
+from service.langgraph_app import LangGraphApp
 
 # LangGraph's server derives an assistant's id from its graph's name with this namespace.
 ASSISTANT_NAMESPACE = UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
@@ -111,6 +112,14 @@ def langgraph_json(value: Any) -> Any:
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
     return str(value)
+
+
+def shown_payload(graph: object, payload: Any) -> Any:
+    """An interrupt's payload as a reviewer is shown it: a real LangGraph graph's (recorded
+    in its JSON form, saver/values.py) in LangGraph's own terms, a native one as it is."""
+    if isinstance(graph, LangGraphApp):
+        return langgraph_json(from_record(payload))
+    return payload
 
 
 def thread_metadata(thread: WorkflowThread) -> dict[str, Any]:

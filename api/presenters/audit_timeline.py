@@ -6,6 +6,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from domain.oversight.reviews import review_of, review_outcome
 from domain.record.application import Workflows
 from domain.record.thread import WorkflowThread
 from service.wire import iso
@@ -54,6 +55,10 @@ DETAILS: dict[str, tuple[str, ...]] = {
     "ThreadCompleted": ("step",),
     "ThreadFailed": ("step", "error_type", "message"),
     "ThreadCancelled": ("step", "reason"),
+    # A real LangGraph graph's (HoldpointSaver)
+    "CheckpointSaved": ("namespace", "checkpoint_id", "parent_id", "source", "step", "next"),
+    "WritesSaved": ("namespace", "checkpoint_id", "task_id", "task_path"),
+    "InterruptSuperseded": ("interrupt_id", "reason"),
 }
 
 
@@ -111,16 +116,39 @@ def summary(event: WorkflowThread.Event) -> str:
             return f"the run failed: {event.error_type}: {event.message}"
         case WorkflowThread.ThreadCancelled():
             return f"{who} cancelled the thread" + (f": {event.reason}" if event.reason else "")
+        case WorkflowThread.CheckpointSaved():
+            where = f" in {event.namespace}" if event.namespace else ""
+            return (
+                f"checkpoint {event.checkpoint_id} saved{where} ({event.source}, step {event.step})"
+            )
+        case WorkflowThread.WritesSaved():
+            channels = ", ".join(dict.fromkeys(str(write[0]) for write in event.writes))
+            return f"writes saved on checkpoint {event.checkpoint_id}: {channels}"
+        case WorkflowThread.InterruptSuperseded():
+            return f"interrupt {event.interrupt_id} left unanswered: {event.reason}"
     return type(event).__name__
+
+
+def _reviewed(event: WorkflowThread.Event, asked: dict[str, Any]) -> dict[str, Any]:
+    """For an answer to a review of an agent's tool calls: each action, as proposed and as
+    decided (an edit's arguments, a reject's message)."""
+    if not isinstance(event, WorkflowThread.InterruptResumed) or event.interrupt_id not in asked:
+        return {}
+    review = review_of(*asked[event.interrupt_id])
+    return {} if review is None else {"actions": review_outcome(review, event.resume)}
 
 
 def timeline(store: Workflows, thread_id: str) -> dict[str, Any]:
     entries = []
     graph_id = None
+    asked: dict[str, tuple[Any, Any]] = {}  # interrupt id -> (payload, response schema)
     for event in store.thread_events(thread_id):
         name = type(event).__name__
         graph_id = getattr(event, "graph_id", graph_id)
         actor = getattr(event, "actor", None)
+        if isinstance(event, WorkflowThread.InterruptRaised):
+            asked[event.interrupt_id] = (event.value, (event.task or {}).get("response_schema"))
+        details = {field: getattr(event, field, None) for field in DETAILS.get(name, ())}
         entries.append(
             {
                 "version": event.originator_version,
@@ -128,7 +156,7 @@ def timeline(store: Workflows, thread_id: str) -> dict[str, Any]:
                 "event": name,
                 "actor": actor,
                 "summary": summary(event),
-                "details": {field: getattr(event, field, None) for field in DETAILS.get(name, ())},
+                "details": {**details, **_reviewed(event, asked)},
                 "prev_hash": event.prev_hash,
                 "event_hash": event.event_hash,
             }

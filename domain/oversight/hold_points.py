@@ -47,6 +47,7 @@ from domain.errors import (
     SeparationOfDutiesError,
     WrongRoleError,
 )
+from domain.oversight.reviews import check_review_answer, review_answer, review_of
 from domain.record.hashing import canonical_json, to_json
 
 
@@ -170,9 +171,16 @@ def decision_value(decision: str, record: dict[str, Any]) -> Any:
     return DEFAULT_DECISION_VALUES.get(decision)
 
 
-def answer_value(decision: str, record: dict[str, Any], resume: Any = NO_VALUE) -> Any:
+def answer_value(
+    decision: str, record: dict[str, Any], resume: Any = NO_VALUE, reason: str | None = None
+) -> Any:
     """What a decision resumes with: the value it gave, or its kind's (`decision_value`);
-    ResumeRequiredError for a kind that needs a value and gave none (edit, respond)."""
+    ResumeRequiredError for a kind that needs a value and gave none (edit, respond). For
+    a review of an agent's tool calls, the answer in the reviewing middleware's own shape
+    (domain/oversight/reviews.py)."""
+    review = review_in(record)
+    if review is not None:
+        return review_answer(review, decision, None if resume is NO_VALUE else resume, reason)
     if resume is not NO_VALUE:
         return resume
     if decision in VALUE_NEEDED:
@@ -194,7 +202,10 @@ def check_answer(
     if decision not in DECISIONS:
         msg = f"Unknown decision {decision!r}: use one of {', '.join(DECISIONS)}"
         raise InvalidUpdateError(msg)
-    if decision in DEFAULT_DECISION_VALUES:
+    review = review_in(record)
+    if review is not None:
+        check_review_answer(review, decision, resume)
+    elif decision in DEFAULT_DECISION_VALUES:
         expected = decision_value(decision, record)
         if canonical_json(resume) != canonical_json(expected):
             raise DecisionContradictionError(decision, resume, expected)
@@ -209,6 +220,11 @@ def check_answer(
             f"principals: decide approve or reject, not {decision!r}"
         )
         raise InvalidUpdateError(msg)
+
+
+def review_in(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The review of an agent's tool calls a pending interrupt asks for, if it is one."""
+    return review_of(record.get("value"), record.get("response_schema"))
 
 
 def record_digest(record: dict[str, Any]) -> str:

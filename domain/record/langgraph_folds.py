@@ -219,6 +219,7 @@ def fold_interrupt_raised(thread: Any, event: Any) -> None:
         "namespace": task["namespace"],
         "task_id": task["task_id"],
         "where": [[task["namespace"], task["checkpoint_id"]]],
+        "response_schema": task.get("response_schema"),
     }
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.tools import tool
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -85,3 +88,45 @@ def chat_builder() -> StateGraph[Chat]:
     builder.add_edge("reply", "counter")
     builder.add_edge("counter", END)
     return builder
+
+
+class ToolCallingModel(GenericFakeChatModel):
+    """LangChain's fake chat model, which answers from a list, able to be given tools."""
+
+    def bind_tools(self, tools: Any, **_: Any) -> Any:
+        return self
+
+
+REFUNDS: list[dict[str, Any]] = []  # what the refund tool was run with, by the tests
+
+
+@tool
+def issue_refund(customer: str, amount: int) -> str:
+    """Refund a customer."""
+    REFUNDS.append({"customer": customer, "amount": amount})
+    return f"refunded {amount} to {customer}"
+
+
+def refund_agent(mode: str = "batched") -> Any:
+    """An agent (LangChain's create_agent) whose refunds a human reviews first
+    (HumanInTheLoopMiddleware): the model proposes a refund of 500, then says it is done."""
+    model = ToolCallingModel(
+        messages=iter(
+            [
+                AIMessage(
+                    "",
+                    id="ai-1",
+                    tool_calls=[
+                        {"name": "issue_refund", "args": {"customer": "acme", "amount": 500}, "id": "call-1"}
+                    ],
+                ),
+                AIMessage("Done.", id="ai-2"),
+            ]
+        )
+    )
+    review = HumanInTheLoopMiddleware(
+        interrupt_on={"issue_refund": {"allowed_decisions": ["approve", "edit", "reject"]}},
+        description_prefix="Refund awaiting review",
+        interrupt_mode=mode,
+    )
+    return create_agent(model, tools=[issue_refund], middleware=[review])

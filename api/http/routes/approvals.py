@@ -15,10 +15,11 @@ from api.http.positions import set_position
 from api.http.problems import Problem, problem_responses
 from api.http.responses import ApprovalsPage, Assignment, Cancellation, Decision, answers
 from api.http.schemas import AssignBody, CancelBody, DecisionBody
-from projections.pending_approvals import PendingApprovals
+from domain.oversight.reviews import review_of
+from projections.pending_approvals import PendingApproval, PendingApprovals
 from service.rate_limit import DECISIONS
 from service.services import Services
-from service.wire import iso
+from service.wire import iso, shown_payload
 
 router = APIRouter(tags=["oversight"])
 
@@ -77,6 +78,7 @@ def list_approvals(
     data = [
         {
             **asdict(item),
+            **shown(services, item),
             "links": {
                 "decision": f"/approvals/{item.interrupt_id}/decision",
                 "assign": f"/approvals/{item.interrupt_id}/assign",
@@ -87,6 +89,28 @@ def list_approvals(
         for item in page.items
     ]
     return {"data": data, "count": page.total, "next_cursor": page.next_cursor}
+
+
+def shown(services: Services, item: PendingApproval) -> dict[str, Any]:
+    """What the reviewer is shown of a pending interrupt: a real LangGraph graph's payload
+    in LangGraph's own terms (a message as its fields), and, for a review of an agent's
+    tool calls, its actions: each tool, its arguments, description and allowed decisions."""
+    payload = shown_payload(services.graphs.get(item.graph_id), item.payload)
+    review = review_of(item.payload)
+    return {
+        "payload": payload,
+        "actions": None
+        if review is None
+        else [
+            {
+                "name": action["name"],
+                "args": action["args"],
+                "description": action["description"],
+                "allowed_decisions": action["allowed"],
+            }
+            for action in review["actions"]
+        ],
+    }
 
 
 @router.post(
