@@ -151,3 +151,21 @@ def test_content_review_exposes_its_builder_and_graph():
 
     assert set(module.builder.nodes) == {"generate", "review"}
     assert module.graph.name == "content_review"
+
+
+@pytest.mark.parametrize(("example", "seed"), sorted(REFUND_EXAMPLES.items()))
+def test_refund_seed_on_real_langgraph_with_only_the_saver_changed(example, seed, tmp_path):
+    # Given the seed program itself (the example with LangGraph's imports back), on
+    # HoldpointSaver in place of InMemorySaver
+    source = (REPO / "examples" / example).read_text().replace("from domain.", "from langgraph.")
+    on_holdpoint = source.replace(
+        "from langgraph.checkpoint.memory import InMemorySaver",
+        "from langgraph.checkpoint.holdpoint import HoldpointSaver",
+    ).replace("checkpointer=InMemorySaver()", "checkpointer=HoldpointSaver()")
+    assert on_holdpoint.count("HoldpointSaver") == 2
+    program = tmp_path / seed
+    program.write_text(on_holdpoint)
+    # When it runs on real LangGraph
+    actual = [mask(line) for line in run_python(str(program))]
+    # Then it prints what LangGraph printed with its own saver
+    assert actual == [mask(line) for line in sections(VENDORED.read_text())[seed]]
