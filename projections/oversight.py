@@ -25,12 +25,14 @@ events of no thread (`RefusedAttempt`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
 from domain.access.identity import RefusedAttempt
 from domain.oversight.hold_points import question_digest
+from domain.oversight.reviews import review_of, review_outcome
 from domain.record.thread import WorkflowThread
 from projections.database import Cursor, Database
 from projections.log_reader import Entry
@@ -50,7 +52,7 @@ from projections.oversight_tables import (
     create_tables,
 )
 from projections.projection import Projection
-from projections.rows import INTERRUPT_EVENTS, Row, Rows, continued_threads
+from projections.rows import INTERRUPT_EVENTS, Row, Rows, continued_threads, json_text
 from projections.threads import Thread
 from projections.timestamps import parse_utc_text, utc_text_or_none
 
@@ -93,7 +95,8 @@ def kind_of(cls: type) -> str:
 class OversightProjection(Projection):
     name = "oversight"
     # 2: the digest, approvals, re-asks and applied answers; flow edits and refusals.
-    version = 2
+    # 3: each reviewed action's decision (`actions`).
+    version = 3
     tables = TABLES
     event_classes = (*INTERRUPT_EVENTS, WorkflowThread.NodeCompleted, *RARE_EVENTS)
 
@@ -166,6 +169,8 @@ def _interrupt_changed(log: Rows, entry: Entry, kind: str, thread: Thread) -> No
         _close_as_decided(row, event, at, event.decision, event.actor, event.reason)
         if event.decision == "approve":  # the last (or only) approval
             row["approvals_given"] += 1
+        if row.get("actions"):
+            row["actions"] = _decided_actions(row["actions"], event.resume)
 
 
 def _cancelled(log: Rows, cancellations: Rows, entry: Entry, thread: Thread) -> None:
@@ -257,7 +262,30 @@ def _raised(event: Any, thread: Thread, at: str) -> Row:
         "approvals_given": 0,
         "reasked": event.reasked,
         "applied": None,
+        "actions": _reviewed_actions(event),
     }
+
+
+def _reviewed_actions(event: Any) -> str | None:
+    """A review of an agent's tool calls: its shape and actions, undecided (JSON)."""
+    schema = (event.task or {}).get("response_schema")
+    review = review_of(event.value, schema)
+    if review is None:
+        return None
+    actions = [{"name": a["name"], "allowed": a["allowed"]} for a in review["actions"]]
+    return json_text({"shape": review["shape"], "actions": actions})
+
+
+def _decided_actions(recorded: str, resume: Any) -> str:
+    """The review's actions with what the answer decided of each (JSON)."""
+    review = json.loads(recorded)
+    actions = [{**a, "args": None, "description": None} for a in review["actions"]]
+    outcome = review_outcome({"shape": review["shape"], "actions": actions}, resume)
+    decided = [
+        {"name": o["name"], "decision": o["decision"], "edited": o["edited_args"] is not None}
+        for o in outcome
+    ]
+    return json_text({"shape": review["shape"], "actions": decided or review["actions"]})
 
 
 def _close_as_decided(

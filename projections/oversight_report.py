@@ -15,6 +15,7 @@ decided the flow, refused bypasses) are `projections/hold_point_report.py`'s.
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from bisect import bisect_left
@@ -77,6 +78,7 @@ def oversight_report(
         hold_points = hold_point_figures(cursor, scope)
         backlog = _backlog(cursor, scope, now)
         ran_past = unapplied(cursor, scope)
+        reviewed = _reviewed_actions(cursor, scope)
     return {
         "period": {
             "since": scope.start,
@@ -104,6 +106,7 @@ def oversight_report(
             "how": "threads stopped (Art. 14(4)(e)) in the period, with who and why",
         },
         **hold_points,
+        "reviewed_actions": reviewed,
         "backlog": backlog,
         "coverage": {
             "raised": raised,
@@ -119,6 +122,35 @@ def oversight_report(
                 "those outcomes, and none is unapplied"
             ),
         },
+    }
+
+
+def _reviewed_actions(cursor: Cursor, scope: ReportScope) -> dict[str, Any]:
+    """The agents' tool calls put to a reviewer and decided in the period: each action's
+    decision, by kind and by tool, and how many were edited."""
+    cursor.execute(
+        f"SELECT actions FROM {scope.log} WHERE {scope.decided} AND actions IS NOT NULL",
+        scope.decided_params,
+    )
+    by_kind: Counter[str] = Counter()
+    by_tool: dict[str, Counter[str]] = {}
+    edited = 0
+    for (text,) in cursor.fetchall():
+        for action in json.loads(text)["actions"]:
+            kind = action.get("decision")
+            if kind is None:
+                continue
+            by_kind[kind] += 1
+            by_tool.setdefault(str(action["name"]), Counter())[kind] += 1
+            edited += bool(action.get("edited"))
+    return {
+        "value": sum(by_kind.values()),
+        "by_decision": dict(sorted(by_kind.items())),
+        "by_tool": {tool: dict(sorted(kinds.items())) for tool, kinds in sorted(by_tool.items())},
+        "edited": edited,
+        "how": "the actions (an agent's tool calls) of reviews answered in the period, each "
+        "with its own decision (approve, edit, reject, respond), by kind and by tool; "
+        "edited: those run with the arguments a reviewer put in place of the agent's",
     }
 
 

@@ -6,7 +6,9 @@ thread; `holdpoint_flow_edits` one per edit `as_node` (a decision about the
 flow that stands in for a node having run); `holdpoint_oversight_refusals` one
 per attempt the hold points' rules refused. Columns added after the first
 shape have defaults, so that rows written by name with the first shape's
-columns (the report's benchmark does) stay valid.
+columns (the report's benchmark does) stay valid. `actions` is set for a review of an
+agent's tool calls (domain/oversight/reviews.py): JSON, each action's tool and, once
+decided, its decision and whether its arguments were edited.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def create_tables(cursor: Cursor, db: Database) -> None:
         "reviewer_id TEXT, reviewer_role TEXT, reason TEXT, "
         "seconds_to_decision DOUBLE PRECISION, digest TEXT, "
         "approvals_needed INTEGER NOT NULL DEFAULT 1, "
-        "approvals_given INTEGER NOT NULL DEFAULT 0, reasked TEXT, applied TEXT)"
+        "approvals_given INTEGER NOT NULL DEFAULT 0, reasked TEXT, applied TEXT, "
+        "actions TEXT)"
     )
     cursor.execute(  # the batch's loads find a thread's unsettled interrupts by it
         f"CREATE INDEX IF NOT EXISTS {INTERRUPTS}_thread ON {log} (thread_id, outcome)"
@@ -117,6 +120,7 @@ LOG_SHAPE = TableShape(
         "approvals_given",
         "reasked",
         "applied",
+        "actions",
     ),
 )
 CANCELLATION_SHAPE = TableShape(

@@ -326,6 +326,7 @@ BACKLOG = ages(1, 2, 3, 3, 1)
 # Overrides: reject r-cross p1 c1' w5, edit p2 = 5 of 14 human answers.
 # Histogram of those seconds: under 10 s 2 4 6 9.5 | 10-30 s 10 20 | 30 s-1 min 30 45 |
 # 1-5 min 90 120 | 5-15 min 600 | 15 min-1 h none | 1-4 h 5400 5400 7200 | none above.
+NO_REVIEWS = {"value": 0, "by_decision": {}, "by_tool": {}, "edited": 0}  # no tool calls reviewed
 EXPECTED = {
     "period": period(),
     "interrupts_raised": {"value": 22},
@@ -365,6 +366,7 @@ EXPECTED = {
     "deadline_breaches": {"value": 4},
     "cancellations": {"value": 2, "threads": [P3, C3]},  # p-old was stopped before
     **QUIET_HOLD_POINTS,
+    "reviewed_actions": NO_REVIEWS,
     "backlog": BACKLOG,
     # Of the 22: decided 14 (r6 after the period; r-cross was raised before it), expired w1,
     # cancelled p3 c3, open p7, c2's second, p4, r8, w4.
@@ -397,6 +399,7 @@ BY_GRAPH = {
         "deadline_breaches": {"value": 0},
         "cancellations": {"value": 1, "threads": [P3]},
         **QUIET_HOLD_POINTS,
+        "reviewed_actions": NO_REVIEWS,
         "backlog": ages(0, 2, 1, 1, 0),
         "coverage": coverage(5, decided=2, expired=0, cancelled=1, open_=2),
     },
@@ -429,6 +432,7 @@ BY_GRAPH = {
         "deadline_breaches": {"value": 4},
         "cancellations": {"value": 0, "threads": []},
         **QUIET_HOLD_POINTS,
+        "reviewed_actions": NO_REVIEWS,
         "backlog": ages(d1_7=1),
         "coverage": coverage(5, decided=3, expired=1, cancelled=0, open_=1),
     },
@@ -487,6 +491,7 @@ def test_a_period_counts_only_what_happened_in_it(db):
         "deadline_breaches": {"value": 0},
         "cancellations": {"value": 0, "threads": []},
         **QUIET_HOLD_POINTS,
+        "reviewed_actions": NO_REVIEWS,
         "backlog": BACKLOG,
         "coverage": coverage(4, decided=3, expired=0, cancelled=0, open_=1),
     }

@@ -245,6 +245,8 @@ def counted(history: History, **params: Any) -> dict[str, Any]:
             ],
         },
         **counted_hold_points(history, mine, raised, start, end, graph),
+        # No row here is a review of tool calls (tests/api/http/test_agent_review.py counts them)
+        "reviewed_actions": {"value": 0, "by_decision": {}, "by_tool": {}, "edited": 0},
         "backlog": {"value": len(open_ages), "by_age": backlog},
         "coverage": {
             "raised": len(raised),

@@ -74,6 +74,14 @@ def test_an_edit_runs_the_tool_with_the_edited_arguments_and_the_timeline_shows_
         timeline = auditor.get("/threads/a-1/audit").json()
 
     assert REFUNDS == [{"customer": "acme", "amount": 50}]
+    with server.http("auditor") as auditor:
+        report = auditor.get("/reports/oversight").json()
+    assert {k: v for k, v in report["reviewed_actions"].items() if k != "how"} == {
+        "value": 1,
+        "by_decision": {"edit": 1},
+        "by_tool": {"issue_refund": {"edit": 1}},
+        "edited": 1,
+    }
     [answer] = [e for e in timeline["entries"] if e["event"] == "InterruptResumed"]
     assert answer["actor"]["id"] == "reviewer"
     assert answer["details"]["decision"] == "edit"
