@@ -68,6 +68,7 @@ class Settings:
     writer_rows: int = 800
     langgraph_writer_cycles: int = 25
     reps: int = 3
+    saver_reps: int = 5  # bench/saver.py's speed: costs are differences of times, noisier
 
 
 QUICK = Settings(
@@ -82,6 +83,7 @@ QUICK = Settings(
     writer_rows=80,
     langgraph_writer_cycles=5,
     reps=1,
+    saver_reps=1,
 )
 
 BACKENDS = ("memory", "sqlite", "postgres")

@@ -31,6 +31,7 @@ from bench.postgres import connect
 from bench.projections import PROJECTION_CASES
 from bench.report import CaseResult, write_report
 from bench.runs import RUN_CASES
+from bench.saver import SAVER_CASES
 from bench.time_travel import TIME_TRAVEL_CASES
 from service.bootstrap import configure_logging
 
@@ -42,6 +43,7 @@ ALL_CASES = {
     **LOAD_CASES,
     **INTEGRITY_CASES,
     **TIME_TRAVEL_CASES,
+    **SAVER_CASES,
 }
 ROOT = Path(__file__).resolve().parent.parent
 FULL_REPORT = ROOT / "BENCHMARKS.md"

@@ -62,7 +62,7 @@ from domain.errors import (
     UnknownInterruptError,
 )
 from domain.history.checkpoints import CheckpointAt, checkpoints_of
-from domain.oversight.hold_points import Oversight
+from domain.oversight.hold_points import Oversight, question_digest
 from domain.record.application import Workflows
 from domain.record.langgraph_folds import head_values
 from domain.record.langgraph_record import (
@@ -134,6 +134,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         self._edits: dict[tuple[str, str, str], list[SavedWrites]] = {}
         self._order = WriteOrder()
         self._positions: OrderedDict[str, int] = OrderedDict()  # the last few threads'
+        self._answers: OrderedDict[str, tuple[int, set[str]]] = OrderedDict()  # consumed
 
     @classmethod
     @contextmanager
@@ -191,7 +192,8 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             )
             thread.save_checkpoint(saved, caller, edits)
 
-        self._write(thread_id, config, record)
+        with self._order.putting(thread_id, checkpoint["id"]):
+            self._write(thread_id, config, record)
         self._last[(thread_id, namespace)] = (
             checkpoint["id"],
             {channel: values[channel] for channel in new_versions if channel in values}
@@ -281,14 +283,25 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             return
         caller = _caller(config)
         resumes = any(channel == RESUME for channel, _ in writes)
-        with self._order.writing(thread_id, checkpoint_id):
-            if resumes and task_id != NULL_TASK_ID:
+        command = task_id == NULL_TASK_ID
+        invocation = _invocation(config)
+        with self._order.writing(thread_id, checkpoint_id, command=command):
+            self._order.after_checkpoint(
+                thread_id,
+                checkpoint_id,
+                lambda: not self._ahead(thread_id, namespace, checkpoint_id),
+            )
+            if resumes and not command:
                 self._order.after_answer(thread_id, lambda: self._answered(thread_id, task_id))
+            answered = command and resumes and self._consumed(thread_id, invocation, saved)
+            pending = self._pending_of(thread_id, task_id) if resumes and not command else []
             try:
                 refused = self._write(
                     thread_id,
                     config,
-                    lambda thread, _: thread.save_writes(saved, caller, self.oversight),
+                    lambda thread, _: thread.save_writes(
+                        saved, caller, self.oversight, answered=answered
+                    ),
                 )
             except HoldpointError as error:
                 if resumes and task_id == NULL_TASK_ID:
@@ -300,6 +313,46 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             if refused is not None:  # answers a task consumed, refused: on record, raised
                 self._record_refusal(refused, caller, thread_id)
                 raise refused
+            if pending:  # the task's writes recorded the answers it consumed
+                self._remember_consumed(thread_id, invocation, saved)
+
+    def _ahead(self, thread_id: str, namespace: str, checkpoint_id: str) -> bool:
+        """Whether a checkpoint is later than the namespace's latest one saved (its own save
+        not yet recorded)."""
+        thread = self._thread(thread_id)
+        head = None if thread is None else thread.heads.get(namespace)
+        return head is None or checkpoint_id > head["id"]
+
+    def _pending_of(self, thread_id: str, task_id: str) -> list[str]:
+        thread = self._thread(thread_id)
+        pending = thread.interrupts.items() if thread is not None else ()
+        return [i for i, record in pending if record.get("task_id") == task_id]
+
+    def _remember_consumed(
+        self, thread_id: str, invocation: int | None, saved: SavedWrites
+    ) -> None:
+        """What a task's writes answered in this invocation: a Command's resume saved after
+        them is matched to it (`_consumed`), not refused as answering nothing."""
+        thread = self._thread(thread_id)
+        if thread is None or invocation is None:
+            return
+        values = [v for channel, v in saved.writes if channel == RESUME]
+        digests = {question_digest(value) for value in (values[-1] if values else [])}
+        with self._cache_lock:
+            self._answers[thread_id] = (invocation, digests)
+            self._answers.move_to_end(thread_id)
+            if len(self._answers) > CACHED_THREADS:
+                self._answers.popitem(last=False)
+
+    def _consumed(self, thread_id: str, invocation: int | None, saved: SavedWrites) -> bool:
+        """Whether a Command's resume was already recorded as an answer from the writes of
+        the task that consumed it, in this invocation."""
+        with self._cache_lock:
+            remembered = self._answers.get(thread_id)
+        if remembered is None or invocation is None or remembered[0] != invocation:
+            return False
+        resume = next(value for channel, value in saved.writes if channel == RESUME)
+        return question_digest(resume) in remembered[1]
 
     def _record_refusal(self, error: HoldpointError, caller: Caller, thread_id: str) -> None:
         """Put a refused resume on record (an AccessRefused, listed with the API's)."""
@@ -417,14 +470,17 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         if thread is None or thread.engine != LANGGRAPH:
             return None
         head = thread.heads.get(namespace)
+        found: CheckpointTuple | None = None
         if head is not None and checkpoint_id in (None, head["id"]):
-            return self._tuple(thread_id, namespace, head, head_values(thread, namespace))
-        if checkpoint_id is None:
-            return None
-        for at in checkpoints_of(self.store.iter_thread_events(thread_id)):
-            if at.namespace == namespace and at.checkpoint_id == checkpoint_id:
-                return self._tuple(thread_id, namespace, at.head, at.values)
-        return None
+            found = self._tuple(thread_id, namespace, head, head_values(thread, namespace))
+        elif checkpoint_id is not None:
+            for at in checkpoints_of(self.store.iter_thread_events(thread_id)):
+                if at.namespace == namespace and at.checkpoint_id == checkpoint_id:
+                    found = self._tuple(thread_id, namespace, at.head, at.values)
+                    break
+        if found is not None and checkpoint_id is not None:  # the config as it was asked for,
+            found = found._replace(config=config)  # as LangGraph's own savers answer it
+        return found
 
     def list(
         self,
@@ -601,6 +657,13 @@ def _form(checkpoint: Checkpoint) -> dict[str, Any]:
         "updated_channels": checkpoint.get("updated_channels"),
         **({"extra": extra} if extra else {}),
     }
+
+
+def _invocation(config: RunnableConfig) -> int | None:
+    """Which invoke of a graph a save comes from, within this process: LangGraph gives
+    each its own runtime object, which every save of the invoke carries."""
+    runtime = (config.get("configurable") or {}).get("__pregel_runtime")
+    return None if runtime is None else id(runtime)
 
 
 def _caller(config: RunnableConfig) -> Caller:

@@ -4,7 +4,8 @@ LangGraph's own savers store channel values and writes as msgpack (or pickle) bl
 Holdpoint records them in its events as JSON, so that the record says what a thread held
 in words: a LangChain message is its `type`, `content`, `tool_calls`, `id` and `name`;
 a pydantic model, a dataclass, a date, a set are tagged objects with their fields. Each
-comes back as the same object (`from_record(to_record(v)) == v`).
+comes back as the same object (`from_record(to_record(v)) == v`), but a tuple, which comes
+back a list, as LangGraph's own savers give it back (msgpack has no tuple).
 
 A tagged object is a JSON object with the key `$type`:
 
@@ -15,10 +16,11 @@ A tagged object is a JSON object with the key `$type`:
   as `schema`: its JSON schema, and its class's name when it has one);
 - `pydantic`, `dataclass`, `namedtuple`, `enum`: an instance of `class`
   ("module:QualName"), with its fields or value;
-- `tuple`, `set`, `frozenset`, `deque`, `dict` (a dict whose keys are not all strings, or
-  that has a `$type` key itself), `bytes`, `datetime`, `date`, `time`, `timedelta`,
-  `timezone`, `uuid`, `decimal`, `path`, `float` (NaN and the infinities), `int` (beyond
-  64 bits), `str` (text JSON cannot store: NUL, a lone surrogate);
+- `set`, `frozenset`, `deque`, `dict` (a dict whose keys are not all strings, or that has
+  a `$type` key itself; a tuple among its keys as `tuple`), `bytes`, `datetime`, `date`,
+  `time`, `timedelta`, `timezone`, `uuid`, `decimal`, `path`, `float` (NaN and the
+  infinities), `int` (beyond 64 bits), `str` (text JSON cannot store: NUL, a lone
+  surrogate);
 - `serialized`: a value with no JSON form, in LangGraph's own typed serialization
   (msgpack, base64), shown to auditors as such. Pickle is never used: a value that even
   msgpack cannot hold is refused (`NotRecordableError`), naming its type.
@@ -100,7 +102,7 @@ def _encode(value: Any, depth: int) -> Any:
             return {key: _encode(item, depth) for key, item in value.items()}
         return {
             TAG: "dict",
-            "items": [[_encode(k, depth), _encode(v, depth)] for k, v in value.items()],
+            "items": [[_key(k, depth), _encode(v, depth)] for k, v in value.items()],
         }
     if isinstance(value, BaseMessage):
         return _message(value, depth)
@@ -203,11 +205,21 @@ def _send(send: Send, depth: int) -> dict[str, Any]:
     return record
 
 
-def _tuple(value: tuple[Any, ...], depth: int) -> dict[str, Any]:
+def _tuple(value: tuple[Any, ...], depth: int) -> Any:
+    """A named tuple as its class and fields; any other tuple as a list, as LangGraph's own
+    savers give it back (msgpack has no tuple): a program reads the same value from either
+    saver. A dict's tuple key keeps its kind (`_key`)."""
     if hasattr(value, "_asdict") and hasattr(type(value), "_fields"):
         fields = _encode(dict(value._asdict()), depth)
         return {TAG: "namedtuple", "class": _class_name(type(value)), "fields": fields}
-    return {TAG: "tuple", "items": [_encode(item, depth) for item in value]}
+    return [_encode(item, depth) for item in value]
+
+
+def _key(key: Any, depth: int) -> Any:
+    """A dict's key (in a `dict` tag), a tuple kept a tuple: a list cannot be a key."""
+    if type(key) is tuple:
+        return {TAG: "tuple", "items": [_key(item, depth) for item in key]}
+    return _encode(key, depth)
 
 
 def _collection(value: Any, depth: int) -> dict[str, Any]:

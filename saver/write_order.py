@@ -9,7 +9,7 @@ Both sides come from one graph run in one process, so the saver puts them back i
 here:
 
 - a checkpoint waits for the writes in flight on its parent checkpoint (the tasks that
-  ran before it made them);
+  ran before it made them), and writes on a checkpoint not saved yet wait for it;
 - a task's writes that consumed an answer wait for the answer: a Command's resume saved
   (or refused) in the same run, just before the task ran; a resume map is saved nowhere
   but in the task's own writes, which then record the answers.
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 TIMEOUT = 5.0
-GRACE = 0.02  # for a resume's save to begin, once no other save is in flight
+GRACE = 0.1  # for a save to begin that may never come (a resume map's, a checkpoint's)
 POLL = 0.005
 
 
@@ -37,14 +37,18 @@ class WriteOrder:
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._writing: Counter[tuple[str, str]] = Counter()  # by thread and checkpoint
+        self._commands: Counter[str] = Counter()  # a Command's writes in flight, by thread
         self._refused: set[str] = set()  # threads whose last resume was refused
+        self._putting: Counter[tuple[str, str]] = Counter()  # checkpoints being saved
 
     @contextmanager
-    def writing(self, thread_id: str, checkpoint_id: str) -> Iterator[None]:
-        """Count a save of writes as in flight on its checkpoint while it runs."""
+    def writing(self, thread_id: str, checkpoint_id: str, *, command: bool) -> Iterator[None]:
+        """Count a save of writes as in flight on its checkpoint while it runs (`command`:
+        a Command's writes, which may hold a resume)."""
         key = (thread_id, checkpoint_id)
         with self._changed:
             self._writing[key] += 1
+            self._commands[thread_id] += command
         try:
             yield
         finally:
@@ -52,7 +56,43 @@ class WriteOrder:
                 self._writing[key] -= 1
                 if not self._writing[key]:
                     del self._writing[key]
+                self._commands[thread_id] -= command
+                if not self._commands[thread_id]:
+                    del self._commands[thread_id]
                 self._changed.notify_all()
+
+    @contextmanager
+    def putting(self, thread_id: str, checkpoint_id: str) -> Iterator[None]:
+        """Count a checkpoint's save as in flight while it runs."""
+        key = (thread_id, checkpoint_id)
+        with self._changed:
+            self._putting[key] += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._putting[key] -= 1
+                if not self._putting[key]:
+                    del self._putting[key]
+                self._changed.notify_all()
+
+    def after_checkpoint(
+        self, thread_id: str, checkpoint_id: str, saved: Callable[[], bool]
+    ) -> None:
+        """Wait (writes on a checkpoint not saved yet) until it is `saved()`, while its save
+        is in flight, or for the grace (for its save to begin)."""
+        began = time.monotonic()
+        key = (thread_id, checkpoint_id)
+
+        def done() -> bool:
+            if saved():
+                return True
+            waited = time.monotonic() - began
+            return waited >= TIMEOUT or (not self._putting[key] and waited >= GRACE)
+
+        with self._changed:
+            while not done():
+                self._changed.wait(POLL)
 
     def after_writes(self, thread_id: str, checkpoint_id: str | None) -> None:
         """Wait until no save of writes on the checkpoint is in flight."""
@@ -72,22 +112,18 @@ class WriteOrder:
             self._changed.notify_all()
 
     def after_answer(self, thread_id: str, answered: Callable[[], bool]) -> None:
-        """Wait (from within a save of writes) until `answered()`, unless the thread's
-        resume was refused, while another save on the thread is in flight (the resume
-        may be that one) or for a grace (for its save to begin). A resume map is saved
-        nowhere but in the tasks' own writes: then nothing comes, and the grace ends it."""
+        """Wait until `answered()`, unless the thread's resume was refused, while a
+        Command's save is in flight on the thread (the resume may be in it), or for a grace
+        (for its save to begin). A resume map is saved nowhere but in the tasks' own
+        writes: then no Command's save comes, and the grace ends the wait."""
         began = time.monotonic()
 
         def done() -> bool:
             if thread_id in self._refused or answered():
                 return True
             waited = time.monotonic() - began
-            others = self._on_thread(thread_id) - 1
-            return waited >= TIMEOUT or (others <= 0 and waited >= GRACE)
+            return waited >= TIMEOUT or (not self._commands[thread_id] and waited >= GRACE)
 
         with self._changed:
             while not done():
                 self._changed.wait(POLL)
-
-    def _on_thread(self, thread_id: str) -> int:
-        return sum(count for (thread, _), count in self._writing.items() if thread == thread_id)

@@ -212,6 +212,7 @@ class LangGraphCommands:
             next=next_up,
         )
         if namespace == "" and saved.source == "loop" and not next_up:
+            self._unanswered(caller)
             self._record(self.ThreadCompleted, step=saved.step)
 
     def _supersede(self, namespace: str, saved: SavedCheckpoint, caller: Caller) -> None:
@@ -239,21 +240,34 @@ class LangGraphCommands:
                     actor=caller.actor,
                 )
 
+    def _unanswered(self, caller: Caller) -> None:
+        """The run ended with questions pending that no answer on record met (a graph run
+        with `durability="exit"` saves no writes, its answers among them): superseded."""
+        for interrupt_id in list(self.interrupts):
+            self._record(
+                self.InterruptSuperseded,
+                interrupt_id=interrupt_id,
+                reason="the run ended with no answer to it on record",
+                actor=caller.actor,
+            )
+
     # -- put_writes --------------------------------------------------------
 
     def save_writes(
-        self, saved: SavedWrites, caller: Caller, policy: Oversight
+        self, saved: SavedWrites, caller: Caller, policy: Oversight, *, answered: bool = False
     ) -> HoldpointError | None:
         """Record a task's writes (see the module's docstring); writes already recorded
         at their index record nothing again.
 
         Returns the refusal of answers a task consumed that were not given by a Command's
         own resume (a resume map is handed to the tasks, not saved apart): the task ran
-        with them all the same, so its completion is recorded, without them."""
+        with them all the same, so its completion is recorded, without them. `answered`: a
+        Command's resume that the task it answered already recorded, its writes saved
+        first (LangGraph saves them in no fixed order): its writes alone are recorded."""
         if not self._fresh(saved):
             return None
         if saved.task_id == NULL_TASK_ID:
-            self._command_writes(saved, caller, policy)
+            self._command_writes(saved, caller, policy, answered)
         elif saved.task_path.startswith(UPDATE_TASK):
             self._record_writes(saved)
         elif SPECIAL.isdisjoint(channel for channel, _ in saved.writes):
@@ -376,16 +390,17 @@ class LangGraphCommands:
         self._record_writes(saved)
 
     def _supersede_asked(self, saved: SavedWrites, node: str, index: int) -> None:
-        """The node asks its `index`th question again, from another checkpoint (it runs
-        again after an edit, say): the question pending from before is superseded. Its
-        parallel tasks' questions, raised on the same checkpoint, stand."""
+        """The node asks its `index`th question again, from another checkpoint than the one
+        it first asked it on (it runs again after an edit, say): the question pending from
+        before is superseded. Its parallel tasks' questions, raised on the same checkpoint,
+        stand."""
         for interrupt_id, record in list(self.interrupts.items()):
-            here = [saved.namespace, saved.checkpoint_id] in record.get("where", ())
+            raised_on = (record.get("where") or [[None, None]])[0]
             if (
                 record["node"] == node
                 and record["index"] == index
                 and record.get("namespace") == saved.namespace
-                and not here
+                and raised_on != [saved.namespace, saved.checkpoint_id]
             ):
                 self._record(
                     self.InterruptSuperseded,
@@ -394,11 +409,13 @@ class LangGraphCommands:
                     actor=self.started_by,
                 )
 
-    def _command_writes(self, saved: SavedWrites, caller: Caller, policy: Oversight) -> None:
+    def _command_writes(
+        self, saved: SavedWrites, caller: Caller, policy: Oversight, answered: bool
+    ) -> None:
         """A Command's writes: its resume answers the pending interrupts (checked first),
         its update and goto edit the state, as `caller`."""
         resumes = [value for channel, value in saved.writes if channel == RESUME]
-        if resumes:
+        if resumes and not answered:
             self._answer(resumes[-1], caller, policy)
         update = {
             channel: value

@@ -117,7 +117,11 @@ def refund_agent(mode: str = "batched") -> Any:
                     "",
                     id="ai-1",
                     tool_calls=[
-                        {"name": "issue_refund", "args": {"customer": "acme", "amount": 500}, "id": "call-1"}
+                        {
+                            "name": "issue_refund",
+                            "args": {"customer": "acme", "amount": 500},
+                            "id": "call-1",
+                        }
                     ],
                 ),
                 AIMessage("Done.", id="ai-2"),
