@@ -32,7 +32,7 @@ import asyncio
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -319,22 +319,26 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
     def _ahead(self, thread_id: str, namespace: str, checkpoint_id: str) -> bool:
         """Whether a checkpoint is later than the namespace's latest one saved (its own save
         not yet recorded)."""
-        thread = self._thread(thread_id)
-        head = None if thread is None else thread.heads.get(namespace)
-        return head is None or checkpoint_id > head["id"]
+
+        def ahead(thread: WorkflowThread | None) -> bool:
+            head = None if thread is None else thread.heads.get(namespace)
+            return head is None or checkpoint_id > head["id"]
+
+        return bool(self._read(thread_id, ahead, fresh=False))
 
     def _pending_of(self, thread_id: str, task_id: str) -> list[str]:
-        thread = self._thread(thread_id)
-        pending = thread.interrupts.items() if thread is not None else ()
-        return [i for i, record in pending if record.get("task_id") == task_id]
+        def pending(thread: WorkflowThread | None) -> list[str]:
+            found = thread.interrupts.items() if thread is not None else ()
+            return [i for i, record in found if record.get("task_id") == task_id]
+
+        return list(self._read(thread_id, pending, fresh=False))
 
     def _remember_consumed(
         self, thread_id: str, invocation: int | None, saved: SavedWrites
     ) -> None:
         """What a task's writes answered in this invocation: a Command's resume saved after
         them is matched to it (`_consumed`), not refused as answering nothing."""
-        thread = self._thread(thread_id)
-        if thread is None or invocation is None:
+        if invocation is None:
             return
         values = [v for channel, v in saved.writes if channel == RESUME]
         digests = {question_digest(value) for value in (values[-1] if values else [])}
@@ -372,9 +376,26 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
 
     def _answered(self, thread_id: str, task_id: str) -> bool:
         """Whether no interrupt the task raised is pending any more."""
-        thread = self._thread(thread_id)
-        pending = thread.interrupts.values() if thread is not None else ()
-        return all(record.get("task_id") != task_id for record in pending)
+        return not self._pending_of(thread_id, task_id)
+
+    def _read(
+        self, thread_id: str, read: Callable[[WorkflowThread | None], Any], *, fresh: bool = True
+    ) -> Any:
+        """`read(thread)` of the thread: the one at hand if nothing was recorded on it since
+        (one probe of the store; without the probe unless `fresh`: what this saver
+        recorded, for the order of its own saves), else read again. Under the thread's
+        lock, so that it never sees a change another call is making."""
+        with self._stripes[hash(thread_id) % LOCK_STRIPES]:
+            with self._cache_lock:
+                cached = self._threads.get(thread_id)
+            if cached is not None and (
+                not fresh or self.store.unchanged_since(thread_id, cached.version)
+            ):
+                return read(cached)
+            thread = self.store.thread(thread_id)
+            if thread is not None and thread.engine == LANGGRAPH:
+                self._keep(thread_id, thread)
+            return read(thread)
 
     def _write(self, thread_id: str, config: RunnableConfig, change: Any) -> Any:
         """Apply `change(thread, grow)` to the thread at its latest version and commit it,
@@ -466,14 +487,20 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         thread_id = str(configurable["thread_id"])
         namespace = str(configurable.get("checkpoint_ns", ""))
         checkpoint_id = get_checkpoint_id(config)
-        thread = self.store.thread(thread_id)
-        if thread is None or thread.engine != LANGGRAPH:
-            return None
-        head = thread.heads.get(namespace)
-        found: CheckpointTuple | None = None
-        if head is not None and checkpoint_id in (None, head["id"]):
-            found = self._tuple(thread_id, namespace, head, head_values(thread, namespace))
-        elif checkpoint_id is not None:
+
+        def latest(thread: WorkflowThread | None) -> tuple[bool, CheckpointTuple | None]:
+            if thread is None or thread.engine != LANGGRAPH:
+                return True, None
+            head = thread.heads.get(namespace)
+            if head is not None and checkpoint_id in (None, head["id"]):
+                values = head_values(thread, namespace)
+                return True, self._tuple(thread_id, namespace, head, values)
+            return checkpoint_id is None, None
+
+        answered: bool
+        found: CheckpointTuple | None
+        answered, found = self._read(thread_id, latest)
+        if not answered:
             for at in checkpoints_of(self.store.iter_thread_events(thread_id)):
                 if at.namespace == namespace and at.checkpoint_id == checkpoint_id:
                     found = self._tuple(thread_id, namespace, at.head, at.values)

@@ -49,6 +49,7 @@ class WriteOrder:
         with self._changed:
             self._writing[key] += 1
             self._commands[thread_id] += command
+            self._changed.notify_all()  # a wait for a Command's save to begin ends
         try:
             yield
         finally:
@@ -67,6 +68,7 @@ class WriteOrder:
         key = (thread_id, checkpoint_id)
         with self._changed:
             self._putting[key] += 1
+            self._changed.notify_all()  # a wait for its save to begin ends
         try:
             yield
         finally:
