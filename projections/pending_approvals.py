@@ -47,7 +47,7 @@ NO_ROLE = ""  # the counts' key for "any role may decide" (a key column cannot b
 
 class PendingApprovalsProjection(Projection):
     name = "pending_approvals"
-    version = 2  # 2: payload_digest, approvals_needed, approvals_given
+    version = 3  # 2: payload_digest, approvals_needed, approvals_given; 3: namespace
     tables = (QUEUE, COUNTS)
     event_classes = INTERRUPT_EVENTS
 
@@ -59,7 +59,7 @@ class PendingApprovalsProjection(Projection):
             "raised_at TEXT NOT NULL, required_role TEXT, due_by TEXT, assigned_to TEXT, "
             "position BIGINT NOT NULL, payload_digest TEXT, "
             "approvals_needed INTEGER NOT NULL DEFAULT 1, "
-            "approvals_given INTEGER NOT NULL DEFAULT 0)"
+            "approvals_given INTEGER NOT NULL DEFAULT 0, namespace TEXT NOT NULL DEFAULT '')"
         )
         cursor.execute(  # the batch's loads find a thread's rows by it
             f"CREATE INDEX IF NOT EXISTS {QUEUE}_thread ON {db.table(QUEUE)} (thread_id)"
@@ -107,6 +107,8 @@ class PendingApprovalsProjection(Projection):
                         "payload_digest": event.digest or question_digest(event.value),
                         "approvals_needed": event.approvals,
                         "approvals_given": 0,
+                        # a real LangGraph graph's subgraph it was raised in ("": the root)
+                        "namespace": (event.task or {}).get("namespace", ""),
                     }
                 )
             elif issubclass(cls, WorkflowThread.InterruptApproved):
@@ -177,6 +179,7 @@ QUEUE_SHAPE = TableShape(
         "payload_digest",
         "approvals_needed",
         "approvals_given",
+        "namespace",
     ),
 )
 
@@ -197,6 +200,7 @@ class PendingApproval:
     payload_digest: str | None = None
     approvals_needed: int = 1
     approvals_given: int = 0
+    namespace: str = ""  # a real LangGraph graph's subgraph ("": the graph itself)
 
 
 @dataclass(frozen=True)
@@ -269,7 +273,7 @@ class PendingApprovals:
             table=self.db.table(QUEUE),
             columns="raised_at, interrupt_id, thread_id, graph_id, node, payload, "
             "required_role, due_by, assigned_to, payload_digest, approvals_needed, "
-            "approvals_given",
+            "approvals_given, namespace",
             where=where,
             params=params,
             keys=("raised_at", "interrupt_id"),
@@ -286,7 +290,7 @@ class PendingApprovals:
 
 def _approval(row: Any, now: datetime) -> PendingApproval:
     raised_at, interrupt_id, thread_id, graph_id, node, payload, role, due_by, assigned = row[:9]
-    digest, needed, given = row[9:]
+    digest, needed, given, namespace = row[9:]
     raised = parse_utc_text(raised_at)
     return PendingApproval(
         interrupt_id=interrupt_id,
@@ -302,4 +306,5 @@ def _approval(row: Any, now: datetime) -> PendingApproval:
         payload_digest=digest,
         approvals_needed=int(needed),
         approvals_given=int(given),
+        namespace=namespace or "",
     )

@@ -49,6 +49,12 @@ class Approval(Answer):
     payload_digest: str | None = Field(description="send it with the decision")
     approvals_needed: int
     approvals_given: int
+    namespace: str = Field(description="a real LangGraph graph's subgraph it was raised in")
+    actions: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="for a review of an agent's tool calls: each action's tool, arguments, "
+        "description and allowed decisions",
+    )
     links: ApprovalLinks
 
 

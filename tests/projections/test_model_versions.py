@@ -88,7 +88,7 @@ def test_a_fresh_store_records_each_models_version_and_warns_of_nothing(store):
     with capture_logs() as logs:
         runner = runner_for(store)
 
-    assert versions(runner.db) == {"pending_approvals": 2, "thread_index": 1, "oversight": 3}
+    assert versions(runner.db) == {"pending_approvals": 3, "thread_index": 1, "oversight": 3}
     assert warned(logs) == []
     runner.close()
 
@@ -106,14 +106,14 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
     assert positions(runner.db) == dict.fromkeys(ALL, head)
     runner.close()
 
-    # When a runner with the queue at version 2 and the oversight log at version 3 sets up
+    # When a runner with the queue and the oversight log at version 3 sets up
     with capture_logs() as logs:
         upgraded = runner_for(store)
 
     # Then it says it rebuilds those two, which are back at position 0; the index is kept
-    assert warned(logs) == [("oversight", 1, 3), ("pending_approvals", 1, 2)]
+    assert warned(logs) == [("oversight", 1, 3), ("pending_approvals", 1, 3)]
     assert positions(upgraded.db) == {"pending_approvals": 0, "thread_index": head, "oversight": 0}
-    assert versions(upgraded.db) == {"pending_approvals": 2, "thread_index": 1, "oversight": 3}
+    assert versions(upgraded.db) == {"pending_approvals": 3, "thread_index": 1, "oversight": 3}
     # And its catch-up gives every row a rebuild from zero gives
     upgraded.catch_up()
     assert read_models(upgraded.db, ALL) == from_zero

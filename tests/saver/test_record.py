@@ -10,7 +10,7 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 
 from langgraph.checkpoint.holdpoint import HoldpointSaver
 from tests.saver.langgraph_graphs import refund_builder, thread
@@ -185,3 +185,34 @@ def test_an_edit_while_paused_is_a_state_edit_and_the_question_stays_open(store)
     assert (edited.actor["id"], edited.reason) == ("ed", "typo")
     assert events_of(saver, "t", "InterruptSuperseded") == []
     assert graph.get_state(thread("t")).values["log"] == ["reviewed: True", "paid 250"]
+
+
+class Inner(TypedDict):
+    x: int
+
+
+def test_an_interrupt_inside_a_subgraph_is_in_the_queue_once_with_its_namespace(store):
+    from projections.catalog import runner_for  # noqa: PLC0415
+    from projections.pending_approvals import PendingApprovals  # noqa: PLC0415
+
+    def ask(state: Inner) -> dict[str, Any]:
+        return {"x": state["x"] + int(interrupt("add one?"))}
+
+    inner = StateGraph(Inner)
+    inner.add_node("ask", ask)
+    inner.add_edge(START, "ask")
+    outer = StateGraph(Inner)
+    outer.add_node("sub", inner.compile())
+    outer.add_edge(START, "sub")
+    saver = HoldpointSaver(store)
+    graph = outer.compile(checkpointer=saver)
+
+    paused = graph.invoke({"x": 1}, thread("t"))
+    runner = runner_for(store)
+    runner.catch_up()
+    items = PendingApprovals(runner.db).page().items
+    runner.close()
+
+    assert [item.interrupt_id for item in items] == [paused["__interrupt__"][0].id]
+    assert items[0].node == "ask"
+    assert items[0].namespace.startswith("sub:")
