@@ -78,8 +78,9 @@ class LangGraphRun:
             raise ThreadCancelledError(self.thread_id)
         if isinstance(graph_input, Command):
             self.input = self._command(thread, graph_input, guard)
-        elif graph_input is None:
-            self.input = _resume_of(thread)  # a continue, or a takeover
+        elif graph_input is None:  # a continue, a takeover, or a run from a past checkpoint
+            past = (self.config.get("configurable") or {}).get("checkpoint_id")
+            self.input = None if past else _resume_of(thread)
         else:
             if thread.status == INTERRUPTED:
                 raise ThreadInterruptedError(self.thread_id, list(thread.interrupts))

@@ -141,3 +141,19 @@ def test_the_official_sdk_drives_it_state_and_history_included(server):
     assert [h["metadata"]["source"] for h in history][-1] == "input"
     past = client.threads.get_state("lg-1", checkpoint_id=history[-2]["checkpoint_id"])
     assert past["next"] == ["__start__"] or past["next"] == ["review"]
+
+
+def test_a_run_from_a_past_checkpoint_branches_the_thread_and_asks_again(server):
+    first = paused(server)["__interrupt__"][0]["id"]
+    client = server.sdk("reviewer")
+    client.runs.wait("lg-1", GRAPH, command={"resume": True})
+    history = client.threads.get_history("lg-1")
+    before_review = next(h for h in history if h["next"] == ["review"])
+
+    agent = server.sdk("agent")
+    again = agent.runs.wait("lg-1", GRAPH, input=None, checkpoint_id=before_review["checkpoint_id"])
+
+    assert again["__interrupt__"][0]["id"] != first  # the review asks again, on the branch
+    assert [item["interrupt_id"] for item in pending(server)] == [again["__interrupt__"][0]["id"]]
+    assert client.threads.get_state("lg-1")["next"] == ["review"]
+    assert server.store.verify_chain("lg-1").ok
