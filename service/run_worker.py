@@ -30,7 +30,7 @@ from typing import Any
 import structlog
 
 from domain.engine.stream_chunks import pending_interrupts
-from domain.errors import HoldpointError, ThreadUnreadableError
+from domain.errors import ConcurrentUpdateError, HoldpointError, ThreadUnreadableError
 from domain.record.application import Workflows
 from domain.record.thread import WorkflowThread
 from persistence.failures import STORE_UNAVAILABLE
@@ -49,6 +49,10 @@ from service.runs import (
 from service.wire import output_json
 
 log = structlog.get_logger()
+# A takeover recorded on a thread another writer appended to first is tried again on a
+# fresh read: a stalled runner's last saves (a real LangGraph graph's, saved in the
+# background) may still be landing.
+TAKEOVER_ATTEMPTS = 5
 
 
 class RunWorker:
@@ -162,20 +166,27 @@ class RunWorker:
         if thread.error is not None or not thread.runnable() or thread.status == "cancelled":
             self._record_end(stored, thread)  # its nodes all ran: only its end is missing
             return
-        try:
-            thread.take_over(
-                stored.run_id,
-                self.runs.owner,
-                expired.owner,
-                datetime.fromtimestamp(expired.expired_at, UTC).isoformat(),
-                stored.attempt,
-            )
-            self.store.record(thread)
-        except HoldpointError:  # the thread moved on meanwhile (cancelled, say): end the run
-            now = self.store.thread(stored.run_thread_id)
-            assert now is not None, "a thread is never deleted"
-            self._record_end(stored, now)
-            return
+        for attempt in range(TAKEOVER_ATTEMPTS):
+            try:
+                thread.take_over(
+                    stored.run_id,
+                    self.runs.owner,
+                    expired.owner,
+                    datetime.fromtimestamp(expired.expired_at, UTC).isoformat(),
+                    stored.attempt,
+                )
+                self.store.record(thread)
+                break
+            except ConcurrentUpdateError:  # the old runner's last saves were still landing
+                if attempt + 1 < TAKEOVER_ATTEMPTS:
+                    thread = self.store.thread(stored.run_thread_id) or thread
+                    continue
+                raise
+            except HoldpointError:  # the thread moved on meanwhile (cancelled, say): end it
+                now = self.store.thread(stored.run_thread_id)
+                assert now is not None, "a thread is never deleted"
+                self._record_end(stored, now)
+                return
         request = request_from(stored, self.graphs[stored.graph_id])
         run = new_run(
             request.graph,
