@@ -134,7 +134,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         self._edits: dict[tuple[str, str, str], list[SavedWrites]] = {}
         self._order = WriteOrder()
         self._positions: OrderedDict[str, int] = OrderedDict()  # the last few threads'
-        self._answers: OrderedDict[str, tuple[int, set[str]]] = OrderedDict()  # consumed
+        self._answers: OrderedDict[str, tuple[str, set[str]]] = OrderedDict()  # consumed
 
     @classmethod
     @contextmanager
@@ -183,7 +183,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             else None
         )
         values = checkpoint["channel_values"]
-        self._order.after_writes(thread_id, parent_id)
+        self._order.after_writes(thread_id, parent_id)  # and a Command's saves in flight
 
         def record(thread: WorkflowThread, grow: bool) -> None:
             follows = thread.follows_head(namespace, parent_id)
@@ -284,7 +284,6 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         caller = _caller(config)
         resumes = any(channel == RESUME for channel, _ in writes)
         command = task_id == NULL_TASK_ID
-        invocation = _invocation(config)
         with self._order.writing(thread_id, checkpoint_id, command=command):
             self._order.after_checkpoint(
                 thread_id,
@@ -292,9 +291,11 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                 lambda: not self._ahead(thread_id, namespace, checkpoint_id),
             )
             if resumes and not command:
-                self._order.after_answer(thread_id, lambda: self._answered(thread_id, task_id))
-            answered = command and resumes and self._consumed(thread_id, invocation, saved)
-            pending = self._pending_of(thread_id, task_id) if resumes and not command else []
+                self._order.after_answer(
+                    thread_id, lambda: not self._questions_of(thread_id, saved)
+                )
+            answered = command and resumes and self._consumed(thread_id, saved)
+            pending = self._questions_of(thread_id, saved) if resumes and not command else []
             try:
                 refused = self._write(
                     thread_id,
@@ -314,7 +315,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                 self._record_refusal(refused, caller, thread_id)
                 raise refused
             if pending:  # the task's writes recorded the answers it consumed
-                self._remember_consumed(thread_id, invocation, saved)
+                self._remember_consumed(thread_id, saved)
 
     def _ahead(self, thread_id: str, namespace: str, checkpoint_id: str) -> bool:
         """Whether a checkpoint is later than the namespace's latest one saved (its own save
@@ -326,34 +327,31 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
 
         return bool(self._read(thread_id, ahead, fresh=False))
 
-    def _pending_of(self, thread_id: str, task_id: str) -> list[str]:
+    def _questions_of(self, thread_id: str, saved: SavedWrites) -> list[str]:
+        """The pending questions a task's answers go to (`WorkflowThread.questions_of`)."""
+
         def pending(thread: WorkflowThread | None) -> list[str]:
-            found = thread.interrupts.items() if thread is not None else ()
-            return [i for i, record in found if record.get("task_id") == task_id]
+            return [] if thread is None else list(thread.questions_of(saved))
 
         return list(self._read(thread_id, pending, fresh=False))
 
-    def _remember_consumed(
-        self, thread_id: str, invocation: int | None, saved: SavedWrites
-    ) -> None:
-        """What a task's writes answered in this invocation: a Command's resume saved after
-        them is matched to it (`_consumed`), not refused as answering nothing."""
-        if invocation is None:
-            return
+    def _remember_consumed(self, thread_id: str, saved: SavedWrites) -> None:
+        """What a task's writes answered, on their checkpoint: a Command's resume on it saved
+        after them is matched to it (`_consumed`), not refused as answering nothing."""
         values = [v for channel, v in saved.writes if channel == RESUME]
         digests = {question_digest(value) for value in (values[-1] if values else [])}
         with self._cache_lock:
-            self._answers[thread_id] = (invocation, digests)
+            self._answers[thread_id] = (saved.checkpoint_id, digests)
             self._answers.move_to_end(thread_id)
             if len(self._answers) > CACHED_THREADS:
                 self._answers.popitem(last=False)
 
-    def _consumed(self, thread_id: str, invocation: int | None, saved: SavedWrites) -> bool:
+    def _consumed(self, thread_id: str, saved: SavedWrites) -> bool:
         """Whether a Command's resume was already recorded as an answer from the writes of
-        the task that consumed it, in this invocation."""
+        the task that consumed it, on the same checkpoint."""
         with self._cache_lock:
             remembered = self._answers.get(thread_id)
-        if remembered is None or invocation is None or remembered[0] != invocation:
+        if remembered is None or remembered[0] != saved.checkpoint_id:
             return False
         resume = next(value for channel, value in saved.writes if channel == RESUME)
         return question_digest(resume) in remembered[1]
@@ -373,10 +371,6 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             message=str(error),
         )
         self.store.save(attempt)
-
-    def _answered(self, thread_id: str, task_id: str) -> bool:
-        """Whether no interrupt the task raised is pending any more."""
-        return not self._pending_of(thread_id, task_id)
 
     def _read(
         self, thread_id: str, read: Callable[[WorkflowThread | None], Any], *, fresh: bool = True
@@ -684,13 +678,6 @@ def _form(checkpoint: Checkpoint) -> dict[str, Any]:
         "updated_channels": checkpoint.get("updated_channels"),
         **({"extra": extra} if extra else {}),
     }
-
-
-def _invocation(config: RunnableConfig) -> int | None:
-    """Which invoke of a graph a save comes from, within this process: LangGraph gives
-    each its own runtime object, which every save of the invoke carries."""
-    runtime = (config.get("configurable") or {}).get("__pregel_runtime")
-    return None if runtime is None else id(runtime)
 
 
 def _caller(config: RunnableConfig) -> Caller:

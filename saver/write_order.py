@@ -9,7 +9,8 @@ Both sides come from one graph run in one process, so the saver puts them back i
 here:
 
 - a checkpoint waits for the writes in flight on its parent checkpoint (the tasks that
-  ran before it made them), and writes on a checkpoint not saved yet wait for it;
+  ran before it made them) and for a Command's writes in flight (saved at the run's
+  start), and writes on a checkpoint not saved yet wait for it;
 - a task's writes that consumed an answer wait for the answer: a Command's resume saved
   (or refused) in the same run, just before the task ran; a resume map is saved nowhere
   but in the task's own writes, which then record the answers.
@@ -97,12 +98,15 @@ class WriteOrder:
                 self._changed.wait(POLL)
 
     def after_writes(self, thread_id: str, checkpoint_id: str | None) -> None:
-        """Wait until no save of writes on the checkpoint is in flight."""
-        if checkpoint_id is None:
-            return
-        key = (thread_id, checkpoint_id)
+        """Wait until no save of writes on the checkpoint is in flight, nor any Command's
+        save on the thread (a resume, saved at the run's start, may still be landing)."""
+        key = (thread_id, checkpoint_id or "")
+
+        def done() -> bool:
+            return not self._writing[key] and not self._commands[thread_id]
+
         with self._changed:
-            self._changed.wait_for(lambda: not self._writing[key], TIMEOUT)
+            self._changed.wait_for(done, TIMEOUT)
 
     def answering(self, thread_id: str, refused: bool) -> None:
         """A resume was saved on the thread, or refused (its answer will never come)."""

@@ -443,11 +443,7 @@ class LangGraphCommands:
         to the tasks and saves nowhere else. Recorded as answers by `caller` if its hold
         points' rules allow; their refusal otherwise."""
         consumed = [value for channel, value in saved.writes if channel == RESUME]
-        mine = {
-            record["index"]: interrupt_id
-            for interrupt_id, record in self.interrupts.items()
-            if record.get("task_id") == saved.task_id
-        }
+        mine = {record["index"]: i for i, record in self.questions_of(saved).items()}
         if not consumed or not mine or not isinstance(consumed[-1], list):
             return None
         values = consumed[-1]
@@ -457,6 +453,24 @@ class LangGraphCommands:
         except HoldpointError as error:
             return error
         return None
+
+    def questions_of(self, saved: SavedWrites) -> dict[str, dict[str, Any]]:
+        """The pending questions a task's answers go to: those it raised, or, when its node
+        runs again from another checkpoint (after an edit, say), those the node raised in
+        its namespace there. Parallel tasks of one node (a `Send` each, say), raised on
+        the same checkpoint, each keep their own."""
+        _, node = self._step_and_node(saved)
+        here = [saved.namespace, saved.checkpoint_id]
+        return {
+            interrupt_id: record
+            for interrupt_id, record in self.interrupts.items()
+            if record.get("task_id") == saved.task_id
+            or (
+                record["node"] == node
+                and record.get("namespace") == saved.namespace
+                and (record.get("where") or [here])[0] != here
+            )
+        }
 
     def answer_resume(self, resume: Any, caller: Caller, policy: Oversight) -> None:
         """Answer the pending interrupts as `Command(resume=...)` would: a resume map names

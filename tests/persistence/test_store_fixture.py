@@ -53,6 +53,11 @@ def test_the_log_verifies_as_it_did(expected, now_read):
     assert now_read["verify"] == expected["verify"] == {"events": expected["events"], "problems": 0}
 
 
+# Columns added to a read model after the fixture was written: what an old store's rows
+# hold in them (the queue's subgraph namespace, the oversight log's reviewed actions).
+ADDED_COLUMNS = {"holdpoint_pending_approvals": [""], "holdpoint_interrupt_log": [None]}
+
+
 @pytest.mark.parametrize(
     "table",
     [
@@ -66,4 +71,8 @@ def test_the_log_verifies_as_it_did(expected, now_read):
     ],
 )
 def test_each_read_model_rebuilds_to_the_rows_it_had(expected, now_read, table):
-    assert now_read["read_models"][table] == expected["read_models"][table]
+    added = ADDED_COLUMNS.get(table, [])
+    rows = now_read["read_models"][table]
+    cut = len(rows[0]) - len(added) if rows else 0
+    assert [row[:cut] for row in rows] == expected["read_models"][table]
+    assert all(row[cut:] == added for row in rows)

@@ -13,10 +13,13 @@ fan-out of "Use the graph API", section "Run graph nodes in parallel" (`a`, then
 `c`, then `d`, `aggregate` with `operator.add`).
 
 Adapted: `c` fails on its first run (a flaky service); the runs of each node, the error
-and the state (with the failed task's error) are outputs.
+and the state (with the failed task's error) are outputs. `c` fails only once `b`'s
+writes are saved: LangGraph saves them in the background and, when the run ends on `c`'s
+error first, drops them ("cannot schedule new futures after shutdown"), on any saver.
 """
 
 import operator
+from threading import Event
 from typing import Annotated
 
 from langgraph.graph import END, START, StateGraph
@@ -34,6 +37,17 @@ class ServiceUnavailableError(Exception):
     pass
 
 
+def b_saved(checkpointer, thread, timeout=5.0):
+    """Wait until the checkpointer holds `b`'s pending writes."""
+    waiting = Event()
+    for _ in range(int(timeout / 0.005)):
+        saved = checkpointer.get_tuple(thread)
+        if saved is not None and any(w[1] == "aggregate" for w in saved.pending_writes or ()):
+            return
+        waiting.wait(0.005)
+    raise TimeoutError("b's writes were not saved")
+
+
 def run(checkpointer, pause):
     runs = {"a": 0, "b": 0, "c": 0, "d": 0}
 
@@ -48,6 +62,7 @@ def run(checkpointer, pause):
     def c(state: State):
         runs["c"] += 1
         if runs["c"] == 1:
+            b_saved(checkpointer, thread)
             raise ServiceUnavailableError("the C service is down")
         return {"aggregate": ["C"]}
 
