@@ -53,11 +53,9 @@ from domain.access.actor import resolve_actor
 from domain.access.identity import RefusedAttempt
 from domain.errors import (
     AmbiguousResumeError,
-    ConcurrentUpdateError,
     HoldpointError,
     NotInterruptedError,
     OversightError,
-    StaleCheckpointError,
     ThreadCancelledError,
     UnknownInterruptError,
 )
@@ -66,6 +64,8 @@ from domain.oversight.hold_points import Oversight, question_digest
 from domain.record.application import Workflows
 from domain.record.langgraph_folds import head_values
 from domain.record.langgraph_record import (
+    ERROR,
+    INTERRUPT,
     LANGGRAPH,
     NULL_TASK_ID,
     RESUME,
@@ -76,13 +76,15 @@ from domain.record.langgraph_record import (
 )
 from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
+from saver.threads import CACHED_THREADS, Threads
 from saver.values import from_record, to_record
 from saver.write_order import WriteOrder
 
 DEFAULT_GRAPH_ID = "langgraph"
-RETRIES = 20  # commits refused because another writer appended first, then it gives up
-CACHED_THREADS = 256  # threads kept at their latest version between calls
-LOCK_STRIPES = 64
+# How long a task's writes wait to be committed with the checkpoint that ends their step
+# (saver/threads.py, `Threads.commit`): one commit a step, not two. Writes that end a run
+# (an interrupt, an error) or come before it (a Command's) do not wait.
+LINGER = 0.005
 KNOWN_CHECKPOINT_KEYS = frozenset(
     {"v", "id", "ts", "channel_values", "channel_versions", "versions_seen", "updated_channels"}
 )
@@ -127,13 +129,11 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         self.store = store if isinstance(store, Workflows) else open_store(store or "memory://")
         self.graph_id = graph_id
         self.oversight = oversight or Oversight()
-        self._threads: OrderedDict[str, WorkflowThread] = OrderedDict()
-        self._cache_lock = threading.Lock()
-        self._stripes = [threading.Lock() for _ in range(LOCK_STRIPES)]
+        self._threads = Threads(self.store)
+        self._answers_lock = threading.Lock()
         self._last: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
         self._edits: dict[tuple[str, str, str], list[SavedWrites]] = {}
         self._order = WriteOrder()
-        self._positions: OrderedDict[str, int] = OrderedDict()  # the last few threads'
         self._answers: OrderedDict[str, tuple[str, set[str]]] = OrderedDict()  # consumed
 
     @classmethod
@@ -193,7 +193,8 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             thread.save_checkpoint(saved, caller, edits)
 
         with self._order.putting(thread_id, checkpoint["id"]):
-            self._write(thread_id, config, record)
+            save = self._threads.apply(thread_id, record, self._beginning(thread_id, config))
+        self._threads.commit(save)
         self._last[(thread_id, namespace)] = (
             checkpoint["id"],
             {channel: values[channel] for channel in new_versions if channel in values}
@@ -297,25 +298,27 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             answered = command and resumes and self._consumed(thread_id, saved)
             pending = self._questions_of(thread_id, saved) if resumes and not command else []
             try:
-                refused = self._write(
+                save = self._threads.apply(
                     thread_id,
-                    config,
                     lambda thread, _: thread.save_writes(
                         saved, caller, self.oversight, answered=answered
                     ),
+                    self._beginning(thread_id, config),
                 )
             except HoldpointError as error:
-                if resumes and task_id == NULL_TASK_ID:
+                if resumes and command:
                     self._order.answering(thread_id, refused=True)
                     self._record_refusal(error, caller, thread_id)
                 raise
-            if resumes and task_id == NULL_TASK_ID:
+            if resumes and command:
                 self._order.answering(thread_id, refused=False)
-            if refused is not None:  # answers a task consumed, refused: on record, raised
-                self._record_refusal(refused, caller, thread_id)
-                raise refused
-            if pending:  # the task's writes recorded the answers it consumed
-                self._remember_consumed(thread_id, saved)
+        ends_step = command or any(channel in (INTERRUPT, ERROR) for channel, _ in writes)
+        refused = self._threads.commit(save, linger=0.0 if ends_step else LINGER).result
+        if refused is not None:  # answers a task consumed, refused: on record, raised
+            self._record_refusal(refused, caller, thread_id)
+            raise refused
+        if pending:  # the task's writes recorded the answers it consumed
+            self._remember_consumed(thread_id, saved)
 
     def _ahead(self, thread_id: str, namespace: str, checkpoint_id: str) -> bool:
         """Whether a checkpoint is later than the namespace's latest one saved (its own save
@@ -325,7 +328,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             head = None if thread is None else thread.heads.get(namespace)
             return head is None or checkpoint_id > head["id"]
 
-        return bool(self._read(thread_id, ahead, fresh=False))
+        return bool(self._threads.read(thread_id, ahead, fresh=False))
 
     def _questions_of(self, thread_id: str, saved: SavedWrites) -> list[str]:
         """The pending questions a task's answers go to (`WorkflowThread.questions_of`)."""
@@ -333,14 +336,14 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         def pending(thread: WorkflowThread | None) -> list[str]:
             return [] if thread is None else list(thread.questions_of(saved))
 
-        return list(self._read(thread_id, pending, fresh=False))
+        return list(self._threads.read(thread_id, pending, fresh=False))
 
     def _remember_consumed(self, thread_id: str, saved: SavedWrites) -> None:
         """What a task's writes answered, on their checkpoint: a Command's resume on it saved
         after them is matched to it (`_consumed`), not refused as answering nothing."""
         values = [v for channel, v in saved.writes if channel == RESUME]
         digests = {question_digest(value) for value in (values[-1] if values else [])}
-        with self._cache_lock:
+        with self._answers_lock:
             self._answers[thread_id] = (saved.checkpoint_id, digests)
             self._answers.move_to_end(thread_id)
             if len(self._answers) > CACHED_THREADS:
@@ -349,7 +352,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
     def _consumed(self, thread_id: str, saved: SavedWrites) -> bool:
         """Whether a Command's resume was already recorded as an answer from the writes of
         the task that consumed it, on the same checkpoint."""
-        with self._cache_lock:
+        with self._answers_lock:
             remembered = self._answers.get(thread_id)
         if remembered is None or remembered[0] != saved.checkpoint_id:
             return False
@@ -372,53 +375,9 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         )
         self.store.save(attempt)
 
-    def _read(
-        self, thread_id: str, read: Callable[[WorkflowThread | None], Any], *, fresh: bool = True
-    ) -> Any:
-        """`read(thread)` of the thread: the one at hand if nothing was recorded on it since
-        (one probe of the store; without the probe unless `fresh`: what this saver
-        recorded, for the order of its own saves), else read again. Under the thread's
-        lock, so that it never sees a change another call is making."""
-        with self._stripes[hash(thread_id) % LOCK_STRIPES]:
-            with self._cache_lock:
-                cached = self._threads.get(thread_id)
-            if cached is not None and (
-                not fresh or self.store.unchanged_since(thread_id, cached.version)
-            ):
-                return read(cached)
-            thread = self.store.thread(thread_id)
-            if thread is not None and thread.engine == LANGGRAPH:
-                self._keep(thread_id, thread)
-            return read(thread)
-
-    def _write(self, thread_id: str, config: RunnableConfig, change: Any) -> Any:
-        """Apply `change(thread, grow)` to the thread at its latest version and commit it,
-        again on a fresher read when another writer appended first; what it returned."""
-        with self._stripes[hash(thread_id) % LOCK_STRIPES]:
-            grow = True
-            for _ in range(RETRIES):
-                thread = self._thread(thread_id) or self._begin(thread_id, config)
-                try:
-                    result = change(thread, grow)
-                    position = self.store.record(thread)
-                except StaleCheckpointError:
-                    self._forget(thread_id)
-                    grow = False
-                    continue
-                except ConcurrentUpdateError:
-                    self._forget(thread_id)
-                    continue
-                except BaseException:
-                    self._forget(thread_id)
-                    raise
-                self._keep(thread_id, thread)
-                if position is not None:
-                    self._positions[thread_id] = position
-                    self._positions.move_to_end(thread_id)
-                    if len(self._positions) > CACHED_THREADS:
-                        self._positions.popitem(last=False)
-                return result
-            raise ConcurrentUpdateError(thread_id)
+    def _beginning(self, thread_id: str, config: RunnableConfig) -> Callable[[], WorkflowThread]:
+        """How a run with `config` begins the thread, if it has none yet."""
+        return lambda: self._begin(thread_id, config)
 
     def _begin(self, thread_id: str, config: RunnableConfig) -> WorkflowThread:
         configurable = config.get("configurable") or {}
@@ -444,35 +403,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
     def position(self, thread_id: str) -> int | None:
         """The log position of the last event this saver recorded on the thread (what a
         reader waits for, to read its own writes), if it recorded any."""
-        return self._positions.get(thread_id)
-
-    # -- the threads at hand ---------------------------------------------------
-
-    def _thread(self, thread_id: str) -> WorkflowThread | None:
-        with self._cache_lock:
-            cached = self._threads.get(thread_id)
-            if cached is not None:
-                self._threads.move_to_end(thread_id)
-                return cached
-        thread = self.store.thread(thread_id)
-        if thread is not None and thread.engine != LANGGRAPH:
-            msg = (
-                f"Thread {thread_id!r} is a native Holdpoint graph's (domain.graph): "
-                "a LangGraph graph cannot continue it"
-            )
-            raise HoldpointError(msg)
-        return thread
-
-    def _keep(self, thread_id: str, thread: WorkflowThread) -> None:
-        with self._cache_lock:
-            self._threads[thread_id] = thread
-            self._threads.move_to_end(thread_id)
-            while len(self._threads) > CACHED_THREADS:
-                self._threads.popitem(last=False)
-
-    def _forget(self, thread_id: str) -> None:
-        with self._cache_lock:
-            self._threads.pop(thread_id, None)
+        return self._threads.position(thread_id)
 
     # -- reading -----------------------------------------------------------
 
@@ -493,7 +424,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
 
         answered: bool
         found: CheckpointTuple | None
-        answered, found = self._read(thread_id, latest)
+        answered, found = self._threads.read(thread_id, latest)
         if not answered:
             for at in checkpoints_of(self.store.iter_thread_events(thread_id)):
                 if at.namespace == namespace and at.checkpoint_id == checkpoint_id:

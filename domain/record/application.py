@@ -128,6 +128,16 @@ class ReadsAtVersion(Protocol):
 
 
 @dataclass(frozen=True)
+class NewEvents:
+    """A thread's new events, taken from it to be committed, and the snapshot due with
+    them (None: none due)."""
+
+    thread_id: str
+    events: Sequence[Any]
+    snapshot: Snapshot | None
+
+
+@dataclass(frozen=True)
 class VersionRead:
     """A thread as of one version, if recorded, and its latest version (see `Workflows.read_at`)."""
 
@@ -322,17 +332,32 @@ class Workflows(Application[Any]):
         and writes in the same commit (`persistence.commit_guard`), raising its
         refusal, having written nothing, when it does not hold.
         """
+        return self.commit(self.take_new(thread), guard=guard)
+
+    def take_new(self, thread: WorkflowThread) -> NewEvents:
+        """The thread's new events, taken from it to be committed (`commit`), with the
+        snapshot due if they cross a multiple of the snapshot interval, taken now: from
+        the thread as those events leave it."""
         events = thread.collect_events()
-        if not events:
+        snapshot = None
+        if events and self.snapshots is not None:
+            first, last = events[0].originator_version, events[-1].originator_version
+            interval = self.snapshotting_intervals.get(WorkflowThread, SNAPSHOT_INTERVAL)
+            if (first - 1) // interval != last // interval:
+                snapshot = WorkflowThread.Snapshot.take(thread)
+        return NewEvents(thread.thread_id, events, snapshot)
+
+    def commit(self, new: NewEvents, *, guard: object | None = None) -> int | None:
+        """Commit events taken from a thread (`take_new`), all or none, then their
+        snapshot; return the last position (see `record`)."""
+        if not new.events:
             return None
         try:
-            recordings = self.events.put(events, **({} if guard is None else {"guard": guard}))
+            recordings = self.events.put(new.events, **({} if guard is None else {"guard": guard}))
         except IntegrityError:
-            raise ConcurrentUpdateError(thread.thread_id) from None
-        first, last = events[0].originator_version, events[-1].originator_version
-        interval = self.snapshotting_intervals.get(WorkflowThread, SNAPSHOT_INTERVAL)
-        if self.snapshots is not None and (first - 1) // interval != last // interval:
-            self.snapshots.put([WorkflowThread.Snapshot.take(thread)])
+            raise ConcurrentUpdateError(new.thread_id) from None
+        if new.snapshot is not None and self.snapshots is not None:
+            self.snapshots.put([new.snapshot])
         return recordings[-1].notification.id
 
     def record_refusal(

@@ -1,0 +1,197 @@
+"""Group commit (saver/threads.py): given saves applied to a thread on a real SQLite store,
+when they are committed, then one transaction takes every save applied so far, each save
+returns only once on record, and a failed commit loses nothing it should not.
+
+A gate around the store's `commit` holds a commit in flight (or fails it) at a chosen
+moment; everything else is the real store."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from domain.access.actor import local_actor
+from domain.oversight.hold_points import Oversight
+from domain.record.application import NewEvents, Workflows
+from domain.record.langgraph_record import UPDATE_TASK, Caller, SavedWrites
+from domain.record.store import open_store
+from domain.record.thread import WorkflowThread
+from saver.threads import Save, Threads
+
+THREAD = "t"
+WAIT = 10.0  # seconds: a bound on waits that end at once when the code is right
+
+
+@pytest.fixture
+def store(tmp_path: Any) -> Iterator[Workflows]:
+    with open_store(f"sqlite:///{tmp_path / 'threads.db'}") as opened:
+        yield opened
+
+
+def begin() -> WorkflowThread:
+    return WorkflowThread.begin(
+        thread_id=THREAD,
+        graph_id="g",
+        graph_digest="",
+        channels={},
+        metadata={},
+        actor=local_actor(),
+    )
+
+
+def writes(task: str) -> Callable[[WorkflowThread, bool], Any]:
+    """A change: a task's writes, recorded as WritesSaved (update_state's task)."""
+    saved = SavedWrites(
+        namespace="",
+        checkpoint_id="c1",
+        task_id=task,
+        task_path=UPDATE_TASK,
+        writes=[("x", task)],
+    )
+    caller = Caller(actor=local_actor(), run_id="r")
+    return lambda thread, _grow: thread.save_writes(saved, caller, Oversight())
+
+
+def tasks_on_record(store: Workflows) -> list[str]:
+    return [e.task_id for e in store.thread_events(THREAD) if type(e).__name__ == "WritesSaved"]
+
+
+class Gate:
+    """Wraps the store's commit: the first one waits, in flight, until `release`d (or
+    raises `fail`); `commits` counts the commits that reached the store."""
+
+    def __init__(self, store: Workflows, fail: BaseException | None = None) -> None:
+        self.entered, self.released = threading.Event(), threading.Event()
+        self.commits: list[int] = []
+        self.fail = fail
+        real = store.commit
+
+        def commit(new: NewEvents, **kwargs: Any) -> int | None:
+            first = not self.entered.is_set()
+            if first:
+                self.entered.set()
+                assert self.released.wait(WAIT)
+                if self.fail is not None:
+                    raise self.fail
+            self.commits.append(len(new.events))
+            return real(new, **kwargs)
+
+        store.commit = commit  # type: ignore[method-assign]
+
+    def release(self) -> None:
+        self.released.set()
+
+
+def committing(threads: Threads, save: Save, **kwargs: Any) -> threading.Thread:
+    """Commit `save` from another thread (as LangGraph's background saves do); an error
+    it ends in stays on the save."""
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            threads.commit(save, **kwargs)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    return worker
+
+
+def test_saves_applied_while_a_commit_is_in_flight_are_committed_together(store):
+    threads, gate = Threads(store), Gate(store)
+    first = threads.apply(THREAD, writes("t1"), begin)
+    worker = committing(threads, first)
+    assert gate.entered.wait(WAIT)
+
+    second = threads.apply(THREAD, writes("t2"), begin)
+    third = threads.apply(THREAD, writes("t3"), begin)
+    waiting = [committing(threads, second), committing(threads, third)]
+    gate.release()
+    for done in [worker, *waiting]:
+        done.join(WAIT)
+
+    assert all(save.done and save.error is None for save in (first, second, third))
+    assert gate.commits == [2, 2]  # ThreadStarted and t1; then t2 and t3, in one commit
+    assert tasks_on_record(store) == ["t1", "t2", "t3"]
+    assert store.verify_chain(THREAD).ok
+
+
+def test_a_lingering_save_is_committed_by_the_save_that_follows_it(store):
+    threads, gate = Threads(store), Gate(store)
+    gate.release()  # no commit is held
+    first = threads.apply(THREAD, writes("t1"), begin)
+    worker = committing(threads, first, linger=WAIT)
+    second = threads.apply(THREAD, writes("t2"), begin)
+    threads.commit(second)
+
+    worker.join(WAIT)
+    assert not worker.is_alive()  # ended by the commit that took it along, not the linger
+    assert first.done
+    assert first.error is None
+    assert gate.commits == [3]
+    assert tasks_on_record(store) == ["t1", "t2"]
+
+
+def test_a_commit_refused_because_another_writer_appended_first_is_applied_again(store):
+    ours, theirs = Threads(store), Threads(store)
+    first = ours.apply(THREAD, writes("t1"), begin)
+    theirs.save(THREAD, writes("other"), begin)  # another process commits first
+
+    ours.commit(first)
+
+    assert first.done
+    assert first.error is None
+    assert tasks_on_record(store) == ["other", "t1"]
+    assert store.verify_chain(THREAD).ok
+
+
+def test_a_change_that_raises_leaves_nothing_of_it_and_the_others_are_committed(store):
+    threads = Threads(store)
+    first = threads.apply(THREAD, writes("t1"), begin)
+
+    def half_done(thread: WorkflowThread, grow: bool) -> None:
+        writes("half")(thread, grow)
+        msg = "the change failed after recording"
+        raise RuntimeError(msg)
+
+    with pytest.raises(RuntimeError, match="after recording"):
+        threads.apply(THREAD, half_done, begin)
+    threads.commit(first)
+
+    assert tasks_on_record(store) == ["t1"]
+
+
+def test_a_commit_that_fails_fails_its_saves_and_the_later_ones_are_committed(store):
+    threads = Threads(store)
+    threads.save(THREAD, writes("t0"), begin)
+    gate = Gate(store, fail=OSError("disk full"))
+    first = threads.apply(THREAD, writes("t1"), begin)
+    worker = committing(threads, first)
+    assert gate.entered.wait(WAIT)
+    second = threads.apply(THREAD, writes("t2"), begin)
+    gate.release()
+    worker.join(WAIT)
+
+    assert first.done
+    assert isinstance(first.error, OSError)
+    threads.commit(second)
+    assert tasks_on_record(store) == ["t0", "t2"]
+
+
+def test_a_reader_sees_only_what_is_committed_and_the_order_of_saves_sees_what_is_applied(
+    store,
+):
+    threads = Threads(store)
+    threads.save(THREAD, writes("t0"), begin)
+    committed = store.thread(THREAD)
+    assert committed is not None
+    threads.apply(THREAD, writes("t1"), begin)
+
+    def version(thread: WorkflowThread | None) -> int:
+        assert thread is not None
+        return thread.version
+
+    assert threads.read(THREAD, version) == committed.version
+    assert threads.read(THREAD, version, fresh=False) == committed.version + 1
