@@ -152,6 +152,8 @@ class Threads:
         stripe = self._stripe(thread_id)
         if linger:
             save.committed.wait(linger)
+        if save.done:  # taken along by another save's commit
+            return self._outcome(save)
         with self._committers[stripe]:
             refused = 0  # commits refused because another writer appended first
             while not save.done:
@@ -180,6 +182,10 @@ class Threads:
                         self._positions.move_to_end(thread_id)
                         if len(self._positions) > CACHED_THREADS:
                             self._positions.popitem(last=False)
+        return self._outcome(save)
+
+    @staticmethod
+    def _outcome(save: Save) -> Save:
         if save.error is not None:
             raise save.error
         return save

@@ -15,6 +15,9 @@ here:
   (or refused) in the same run, just before the task ran; a resume map is saved nowhere
   but in the task's own writes, which then record the answers.
 
+Saved here means applied to the thread at hand, in this order; the commits that follow
+group several saves (saver/threads.py).
+
 A wait ends, whatever happened, after `TIMEOUT` seconds: then what arrived is recorded as
 it arrived. A refused resume never comes: once refused, nothing waits for it, and the
 record shows the node ran past its question without an answer on record, which is the
