@@ -82,6 +82,22 @@ class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
     """The library's recorder, plus triggers that make the events table append-only, and
     fewer SQLite calls per commit and per read (see the module's docstring)."""
 
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        """Commit the events; as one autocommit INSERT when they fit one statement.
+
+        One statement is one transaction by itself (the connections are in autocommit
+        mode), so BEGIN and COMMIT around it would only add two calls into SQLite, each
+        of which gives up the GIL and must win it back from the threads at work.
+        """
+        if len(stored_events) > INSERT_ROWS:
+            return super().insert_events(stored_events, **kwargs)
+        with self.datastore.get_connection(commit=True) as connection, _library_errors():
+            cursor = connection.cursor()
+            with cursor:
+                return self._insert_events(cursor, stored_events, **kwargs)
+
     def _insert_events(
         self, c: library.SQLiteCursor, stored_events: Sequence[StoredEvent], **_: Any
     ) -> Sequence[int] | None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -615,12 +614,12 @@ def _caller(config: RunnableConfig) -> Caller:
     """Who writes, from the run's config (`configurable`: actor, decision, reason...)."""
     configurable = config.get("configurable") or {}
     metadata = config.get("metadata") or {}
-    run_id = configurable.get("run_id") or metadata.get("run_id") or uuid.uuid4().hex
+    run_id = configurable.get("run_id") or metadata.get("run_id")
     reason = configurable.get("reason")
     key = configurable.get("idempotency_key")
     return Caller(
         actor=resolve_actor(configurable.get("actor")),
-        run_id=str(run_id),
+        configured_run_id=None if run_id is None else str(run_id),
         decision=None if configurable.get("decision") is None else str(configurable["decision"]),
         reason=None if reason is None else str(reason),
         idempotency_key=None if key is None else str(key),

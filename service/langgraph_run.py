@@ -105,7 +105,7 @@ class LangGraphRun:
         configurable = self.config.get("configurable") or {}
         caller = Caller(
             actor=self.actor,
-            run_id=self.run_id,
+            configured_run_id=self.run_id,
             decision=configurable.get("decision"),
             reason=configurable.get("reason"),
             idempotency_key=configurable.get("idempotency_key"),

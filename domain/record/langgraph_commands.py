@@ -39,6 +39,7 @@ from domain.record.langgraph_record import (
     INTERRUPT,
     LANGGRAPH,
     NULL_TASK_ID,
+    PUSH,
     RESUME,
     SCHEDULED,
     START,
@@ -305,8 +306,8 @@ class LangGraphCommands:
     def _step_and_node(self, saved: SavedWrites) -> tuple[int, str]:
         """The step a task ran in (its checkpoint's, plus one; -1 for one not among the
         namespace's recent checkpoints) and its node."""
-        head = self._on_head(saved)
-        values = head_values(self, saved.namespace) if head else {}
+        pushed = saved.task_path.startswith(PUSH) and self._on_head(saved) is not None
+        values = head_values(self, saved.namespace) if pushed else {}  # its Send's node
         at = self._recent(saved)
         return (at[0] + 1 if at else -1), node_of(saved.task_path, values)
 
@@ -443,8 +444,10 @@ class LangGraphCommands:
         to the tasks and saves nowhere else. Recorded as answers by `caller` if its hold
         points' rules allow; their refusal otherwise."""
         consumed = [value for channel, value in saved.writes if channel == RESUME]
+        if not consumed or not isinstance(consumed[-1], list):
+            return None
         mine = {record["index"]: i for i, record in self.questions_of(saved).items()}
-        if not consumed or not mine or not isinstance(consumed[-1], list):
+        if not mine:
             return None
         values = consumed[-1]
         answers = {mine[i]: values[i] for i in sorted(mine) if i < len(values)}

@@ -15,7 +15,9 @@ tests/domain/test_langgraph_record.py checks them against LangGraph's own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
+from uuid import uuid4
 
 LANGGRAPH = "langgraph"  # a thread recorded by HoldpointSaver (ThreadStarted.engine)
 NATIVE = "native"  # a thread recorded by the native engine (domain.graph)
@@ -79,12 +81,18 @@ class Caller:
     resume or an edit the decision, reason and idempotency key (configurable)."""
 
     actor: dict[str, Any]
-    run_id: str
+    configured_run_id: str | None = None
     decision: str | None = None
     reason: str | None = None
     idempotency_key: str | None = None
     as_node: str | None = None
     payload_digest: Any = None
+
+    @cached_property
+    def run_id(self) -> str:
+        """The run's id as configured, or one made when an event first needs it (most
+        saves record none: no random bytes for them)."""
+        return self.configured_run_id or uuid4().hex
 
 
 def is_state_channel(channel: str) -> bool:

@@ -52,7 +52,7 @@ def writes(task: str) -> Callable[[WorkflowThread, bool], Any]:
         task_path=UPDATE_TASK,
         writes=[("x", task)],
     )
-    caller = Caller(actor=local_actor(), run_id="r")
+    caller = Caller(actor=local_actor(), configured_run_id="r")
     return lambda thread, _grow: thread.save_writes(saved, caller, Oversight())
 
 
