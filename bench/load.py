@@ -123,7 +123,6 @@ async def drive(endpoint: Endpoint, sizes: Sizes, *, sample_lag: bool) -> tuple[
 
 def audit(store_url: str, threads: list[str], cycles: int, since: datetime) -> dict[str, Any]:
     """What the store holds after the run, checked against what the clients did."""
-    from domain.record.chain import verify_thread  # noqa: PLC0415
     from domain.record.store import open_store  # noqa: PLC0415
     from projections.catalog import runner_for  # noqa: PLC0415
     from projections.oversight_report import oversight_report  # noqa: PLC0415
@@ -131,7 +130,7 @@ def audit(store_url: str, threads: list[str], cycles: int, since: datetime) -> d
     with open_store(store_url) as store:
         per_thread = [len(store.thread_events(thread_id)) for thread_id in threads]
         cycle_events = max(per_thread, default=0)
-        broken = [t for t in threads if not verify_thread(store, t).ok]
+        broken = [t for t in threads if not store.verify_chain(t).ok]
         written = sum(per_thread)
         runner = runner_for(store)
         try:

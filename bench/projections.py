@@ -660,7 +660,7 @@ def _lags(commits: list[tuple[int, float]], samples: list[tuple[float, int]]) ->
 def projection_lag(runner: Runner) -> CaseResult:
     """Benchmark: projection lag under 500 events/s, PostgreSQL, separate projector."""
     from projections.catalog import runner_for  # noqa: PLC0415
-    from projections.runner import POSITIONS  # noqa: PLC0415
+    from projections.model_tables import POSITIONS  # noqa: PLC0415
 
     sizes = _sizes(runner)
     result = CaseResult(

@@ -234,7 +234,7 @@ def _takeover_job(lease: float, server: Server) -> Callable[..., Stats]:
                 _hang_server(url, a, graph, config) as first,
                 _hang_server(url, b, graph, config) as second,
             ):
-                thread_id = _paused_then_killed(first.url, first.client_keys(0), directory)
+                thread_id = _paused_then_killed(first.url, _keys(first), directory)
                 killed = time.perf_counter()
                 os.kill(first.pid, signal.SIGKILL)
                 (directory / "hang").unlink()
@@ -250,8 +250,17 @@ def _hang_server(url: str, folder: Path, graph: str, config: str) -> Iterator[En
         yield endpoint
 
 
+def _keys(endpoint: Endpoint) -> tuple[str, str]:
+    """The agent's and the reviewer's key of a Holdpoint server's first client."""
+    agent, reviewer = endpoint.client_keys(0)
+    if agent is None or reviewer is None:
+        msg = "the Holdpoint server was started without client keys"
+        raise RuntimeError(msg)
+    return agent, reviewer
+
+
 def _wait_completed(endpoint: Endpoint, thread_id: str) -> None:
-    agent, _ = endpoint.client_keys(0)
+    agent, _ = _keys(endpoint)
     deadline = time.monotonic() + 120
     with httpx.Client(base_url=endpoint.url, headers={"x-api-key": agent}, timeout=60) as http:
         while time.monotonic() < deadline:

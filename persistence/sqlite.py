@@ -16,13 +16,14 @@ What differs from `eventsourcing.sqlite`:
   gate is woken the moment it is free. Writers in other processes (the CLI)
   still meet at SQLite's lock, as before.
 - A commit inserts its events with one INSERT statement, not one per event,
-  and the reads of a thread (its events, the thread at a version) are one
-  SELECT each, outside BEGIN ... ROLLBACK (in WAL mode a statement reads one
-  consistent snapshot by itself). Each
-  SQLite call lets the GIL go, and a thread coming back from one may wait for
-  another thread to hand the GIL back (up to the interpreter's switch
-  interval), while it holds the file's write gate if it is committing: fewer
-  calls, fewer such waits.
+  run by itself in autocommit mode (one statement is one transaction: no
+  BEGIN and COMMIT around it) when the events fit one statement; the reads
+  of a thread (its events, the thread at a version) are one SELECT each,
+  outside BEGIN ... ROLLBACK (in WAL mode a statement reads one consistent
+  snapshot by itself). Each SQLite call lets the GIL go, and a thread coming
+  back from one may wait for another thread to hand the GIL back (up to the
+  interpreter's switch interval), while it holds the file's write gate if it
+  is committing: fewer calls, fewer such waits.
 - Commits do not checkpoint the WAL (copy it back into the database file)
   while they hold the gate: a thread per open file does it, off the commit
   path (`persistence.sqlite_checkpointer`).

@@ -7,7 +7,7 @@ which retention, a later issue, will be). Of the extended capabilities, `copy_th
 not offered yet, and `delete_for_runs` and `prune` are refused for the same reason as
 `delete_thread`; the suite detects them as implemented (the methods exist, to refuse) and
 so runs their tests, which fail on the refusal: they are left out here, and the refusal
-is tested on its own (tests/saver/test_append_only.py).
+is tested on its own (tests/saver/test_strict.py).
 """
 
 from __future__ import annotations
