@@ -76,6 +76,10 @@ class Threads:
         self._applied: dict[str, Applied] = {}
         self._committing: set[str] = set()  # threads with a commit in flight
         self._positions: OrderedDict[str, int] = OrderedDict()
+        # Threads a fresh read found not begun: the save that follows begins them without
+        # reading again (if another writer began one meanwhile, its commit is refused and
+        # applied again on their thread).
+        self._absent: OrderedDict[str, bool] = OrderedDict()
 
     def _stripe(self, thread_id: str) -> int:
         return hash(thread_id) % LOCK_STRIPES
@@ -99,6 +103,10 @@ class Threads:
             ):
                 return read(current)
             thread = self.store.thread(thread_id)
+            if thread is None and not busy:
+                self._absent[thread_id] = True
+                if len(self._absent) > CACHED_THREADS:
+                    self._absent.popitem(last=False)
             if thread is not None and thread.engine == LANGGRAPH and not busy:
                 self._keep(thread_id, thread)
             return read(thread)
@@ -124,7 +132,7 @@ class Threads:
         with self._stripes[self._stripe(thread_id)]:
             grow = True
             for _ in range(RETRIES):
-                thread = self._current(thread_id) or self._load(thread_id) or begin()
+                thread = self._current(thread_id) or self._unless_absent(thread_id) or begin()
                 before = len(thread.pending_events)
                 try:
                     save.result = change(thread, grow)
@@ -249,6 +257,12 @@ class Threads:
             if cached is not None:
                 self._cached.move_to_end(thread_id)
             return cached
+
+    def _unless_absent(self, thread_id: str) -> WorkflowThread | None:
+        """The thread as recorded, unless a fresh read just found it not begun."""
+        if self._absent.pop(thread_id, False):  # one call: other stripes drop entries too
+            return None
+        return self._load(thread_id)
 
     def _load(self, thread_id: str) -> WorkflowThread | None:
         thread = self.store.thread(thread_id)

@@ -195,3 +195,37 @@ def test_a_reader_sees_only_what_is_committed_and_the_order_of_saves_sees_what_i
 
     assert threads.read(THREAD, version) == committed.version
     assert threads.read(THREAD, version, fresh=False) == committed.version + 1
+
+
+def nothing(thread: WorkflowThread | None) -> None:
+    assert thread is None
+
+
+def test_a_thread_a_read_found_not_begun_is_begun_by_the_next_save_without_a_read(store):
+    threads = Threads(store)
+    threads.read(THREAD, nothing)  # LangGraph's get_tuple before a run's first save
+    reads: list[str] = []
+    real = store.thread
+
+    def thread(thread_id: str, **kwargs: Any) -> WorkflowThread | None:
+        reads.append(thread_id)
+        return real(thread_id, **kwargs)
+
+    store.thread = thread  # type: ignore[method-assign]
+
+    threads.save(THREAD, writes("t1"), begin)
+
+    assert reads == []
+    assert tasks_on_record(store) == ["t1"]
+
+
+def test_a_thread_begun_by_another_writer_after_the_read_gets_the_save_on_theirs(store):
+    ours, theirs = Threads(store), Threads(store)
+    ours.read(THREAD, nothing)
+    theirs.save(THREAD, writes("other"), begin)  # another process begins it first
+
+    ours.save(THREAD, writes("t1"), begin)
+
+    assert tasks_on_record(store) == ["other", "t1"]
+    assert [type(e).__name__ for e in store.thread_events(THREAD)].count("ThreadStarted") == 1
+    assert store.verify_chain(THREAD).ok
