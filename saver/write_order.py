@@ -29,8 +29,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 TIMEOUT = 5.0
 GRACE = 0.1  # for a save to begin that may never come (a resume map's, a checkpoint's)
@@ -49,56 +50,24 @@ class WriteOrder:
     def writing(self, thread_id: str, checkpoint_id: str, *, command: bool) -> Iterator[None]:
         """Count a save of writes as in flight on its checkpoint while it runs (`command`:
         a Command's writes, which may hold a resume)."""
-        key = (thread_id, checkpoint_id)
-        with self._changed:
-            self._writing[key] += 1
-            self._commands[thread_id] += command
-            self._changed.notify_all()  # a wait for a Command's save to begin ends
-        try:
+        counts: list[tuple[Counter[Any], Hashable]] = [(self._writing, (thread_id, checkpoint_id))]
+        if command:
+            counts.append((self._commands, thread_id))
+        with self._in_flight(counts):
             yield
-        finally:
-            with self._changed:
-                self._writing[key] -= 1
-                if not self._writing[key]:
-                    del self._writing[key]
-                self._commands[thread_id] -= command
-                if not self._commands[thread_id]:
-                    del self._commands[thread_id]
-                self._changed.notify_all()
 
     @contextmanager
     def putting(self, thread_id: str, checkpoint_id: str) -> Iterator[None]:
         """Count a checkpoint's save as in flight while it runs."""
-        key = (thread_id, checkpoint_id)
-        with self._changed:
-            self._putting[key] += 1
-            self._changed.notify_all()  # a wait for its save to begin ends
-        try:
+        with self._in_flight([(self._putting, (thread_id, checkpoint_id))]):
             yield
-        finally:
-            with self._changed:
-                self._putting[key] -= 1
-                if not self._putting[key]:
-                    del self._putting[key]
-                self._changed.notify_all()
 
     def after_checkpoint(
         self, thread_id: str, checkpoint_id: str, saved: Callable[[], bool]
     ) -> None:
         """Wait (writes on a checkpoint not saved yet) until it is `saved()`, while its save
         is in flight, or for the grace (for its save to begin)."""
-        began = time.monotonic()
-        key = (thread_id, checkpoint_id)
-
-        def done() -> bool:
-            if saved():
-                return True
-            waited = time.monotonic() - began
-            return waited >= TIMEOUT or (not self._putting[key] and waited >= GRACE)
-
-        with self._changed:
-            while not done():
-                self._changed.wait(POLL)
+        self._wait(saved, lambda: bool(self._putting[thread_id, checkpoint_id]))
 
     def after_writes(self, thread_id: str, checkpoint_id: str | None) -> None:
         """Wait until no save of writes on the checkpoint is in flight, nor any Command's
@@ -125,13 +94,39 @@ class WriteOrder:
         Command's save is in flight on the thread (the resume may be in it), or for a grace
         (for its save to begin). A resume map is saved nowhere but in the tasks' own
         writes: then no Command's save comes, and the grace ends the wait."""
+        self._wait(
+            lambda: thread_id in self._refused or answered(),
+            lambda: bool(self._commands[thread_id]),
+        )
+
+    @contextmanager
+    def _in_flight(self, counts: list[tuple[Counter[Any], Hashable]]) -> Iterator[None]:
+        """Count a save in each of `counts` while it runs; waits for its beginning or its
+        end are woken."""
+        with self._changed:
+            for counter, key in counts:
+                counter[key] += 1
+            self._changed.notify_all()
+        try:
+            yield
+        finally:
+            with self._changed:
+                for counter, key in counts:
+                    counter[key] -= 1
+                    if not counter[key]:
+                        del counter[key]
+                self._changed.notify_all()
+
+    def _wait(self, ready: Callable[[], bool], in_flight: Callable[[], bool]) -> None:
+        """Wait until `ready()`: while `in_flight()`, else for the grace (for a save that
+        may never come to begin), and `TIMEOUT` at most."""
         began = time.monotonic()
 
         def done() -> bool:
-            if thread_id in self._refused or answered():
+            if ready():
                 return True
             waited = time.monotonic() - began
-            return waited >= TIMEOUT or (not self._commands[thread_id] and waited >= GRACE)
+            return waited >= TIMEOUT or (not in_flight() and waited >= GRACE)
 
         with self._changed:
             while not done():
