@@ -15,6 +15,7 @@ from service.langgraph_app import LangGraphApp
 from service.run_store import RunStore
 from service.run_worker import RunWorker
 from service.runs import RunManager, RunRequest
+from tests.service.leases import expire
 
 TTL = 60.0
 
@@ -60,12 +61,7 @@ def test_a_langgraph_run_whose_lease_expired_is_taken_over_and_completes(store):
             )
         )
         assert entered.wait(10)
-        with runs.db.transaction() as cursor:  # its runner stops renewing: the lease expires
-            cursor.execute(
-                f"UPDATE {runs.db.table('holdpoint_thread_leases')} SET expires_at = 0 "
-                "WHERE run_id = %s",
-                (hung.run_id,),
-            )
+        expire(runs, hung.thread_id)  # its runner stops renewing
 
         RunWorker(two, store, {"steps": app}, poll=1.0).sweep()
         taken = two.local(hung.run_id)

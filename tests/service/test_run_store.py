@@ -13,6 +13,7 @@ from domain.record.store import open_store
 from projections import database
 from projections.database import PostgresDatabase, database_for
 from service.run_store import PENDING, RUNNING, RunStore, StoredRun
+from tests.service.leases import expire
 
 TTL = 60.0
 
@@ -26,16 +27,6 @@ def runs(store: Workflows) -> Iterator[RunStore]:
 
 def a_run(run_id: str, thread_id: str = "t-1") -> StoredRun:
     return StoredRun(run_id, thread_id, "refund", "refund-assistant", request={"input": None})
-
-
-def expire(runs: RunStore, thread_id: str) -> None:
-    """The thread's lease ends now, as if its runner had stopped renewing it."""
-    with runs.db.transaction() as cursor:
-        cursor.execute(
-            f"UPDATE {runs.db.table('holdpoint_thread_leases')} SET expires_at = 0 "
-            "WHERE thread_id = %s",
-            (thread_id,),
-        )
 
 
 def test_a_run_on_a_free_thread_starts_and_holds_it(runs):

@@ -12,6 +12,7 @@ from service.run_store import RunStore
 from service.run_worker import RunWorker
 from service.runs import RunManager, RunRequest
 from tests.graphs import linear_graph
+from tests.service.leases import expire
 
 TTL = 60.0
 
@@ -70,12 +71,7 @@ def test_a_run_from_a_past_checkpoint_taken_over_goes_on_on_its_fork(store):
         fork_id = hung.thread_id
         assert fork_id != "t-1"
         assert entered.wait(10)
-        with one.store.db.transaction() as cursor:  # its runner stops renewing
-            cursor.execute(
-                f"UPDATE {one.store.db.table('holdpoint_thread_leases')} SET expires_at = 0 "
-                "WHERE run_id = %s",
-                (hung.run_id,),
-            )
+        expire(one.store, hung.thread_id)  # its runner stops renewing
 
         RunWorker(two, store, {"gated": graph}, poll=1.0).sweep()
         taken = two.local(hung.run_id)
