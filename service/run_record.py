@@ -8,6 +8,11 @@ worker thread and consumed on the event loop: each subscriber has an
 record *handed over* ends its local streams without an end of its own: the run
 waits in the queue, or was left to a takeover, and is followed through the store
 from then on (service/run_follow.py).
+
+Each chunk has its number in the run's stream, from 1: the `id` of its server-sent
+event, from which a dropped stream resumes (`Last-Event-ID`). A run's record keeps its
+chunks while it runs; once it has ended, only if it was streamed (`keep_chunks`): a
+later subscriber to a run that was not gets its output, numbered as its last chunk.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from typing import Any
 
 from service.wire import iso
 
-DONE = ("__done__", None)
 PENDING, RUNNING, SUCCESS, ERROR = "pending", "running", "success", "error"
 Chunk = tuple[str, Any]
+Numbered = tuple[int, Chunk]  # a chunk and its number in the run's stream
+DONE: Numbered = (0, ("__done__", None))
 
 
 class RunRecord:
@@ -59,8 +65,11 @@ class RunRecord:
         self.status = PENDING
         self.output: dict[str, Any] | None = None
         self.position: int | None = None
-        self._chunks: list[Chunk] = []
-        self._subscribers: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[Chunk], bool]] = []
+        self._chunks: list[Numbered] = []
+        self._produced = 0  # chunks so far
+        self._subscribers: list[
+            tuple[asyncio.AbstractEventLoop, asyncio.Queue[Numbered], bool]
+        ] = []
         self._lock = threading.Lock()
         self._finished = threading.Event()
 
@@ -94,11 +103,14 @@ class RunRecord:
         if not chunks:
             return
         with self._lock:
-            self._chunks.extend(chunks)
+            first = self._produced + 1
+            numbered = list(enumerate(chunks, first))
+            self._produced += len(chunks)
+            self._chunks.extend(numbered)
             for loop, queue, wants_chunks in self._subscribers:
                 if wants_chunks:
-                    for chunk in chunks:
-                        _put(loop, queue, chunk)
+                    for item in numbered:
+                        _put(loop, queue, item)
 
     def finish(self, status: str, output: dict[str, Any], position: int | None) -> None:
         with self._lock:
@@ -125,22 +137,22 @@ class RunRecord:
 
     # -- consuming (event loop) ---------------------------------------
 
-    def subscribe(self, *, chunks: bool = True) -> asyncio.Queue[Chunk]:
-        """A queue of the run's chunks (those so far first), ending with DONE."""
-        queue: asyncio.Queue[Chunk] = asyncio.Queue()
+    def subscribe(self, *, chunks: bool = True) -> asyncio.Queue[Numbered]:
+        """A queue of the run's numbered chunks (those so far first), ending with DONE."""
+        queue: asyncio.Queue[Numbered] = asyncio.Queue()
         with self._lock:
             if self._finished.is_set():
                 settled = chunks and not self.handed_over
                 if settled and self.keep_chunks:
-                    for chunk in self._chunks:
-                        queue.put_nowait(chunk)
+                    for item in self._chunks:
+                        queue.put_nowait(item)
                 elif settled and self.output is not None and "__error__" not in self.output:
-                    queue.put_nowait(("values", self.output))
+                    queue.put_nowait((max(self._produced, 1), ("values", self.output)))
                 queue.put_nowait(DONE)
                 return queue
             if chunks:
-                for chunk in self._chunks:
-                    queue.put_nowait(chunk)
+                for item in self._chunks:
+                    queue.put_nowait(item)
             self._subscribers.append((asyncio.get_running_loop(), queue, chunks))
         return queue
 
@@ -154,6 +166,6 @@ class RunRecord:
         return self._finished.wait(timeout)
 
 
-def _put(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Chunk], chunk: Chunk) -> None:
+def _put(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Numbered], item: Numbered) -> None:
     with contextlib.suppress(RuntimeError):  # a closed loop: the server is stopping
-        loop.call_soon_threadsafe(queue.put_nowait, chunk)
+        loop.call_soon_threadsafe(queue.put_nowait, item)

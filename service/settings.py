@@ -1,8 +1,9 @@
 """The server's settings: one frozen object, built once by `holdpoint serve`.
 
 Precedence, highest first: command-line flags, the `[server]` table of a
-`holdpoint.toml`, the environment (`HOLDPOINT_STORE`, and the rate limits and
-the bootstrap keys file of `ENV_SETTINGS`), the defaults below.
+`holdpoint.toml`, the environment (`HOLDPOINT_STORE`, the rate limits and the
+bootstrap keys file of `ENV_SETTINGS`, and `HOLDPOINT_CORS_ALLOW_ORIGINS`), the
+defaults below.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from domain.record.store import store_url_from_env
 
@@ -29,6 +31,9 @@ ENV_SETTINGS = {
     "auth_failure_burst": "HOLDPOINT_AUTH_FAILURE_BURST",
     "bootstrap_keys_file": "HOLDPOINT_BOOTSTRAP_KEYS_FILE",
 }
+# The browser origins allowed to call the API (CORS), comma-separated in the environment.
+CORS_ORIGINS_VARIABLE = "HOLDPOINT_CORS_ALLOW_ORIGINS"
+ANY_ORIGIN = "*"
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,9 @@ class ServerSettings:
     # Where a first start writes the keys it makes (service/bootstrap_keys.py); None: beside
     # a SQLite store's file, else ./holdpoint-bootstrap-keys.
     bootstrap_keys_file: str | None = None
+    # Origins (`https://app.example`, or `*` for any) whose browser pages may call the API
+    # (api/http/cors.py); none by default: a page on another origin is refused.
+    cors_allow_origins: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ServerSettings:
@@ -97,6 +105,13 @@ class ServerSettings:
             except ValueError:
                 msg = f"{variable}={text!r} is not a valid {kind.__name__}"
                 raise ValueError(msg) from None
+        origins = os.environ.get(CORS_ORIGINS_VARIABLE, "")
+        if origins.strip():
+            listed = [origin.strip() for origin in origins.split(",") if origin.strip()]
+            try:
+                from_environment["cors_allow_origins"] = cors_origins(listed)
+            except ValueError as error:
+                raise ValueError(f"{CORS_ORIGINS_VARIABLE}: {error}") from None
         return settings.updated(**from_environment).updated(**overrides)
 
     def updated(self, **overrides: Any) -> ServerSettings:
@@ -106,6 +121,8 @@ class ServerSettings:
         if unknown:
             msg = f"Unknown server setting {sorted(unknown)[0]!r}"
             raise ValueError(msg)
+        if "cors_allow_origins" in known:
+            known["cors_allow_origins"] = cors_origins(known["cors_allow_origins"])
         for name, value in known.items():
             current = getattr(self, name)
             expected: Any = (int, float) if isinstance(current, float) else type(current)
@@ -147,3 +164,39 @@ class ServerSettings:
     def base_url(self) -> str:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         return f"http://{host}:{self.port}"
+
+
+def cors_origins(value: Any) -> tuple[str, ...]:
+    """The origins of `value` (a list of them), each as a browser sends it in `Origin`:
+    `scheme://host[:port]`, with no path (not even a trailing slash), or `*` for any.
+    Refused with the reason: a listed origin that a browser never sends would match
+    nothing, silently."""
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        msg = f"Server setting cors_allow_origins must be a list of origins, not {value!r}"
+        raise ValueError(msg)
+    origins = []
+    for origin in value:
+        if origin != ANY_ORIGIN:
+            problem = _origin_problem(origin)
+            if problem is not None:
+                msg = f"Server setting cors_allow_origins: {origin!r} is not an origin: {problem}"
+                raise ValueError(msg)
+        origins.append(origin)
+    return tuple(origins)
+
+
+def _origin_problem(origin: Any) -> str | None:
+    if not isinstance(origin, str):
+        return "an origin is a string"
+    try:
+        parts = urlsplit(origin)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError as error:
+        return str(error)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "write it as scheme://host[:port], e.g. https://app.example"
+    if parts.path or parts.query or parts.fragment or parts.username or parts.password:
+        return "a browser sends scheme://host[:port] only, with no path, not even a slash"
+    if origin != origin.lower():
+        return "a browser sends it in lower case"
+    return None

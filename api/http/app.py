@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
+from api.http.cors import install_cors
 from api.http.input_limits import InputLimitsMiddleware
 from api.http.problems import install_problem_handlers
 from api.http.request_log import RequestLogMiddleware
@@ -23,7 +24,7 @@ Human oversight for workflow graphs. Two families of endpoints:
 * **Oversight**: the approval queue, decisions by authenticated reviewers, the stop
   button, each thread's events and audit timeline, refused attempts, the Article 14 report.
 
-Every endpoint but `/healthz`, `/readyz` and these docs needs an API key, as
+Every endpoint but `/healthz`, `/readyz`, `/ok`, `/info` and these docs needs an API key, as
 `Authorization: Bearer <key>` or `x-api-key: <key>`. Errors are RFC 9457 problem details.
 Commands answer with `X-Holdpoint-Position`; reads of read models take `wait_for`.
 """
@@ -75,6 +76,8 @@ def create_app(services: Services) -> FastAPI:
     install_ui(app, services)  # the browser interface under /ui
     # Inside the request log (added last, so outermost): its 413 comes first, then these.
     app.add_middleware(InputLimitsMiddleware)
+    # Outside the input limits, so that a page on an allowed origin can read their 413.
+    install_cors(app, services.settings.cors_allow_origins)
     app.add_middleware(
         RequestLogMiddleware,
         metrics=services.metrics,

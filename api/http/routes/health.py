@@ -1,11 +1,13 @@
-"""Health, readiness and metrics. Health and readiness need no key."""
+"""Health, readiness, the server's description and metrics. All but metrics need no key."""
 
 from __future__ import annotations
 
-from typing import Any
+from importlib.metadata import version
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from api.http.auth import Auditor
 from api.http.deps import ServicesDep
@@ -21,9 +23,41 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/ok", summary="Liveness, as LangGraph's server names it", include_in_schema=False)
-async def ok() -> dict[str, bool]:
-    return {"ok": True}
+@router.get(
+    "/ok",
+    summary="Liveness, as LangGraph's server answers it; with check_db=1, the store too",
+    responses={
+        **problem_responses(422),
+        500: {"description": "check_db=1, and the store does not answer"},
+    },
+)
+async def ok(
+    services: ServicesDep, check_db: Annotated[int, Query(ge=0, le=1)] = 0
+) -> JSONResponse:
+    if not check_db:
+        return JSONResponse({"ok": True, "services": {"database": "skipped"}})
+    try:
+        await run_in_threadpool(services.read_models.status)
+    except Exception:  # any failure to reach the store is the answer
+        return JSONResponse({"ok": False, "services": {"database": "unhealthy"}}, 500)
+    return JSONResponse({"ok": True, "services": {"database": "healthy"}})
+
+
+@router.get("/info", summary="The server, as LangGraph's server describes itself")
+async def info() -> dict[str, Any]:
+    """What browser clients (Agent Chat UI and its forks) read before they connect. The
+    flags say which of LangGraph's server's features are here."""
+    return {
+        "version": version("holdpoint"),
+        "langgraph_py_version": version("langgraph"),
+        "flags": {
+            "assistants": True,
+            "crons": False,
+            "langsmith": False,
+            "langsmith_tracing_replicas": False,
+        },
+        "host": {"kind": "holdpoint", "project_id": None, "revision_id": None},
+    }
 
 
 QUARANTINE_LISTED = 100  # quarantined events named in the body (all are counted)

@@ -16,7 +16,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -110,62 +110,89 @@ def streams(event_name: str, modes: list[str]) -> bool:
 
 
 async def sse(
-    services: Services, run_id: str, record: RunRecord | None, modes: list[str]
+    services: Services,
+    run_id: str,
+    record: RunRecord | None,
+    modes: list[str],
+    after: int = 0,
 ) -> AsyncIterator[bytes]:
     """The run's chunks: from this process's memory while it runs here, then (queued,
-    taken over, or run by another process) followed through the store."""
+    taken over, or run by another process) followed through the store.
+
+    Each event but the first (`metadata`) has its number in the run's stream as its
+    `id`; `after`: the `Last-Event-ID` of a resumed stream, whose events up to it are
+    left out."""
     attempt = record.attempt if record is not None else 1
     yield event("metadata", {"run_id": run_id, "attempt": attempt})
-    after: int | None = None
+    number = 0
+    after_version: int | None = None
     if record is not None:
         queue = record.subscribe()
         while True:
             try:
-                chunk = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+                item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
             except TimeoutError:
                 yield b": keepalive\n\n"
                 continue
-            if chunk is DONE:
+            if item is DONE:
                 break
-            mode, data = chunk
-            if streams(mode, modes):
-                yield event(mode, output_json(data))
+            number, (mode, data) = item
+            if number > after and streams(mode, modes):
+                yield event(mode, output_json(data), number)
         if not record.handed_over:
             if record.output is not None and "__error__" in record.output:
-                yield event("error", record.output["__error__"])
+                yield event("error", record.output["__error__"], number + 1)
             return
         if record.status != "pending":  # its beginning was streamed here
             thread = await asyncio.to_thread(services.store.thread, record.thread_id)
-            after = 0 if thread is None else thread.version
+            after_version = 0 if thread is None else thread.version
     stored = await asyncio.to_thread(services.runs.store.get, run_id)
     if stored is None:
         return
     followed = run_follow.chunks(
-        services.store, services.runs.store, stored, tuple(modes), after_version=after
+        services.store, services.runs.store, stored, tuple(modes), after_version=after_version
     )
     async for mode, data in followed:
-        if streams(mode, modes):
-            yield event(mode, output_json(data))
+        number += 1
+        if number > after and streams(mode, modes):
+            yield event(mode, output_json(data), number)
     ended = await run_follow.until_done(services.runs.store, run_id)
     if ended.output is not None and "__error__" in ended.output:
-        yield event("error", ended.output["__error__"])
+        yield event("error", ended.output["__error__"], number + 1)
 
 
-def event(name: str, data: Any) -> bytes:
+def event(name: str, data: Any, number: int | None = None) -> bytes:
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    return f"event: {name}\ndata: {text}\n\n".encode()
+    identity = "" if number is None else f"id: {number}\n"
+    return f"event: {name}\ndata: {text}\n{identity}\n".encode()
+
+
+def run_modes(run: RunRecord | StoredRun) -> list[str]:
+    """The stream modes the run was started with."""
+    kwargs = run.kwargs if isinstance(run, RunRecord) else run.request.get("kwargs") or {}
+    return list(kwargs.get("stream_mode") or ["values"])
 
 
 def streaming(
-    services: Services, run: RunRecord | StoredRun, record: RunRecord | None
+    services: Services,
+    run: RunRecord | StoredRun,
+    record: RunRecord | None,
+    *,
+    modes: list[str] | None = None,
+    after: int = 0,
 ) -> StreamingResponse:
-    """The run's stream; `record`: its live record in this process, if it has one."""
-    kwargs = run.kwargs if isinstance(run, RunRecord) else run.request.get("kwargs") or {}
-    modes = list(kwargs.get("stream_mode") or ["values"])
+    """The run's stream, in `modes` (default: the run's own), after the event numbered
+    `after`; `record`: its live record in this process, if it has one."""
+    modes = modes or run_modes(run)
     return StreamingResponse(
-        sse(services, run.run_id, record, modes),
+        sse(services, run.run_id, record, modes, after),
         media_type="text/event-stream",
-        headers={**run_headers(run, "/stream"), "Cache-Control": "no-store"},
+        # X-Accel-Buffering: a proxy (nginx) passes each event on at once
+        headers={
+            **run_headers(run, "/stream"),
+            "Cache-Control": "no-store",
+            "X-Accel-Buffering": "no",
+        },
     )
 
 
@@ -325,12 +352,51 @@ async def join_run(thread_id: str, run_id: str, services: ServicesDep, _: Reader
 
 @router.get(
     "/threads/{thread_id}/runs/{run_id}/stream",
-    summary="Stream a run's events (from its start)",
-    responses=problem_responses(403, 404),
+    summary="Stream a run's events: from its start, or after `Last-Event-ID`",
+    responses=problem_responses(403, 404, 422),
     response_class=StreamingResponse,
 )
 async def join_stream(
-    thread_id: str, run_id: str, services: ServicesDep, _: Reader
+    thread_id: str,
+    run_id: str,
+    services: ServicesDep,
+    _: Reader,
+    last_event_id: Annotated[
+        str | None,
+        Header(description="The `id` of the last event received: resume after it"),
+    ] = None,
+    stream_mode: Annotated[
+        list[str] | None,
+        Query(description="Some of the modes the run streams (default: all of them)"),
+    ] = None,
+    cancel_on_disconnect: Annotated[
+        bool, Query(description="Not supported: a run goes on when its stream is dropped")
+    ] = False,
 ) -> StreamingResponse:
+    if cancel_on_disconnect:
+        msg = (
+            "Invalid cancel_on_disconnect=true: a run goes on when its stream is dropped; "
+            "cancel it with POST /threads/{thread_id}/cancel"
+        )
+        raise Problem(422, msg, code="invalid-request")
+    after = 0
+    if last_event_id is not None and last_event_id.strip():
+        if not last_event_id.strip().isascii() or not last_event_id.strip().isdigit():
+            msg = (
+                f"Invalid Last-Event-ID {last_event_id[:40]!r}: it is the id of an event of "
+                "this run's stream, a number"
+            )
+            raise Problem(422, msg, code="invalid-request")
+        after = int(last_event_id)
     stored = await run_in_threadpool(run_or_404, services, thread_id, run_id)
-    return streaming(services, stored, services.runs.local(run_id))
+    streamed = run_modes(stored)
+    asked = [mode for mode in stream_mode or () if mode]  # the SDK sends `stream_mode=`
+    unknown = [mode for mode in asked if mode not in streamed]
+    if unknown:
+        msg = (
+            f"Invalid stream_mode {unknown[0]!r}: the run streams {', '.join(streamed)}; "
+            "a join streams some of those"
+        )
+        raise Problem(422, msg, code="invalid-request")
+    local = services.runs.local(run_id)
+    return streaming(services, stored, local, modes=asked, after=after)

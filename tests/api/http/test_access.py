@@ -32,7 +32,7 @@ from service.rate_limit import RateLimiter
 from tests.api.http_harness import Server, server_on
 
 ROLES = ("agent", "reviewer", "auditor", "admin")
-PUBLIC = {"/healthz", "/readyz", "/ok"}
+PUBLIC = {"/healthz", "/readyz", "/ok", "/info"}
 HOLDPOINT = Path(sys.executable).with_name("holdpoint")
 
 
