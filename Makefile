@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test lint bench screenshots clean
+.PHONY: run demo test lint bench screenshots clean js
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,17 @@ $(LANGGRAPH_VENV)/.installed: bench/langgraph-server.txt
 	$(LANGGRAPH_VENV)/bin/pip install --quiet -r bench/langgraph-server.txt
 	touch $@
 
+# LangGraph's JS SDK for the tests that drive Holdpoint from Node and a browser page
+# (tests/api/js), from npm, when npm is here; without it those tests skip (fail in CI).
+JS_STAMP := tests/js/node_modules/.installed
+$(JS_STAMP): tests/js/package-lock.json
+	npm ci --prefix tests/js --no-audit --no-fund --loglevel=error
+	touch $@
+
+js:
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(JS_STAMP); \
+	else echo "npm not found: the JS SDK tests (tests/api/js) will skip"; fi
+
 run: $(STAMP)  ## the HTTP API on the embedded SQLite store, projections in-process
 	$(BIN)/holdpoint serve
 
@@ -35,7 +46,7 @@ demo: $(STAMP)  ## the refund story in one process, with its events and hash cha
 # 2 cores take the suite from 9.8 to 4.9 minutes (each test has its own store and port).
 TEST_WORKERS ?= 4
 
-test: $(STAMP)  ## the whole suite, after the linters
+test: $(STAMP) js  ## the whole suite, after the linters
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
@@ -52,4 +63,4 @@ screenshots: $(STAMP)  ## the browser UI over a scripted history, as PNGs in doc
 	PYTHONPATH=. $(BIN)/python -m tests.api.ui.screenshots
 
 clean:
-	rm -rf $(VENV) $(LANGGRAPH_VENV) var .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(LANGGRAPH_VENV) var .pytest_cache .ruff_cache .hypothesis tests/js/node_modules

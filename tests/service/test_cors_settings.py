@@ -23,7 +23,9 @@ def test_no_origin_is_allowed_by_default():
 
 
 def test_origins_come_from_the_environment_and_the_config_file_wins(monkeypatch):
-    monkeypatch.setenv("HOLDPOINT_CORS_ALLOW_ORIGINS", "https://inbox.example, http://localhost:3000")
+    monkeypatch.setenv(
+        "HOLDPOINT_CORS_ALLOW_ORIGINS", "https://inbox.example, http://localhost:3000"
+    )
     from_env = server_settings(None, {}, {})
     assert from_env.cors_allow_origins == ("https://inbox.example", "http://localhost:3000")
     table = {"cors_allow_origins": ["https://chat.example"]}
@@ -46,14 +48,14 @@ def test_origins_come_from_the_environment_and_the_config_file_wins(monkeypatch)
     ],
 )
 def test_an_origin_a_browser_never_sends_is_refused_with_the_reason(origins, problem):
-    with pytest.raises(SettingsError, match="in the config file holdpoint.toml") as refused:
+    with pytest.raises(SettingsError, match=r"in the config file holdpoint\.toml") as refused:
         server_settings("holdpoint.toml", {"cors_allow_origins": origins}, {})
     assert problem in str(refused.value)
 
 
 def test_a_bad_origin_in_the_environment_names_the_variable(monkeypatch):
     monkeypatch.setenv("HOLDPOINT_CORS_ALLOW_ORIGINS", "https://app.example/")
-    with pytest.raises(SettingsError, match="HOLDPOINT_CORS_ALLOW_ORIGINS: .*no path"):
+    with pytest.raises(SettingsError, match=r"HOLDPOINT_CORS_ALLOW_ORIGINS: .*no path"):
         server_settings(None, {}, {})
 
 
