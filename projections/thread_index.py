@@ -101,6 +101,7 @@ class ThreadIndexProjection(Projection):
 
 READER_INDEXES = (  # (a batch loads rows by their primary key)
     ReaderIndex(f"{THREADS}_created", THREADS, "(created_at, thread_id)"),
+    ReaderIndex(f"{THREADS}_updated", THREADS, "(updated_at, thread_id)"),
     ReaderIndex(f"{THREADS}_graph", THREADS, "(graph_id, status, created_at)"),
     ReaderIndex(  # a thread's forks (lineage)
         f"{THREADS}_forked", THREADS, "(forked_from) WHERE forked_from IS NOT NULL"
@@ -217,11 +218,17 @@ class ThreadIndex:
         metadata: dict[str, str] | None = None,
         limit: int = 50,
         after: str | None = None,
+        sort_by: str = "created_at",
+        descending: bool = True,
     ) -> ThreadsPage:
-        """Threads newest first, `limit` a page, after the cursor `after` (a page's
+        """Threads in the order of `sort_by` (one of `SORT_KEYS`, then the thread id;
+        newest first by default), `limit` a page, after the cursor `after` (a page's
         `next_cursor`): of `graph_id`, in `status` (one, or any of several), created
         at or after `created_after` and before `created_before` (UTC when naive),
         with every `metadata` key equal to its value as JSON text (strings bare)."""
+        if sort_by not in SORT_KEYS:
+            msg = f"Unknown sort key {sort_by!r}: use one of {', '.join(SORT_KEYS)}"
+            raise ValueError(msg)
         statuses = (status,) if isinstance(status, str) else tuple(status or ())
         for name in statuses:
             if name not in STATUSES:
@@ -244,18 +251,20 @@ class ThreadIndex:
         for key, value in (metadata or {}).items():
             where.append(self._metadata_equals())
             params += [key, str(value)]
+        key = SORT_KEYS[sort_by]
         page = keyset_page(
             self.db,
             table=self.db.table(THREADS),
-            columns=COLUMNS,
+            columns=f"{key}, thread_id, {COLUMNS}",
             where=where,
             params=params,
-            keys=("created_at", "thread_id"),
-            descending=True,
+            keys=(key, "thread_id"),
+            descending=descending,
             limit=limit,
             after=after,
         )
-        return ThreadsPage([_summary(row) for row in page.rows], page.total, page.next_cursor)
+        rows = [_summary(row[2:]) for row in page.rows]
+        return ThreadsPage(rows, page.total, page.next_cursor)
 
     def _metadata_equals(self) -> str:
         """A metadata value compared as its JSON text (true, 1.5, or the string)."""
@@ -268,7 +277,16 @@ class ThreadIndex:
         )
 
 
-# The keys first: the cursor is read from them (see `keyset_page`).
+# What a search may order by, as SQL: a status as the LangGraph API names it (`busy`,
+# `error`, `idle` for a completed thread too), so that the order is the one a client sees.
+SORT_KEYS = {
+    "created_at": "created_at",
+    "updated_at": "updated_at",
+    "thread_id": "thread_id",
+    "status": "CASE status WHEN 'running' THEN 'busy' WHEN 'completed' THEN 'idle' "
+    "WHEN 'failed' THEN 'error' ELSE status END",
+}
+# After the sort key and the thread id, which a page's cursor is read from (`keyset_page`).
 COLUMNS = (
     "created_at, thread_id, graph_id, status, updated_at, metadata, forked_from, started_by, "
     "pending"

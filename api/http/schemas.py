@@ -58,6 +58,20 @@ def _as_utc(moment: datetime) -> datetime:
 Moment = Annotated[datetime, Strict(False), BeforeValidator(_iso_text), AfterValidator(_as_utc)]
 
 
+THREAD_FIELDS = Literal[
+    "thread_id",
+    "created_at",
+    "updated_at",
+    "state_updated_at",
+    "metadata",
+    "config",
+    "status",
+    "values",
+    "error",
+    "interrupts",
+]
+
+
 class ThreadSearch(LangGraphBody):
     metadata: dict[str, Any] | None = None
     values: dict[str, Any] | None = None
@@ -65,6 +79,13 @@ class ThreadSearch(LangGraphBody):
     status: Literal["idle", "busy", "interrupted", "error", "cancelled"] | None = None
     limit: int = Field(default=10, ge=1, le=1000)
     offset: int = Field(default=0, ge=0, le=100_000)
+    sort_by: Literal["thread_id", "status", "created_at", "updated_at", "state_updated_at"] = Field(
+        default="created_at", description="`state_updated_at` is `updated_at`"
+    )
+    sort_order: Literal["asc", "desc"] = "desc"
+    select: list[THREAD_FIELDS] | None = Field(
+        default=None, description="The fields of each thread to answer with (default: all)"
+    )
     # Holdpoint's own: the langgraph-sdk's `threads.search` does not send them.
     created_after: Moment | None = Field(
         default=None,
@@ -78,6 +99,39 @@ class ThreadSearch(LangGraphBody):
         "(ISO 8601; UTC when it has no offset).",
         examples=["2025-04-01T00:00:00Z"],
     )
+
+
+ASSISTANT_FIELDS = Literal[
+    "assistant_id",
+    "graph_id",
+    "name",
+    "description",
+    "config",
+    "context",
+    "created_at",
+    "updated_at",
+    "metadata",
+    "version",
+]
+
+
+class AssistantSearch(LangGraphBody):
+    graph_id: str | None = None
+    name: str | None = None
+    metadata: dict[str, Any] | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
+    sort_by: Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"] = "graph_id"
+    sort_order: Literal["asc", "desc"] = "asc"
+    select: list[ASSISTANT_FIELDS] | None = Field(
+        default=None, description="The fields of each assistant to answer with (default: all)"
+    )
+
+
+class AssistantCount(LangGraphBody):
+    graph_id: str | None = None
+    name: str | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class CheckpointRef(LangGraphBody):

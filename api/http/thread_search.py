@@ -2,7 +2,9 @@
 
 LangGraph's `idle` is the index's `idle` (recorded, never run) and `completed`.
 A thread that cannot be read (one of its events cannot be decoded: `/readyz` names
-it) is left out, rather than failing the search of every other.
+it) is left out, rather than failing the search of every other. Threads are in the
+order of `sort_by` and `sort_order` (newest first by default), then of their ids;
+threads reserved but not run yet (never in the index) are merged into that order.
 """
 
 from __future__ import annotations
@@ -42,14 +44,16 @@ def search_threads(services: Services, body: ThreadSearch) -> list[dict[str, Any
             graph_id = services.graph(str(assistant)).graph_id
         except Problem:
             return []
+    wanted = body.offset + body.limit
     if body.ids:
         threads = [_readable(services, thread_id) for thread_id in body.ids]
         found = [t for t in threads if t is not None and _matches(t, body, graph_id, metadata)]
-        return [thread_json(t) for t in found][body.offset : body.offset + body.limit]
-    results = _reservations(services, body, graph_id, metadata)
-    wanted = body.offset + body.limit
+        return _selected([thread_json(t) for t in found][body.offset : wanted], body)
     services.read_models.catch_up_to_head()
     index = ThreadIndex(services.read_models.db)
+    sort_by = "updated_at" if body.sort_by == "state_updated_at" else body.sort_by
+    descending = body.sort_order == "desc"
+    results: list[dict[str, Any]] = []
     cursor = None
     while len(results) < wanted:
         page = index.search(
@@ -60,6 +64,8 @@ def search_threads(services: Services, body: ThreadSearch) -> list[dict[str, Any
             metadata={key: _as_text(value) for key, value in metadata.items()},
             limit=PAGE,
             after=cursor,
+            sort_by=sort_by,
+            descending=descending,
         )
         for summary in page.items:
             thread = _readable(services, summary.thread_id)
@@ -68,7 +74,16 @@ def search_threads(services: Services, body: ThreadSearch) -> list[dict[str, Any
         cursor = page.next_cursor
         if cursor is None:
             break
-    return results[body.offset : wanted]
+    # The first `wanted` of both are the first `wanted` of their union
+    results += _reservations(services, body, graph_id, metadata)
+    results.sort(key=lambda found: (found[sort_by], found["thread_id"]), reverse=descending)
+    return _selected(results[body.offset : wanted], body)
+
+
+def _selected(threads: list[dict[str, Any]], body: ThreadSearch) -> list[dict[str, Any]]:
+    if body.select is None:
+        return threads
+    return [{field: thread[field] for field in body.select} for thread in threads]
 
 
 def _readable(services: Services, thread_id: str) -> WorkflowThread | None:

@@ -9,10 +9,23 @@ from fastapi import APIRouter, Body, Response
 from api.http.auth import Reader
 from api.http.deps import ServicesDep
 from api.http.problems import Problem, problem_responses
+from api.http.schemas import AssistantCount, AssistantSearch
+from service.services import Services
 from service.wire import assistant_id as assistant_uuid
 from service.wire import assistant_json
 
 router = APIRouter(tags=["assistants (LangGraph)"])
+
+
+def matching(services: Services, query: AssistantSearch | AssistantCount) -> list[dict[str, Any]]:
+    """The assistants (one per served graph) of the query's graph, name and metadata."""
+    found = [
+        assistant_json(name, services.started_at)
+        for name in sorted(services.graphs)
+        if query.graph_id in (None, name) and query.name in (None, name)
+    ]
+    metadata = query.metadata or {}
+    return [a for a in found if all(a["metadata"].get(k) == v for k, v in metadata.items())]
 
 
 @router.post(
@@ -24,25 +37,30 @@ def search_assistants(
     services: ServicesDep,
     _: Reader,
     response: Response,
-    body: Annotated[dict[str, Any] | None, Body()] = None,
+    body: Annotated[AssistantSearch | None, Body()] = None,
 ) -> list[dict[str, Any]]:
-    """Filters: `graph_id`, `name`, `metadata`; paged with `limit` and `offset`."""
-    query = body or {}
-    try:
-        limit, offset = int(query.get("limit", 10)), int(query.get("offset", 0))
-    except (TypeError, ValueError):
-        raise Problem(422, "Invalid body.limit: limit and offset must be whole numbers") from None
-    found = [
-        assistant_json(name, services.started_at)
-        for name in sorted(services.graphs)
-        if query.get("graph_id") in (None, name) and query.get("name") in (None, name)
-    ]
-    metadata = query.get("metadata") or {}
-    found = [a for a in found if all(a["metadata"].get(k) == v for k, v in metadata.items())]
-    page = found[offset : offset + limit]
-    if offset + limit < len(found):
-        response.headers["X-Pagination-Next"] = str(offset + limit)
+    """Filters: `graph_id`, `name`, `metadata`; in the order of `sort_by` and
+    `sort_order` (then the graph's name); paged with `limit` and `offset`."""
+    query = body or AssistantSearch()
+    found = matching(services, query)
+    found.sort(key=lambda a: (a[query.sort_by], a["graph_id"]), reverse=query.sort_order == "desc")
+    page = found[query.offset : query.offset + query.limit]
+    if query.offset + query.limit < len(found):
+        response.headers["X-Pagination-Next"] = str(query.offset + query.limit)
+    if query.select is not None:
+        page = [{field: a[field] for field in query.select} for a in page]
     return page
+
+
+@router.post(
+    "/assistants/count",
+    summary="Count the assistants of a graph, name and metadata",
+    responses=problem_responses(403),
+)
+def count_assistants(
+    services: ServicesDep, _: Reader, body: Annotated[AssistantCount | None, Body()] = None
+) -> int:
+    return len(matching(services, body or AssistantCount()))
 
 
 @router.get(

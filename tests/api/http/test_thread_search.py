@@ -79,3 +79,39 @@ def test_the_openapi_document_describes_the_creation_time_range(server):
     for name in ("created_after", "created_before"):
         assert {"type": "string", "format": "date-time"} in fields[name]["anyOf"]
         assert fields[name]["description"].startswith("Holdpoint extension: only threads created")
+
+
+def test_threads_are_sorted_as_asked_with_threads_not_run_yet_in_their_place(server):
+    # Given three threads created one after another: a reserved one between two recorded
+    agent, tag = server.sdk("agent"), uuid4().hex
+    first = agent.threads.create(metadata={"tag": tag, "graph_id": "refund"})["thread_id"]
+    reserved = agent.threads.create(metadata={"tag": tag})["thread_id"]
+    last = agent.threads.create(metadata={"tag": tag, "graph_id": "refund"})["thread_id"]
+    # And the first one updated last: it runs to its interrupt
+    agent.runs.wait(first, "refund", input={"refund_amount": 500.0})
+    found = searcher(server, tag)
+
+    # Then the default is newest first, and each sort key and order is honoured
+    assert found() == [last, reserved, first]
+    assert found(sort_by="created_at", sort_order="asc") == [first, reserved, last]
+    assert found(sort_by="updated_at") == [first, last, reserved]
+    assert found(sort_by="state_updated_at") == [first, last, reserved]
+    assert found(sort_by="thread_id", sort_order="asc") == sorted([first, reserved, last])
+    # Status in the API's names: idle (the two never run) before interrupted
+    by_status = found(sort_by="status", sort_order="asc")
+    assert by_status[-1] == first
+    assert sorted(by_status[:2]) == sorted([reserved, last])
+    # And pages follow the order
+    assert found(sort_by="updated_at", limit=1, offset=1) == [last]
+
+
+def test_select_answers_with_the_fields_asked_for(server):
+    agent, tag = server.sdk("agent"), uuid4().hex
+    thread_id = agent.threads.create(metadata={"tag": tag, "graph_id": "refund"})["thread_id"]
+    picked = agent.threads.search(metadata={"tag": tag}, select=["thread_id", "status"])
+    assert picked == [{"thread_id": thread_id, "status": "idle"}]
+    with server.http("agent") as http:
+        unknown = http.post("/threads/search", json={"select": ["secrets"]})
+        bad_sort = http.post("/threads/search", json={"sort_by": "name"})
+    assert unknown.status_code == 422
+    assert bad_sort.status_code == 422
