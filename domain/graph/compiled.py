@@ -268,6 +268,13 @@ class CompiledStateGraph:
         thread_id = configurable.get("thread_id")
         if not thread_id:
             raise MissingThreadIdError
+        if as_node == END:
+            msg = (
+                "update_state as_node __end__ (ending a thread where it stands) is a "
+                "cancellation at a hold point: call the store's cancel(thread_id, actor, "
+                "reason), or over HTTP update the state with values null as __end__"
+            )
+            raise InvalidUpdateError(msg)
         if as_node is not None and as_node not in self.builder.nodes and as_node != START:
             msg = f"Node {as_node} does not exist"
             raise InvalidUpdateError(msg)

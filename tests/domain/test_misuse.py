@@ -322,6 +322,17 @@ def test_update_state_as_an_unknown_node_raises_invalid_update_and_records_nothi
     assert recorded(store, "t1") == before
 
 
+def test_update_state_as_end_says_it_is_a_cancellation_and_records_nothing(store):
+    # Given a thread paused at a hold point
+    graph = paused(store)
+    before = recorded(store, "t1")
+
+    # When / Then: ending it where it stands is the store's cancel, with an actor
+    with pytest.raises(InvalidUpdateError, match=r"__end__ .* cancel\(thread_id, actor"):
+        graph.update_state(config("t1"), None, as_node="__end__")
+    assert recorded(store, "t1") == before
+
+
 def test_two_nodes_writing_one_last_value_key_in_a_step_raise_invalid_update(store):
     # Given
     graph = racing_writers_graph(store)

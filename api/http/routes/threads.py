@@ -8,7 +8,15 @@ from uuid import uuid4
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from api.http.auth import Reader, Runner, RunnerOrDecider, action_of, note
+from api.http.auth import (
+    Permission,
+    Reader,
+    Runner,
+    RunnerOrDecider,
+    action_of,
+    check,
+    note,
+)
 from api.http.decisions import answer_problem
 from api.http.deps import ServicesDep
 from api.http.positions import set_position
@@ -22,6 +30,7 @@ from api.http.schemas import (
 )
 from api.http.thread_search import search_threads
 from domain.access.identity import Principal
+from domain.constants import END
 from domain.engine.runtime import REQUEST_KEY
 from domain.errors import ConcurrentUpdateError, ReasonRequiredError
 from domain.history import state_snapshots as snapshots
@@ -222,9 +231,14 @@ async def update_state(
     Where a hold point is at stake the edit obeys its rules (domain/oversight/hold_points.py): while
     an interrupt is pending (or an answer's run goes on) only who may decide it edits; an
     edit `as_node` decides the flow, so it needs a role that decides and a `reason`; a fork
-    inside a decision's run needs who may decide it. A refusal is a 403, recorded."""
+    inside a decision's run needs who may decide it. A refusal is a 403, recorded.
+
+    `values: null` `as_node: "__end__"` (Agent Inbox's "mark as resolved") ends the thread
+    where it stands: a cancellation by who may cancel, recorded (`resolve`)."""
     if isinstance(body.values, list):
         raise Problem(422, "Invalid body.values: give a dict of state values")
+    if body.as_node == END:
+        return await resolve(thread_id, body, request, response, services, principal)
     thread = await run_in_threadpool(services.store.thread, thread_id)
     if thread is None and await run_in_threadpool(services.reservations.get, thread_id) is None:
         raise not_found(thread_id)
@@ -256,6 +270,42 @@ async def update_state(
         "checkpoint": configurable_out,
         "configurable": configurable_out,
         "checkpoint_id": configurable_out.get("checkpoint_id"),
+    }
+
+
+RESOLVED = "Marked as resolved (update_state as __end__)"
+
+
+async def resolve(
+    thread_id: str,
+    body: StateUpdate,
+    request: Request,
+    response: Response,
+    services: Services,
+    principal: Principal,
+) -> dict[str, Any]:
+    """End the thread without running what is pending, as LangGraph's `update_state(None,
+    as_node=END)` does: recorded as its cancellation (ThreadCancelled, with the actor and
+    the reason), so it needs a role that may cancel, and it withdraws pending interrupts."""
+    if body.values is not None:
+        msg = (
+            "Invalid body.values: as_node __end__ ends the thread where it stands (mark as "
+            "resolved) and takes no values; send values null"
+        )
+        raise Problem(422, msg, code="invalid-request")
+    await run_in_threadpool(check, request, services, principal, Permission.CANCEL)
+    note(request, thread_id=thread_id)
+    thread = await run_in_threadpool(services.store.thread, thread_id)
+    if thread is None:
+        raise not_found(thread_id)
+    actor, reason = principal.as_actor(), body.reason or RESOLVED
+    set_position(response, await run_in_threadpool(services.store.cancel, thread_id, actor, reason))
+    state = await run_in_threadpool(current_state, services, thread_id)
+    checkpoint = dict(state["checkpoint"])
+    return {
+        "checkpoint": checkpoint,
+        "configurable": checkpoint,
+        "checkpoint_id": checkpoint.get("checkpoint_id"),
     }
 
 
