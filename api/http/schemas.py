@@ -134,6 +134,12 @@ class AssistantCount(LangGraphBody):
     metadata: dict[str, Any] | None = None
 
 
+class ThreadCount(LangGraphBody):
+    metadata: dict[str, Any] | None = None
+    values: dict[str, Any] | None = None
+    status: Literal["idle", "busy", "interrupted", "error", "cancelled"] | None = None
+
+
 class CheckpointRef(LangGraphBody):
     checkpoint_id: str | None = None
     thread_id: str | None = None

@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 
 from api.http.problems import Problem
-from api.http.schemas import ThreadSearch
+from api.http.schemas import ThreadCount, ThreadSearch
 from domain.errors import ThreadUnreadableError
 from domain.record.thread import WorkflowThread
 from projections.thread_index import ThreadIndex
@@ -78,6 +78,22 @@ def search_threads(services: Services, body: ThreadSearch) -> list[dict[str, Any
     results += _reservations(services, body, graph_id, metadata)
     results.sort(key=lambda found: (found[sort_by], found["thread_id"]), reverse=descending)
     return _selected(results[body.offset : wanted], body)
+
+
+def count_threads(services: Services, body: ThreadCount) -> int:
+    """How many threads a search with these filters finds: the index's count, where no
+    filter needs each thread read (values do)."""
+    search = ThreadSearch(metadata=body.metadata, values=body.values, status=body.status)
+    metadata = dict(body.metadata or {})
+    if body.values or {"graph_id", "assistant_id"} & set(metadata):
+        return len(search_threads(services, search.model_copy(update={"limit": 10**9})))
+    services.read_models.catch_up_to_head()
+    page = ThreadIndex(services.read_models.db).search(
+        status=None if body.status is None else INDEX_STATUSES[body.status],
+        metadata={key: _as_text(value) for key, value in metadata.items()},
+        limit=1,
+    )
+    return page.total + len(_reservations(services, search, None, metadata))
 
 
 def _selected(threads: list[dict[str, Any]], body: ThreadSearch) -> list[dict[str, Any]]:

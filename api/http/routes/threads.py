@@ -25,15 +25,17 @@ from api.http.schemas import (
     HistoryQuery,
     StateAtCheckpoint,
     StateUpdate,
+    ThreadCount,
     ThreadCreate,
     ThreadSearch,
 )
-from api.http.thread_search import search_threads
+from api.http.thread_search import count_threads, search_threads
 from domain.access.identity import Principal
 from domain.constants import END
 from domain.engine.runtime import REQUEST_KEY
 from domain.errors import ConcurrentUpdateError, ReasonRequiredError
 from domain.history import state_snapshots as snapshots
+from domain.history.forks import fork_at_version
 from domain.record.langgraph_record import LANGGRAPH
 from domain.record.thread import WorkflowThread
 from service.langgraph_app import LangGraphApp
@@ -124,6 +126,37 @@ def _create_thread(
     except ConcurrentUpdateError:
         raise Problem(409, f"Thread {thread_id!r} already exists", code="thread-exists") from None
     return thread_json(thread)
+
+
+@router.post("/threads/count", summary="Count threads", responses=problem_responses(403, 503))
+def count(body: ThreadCount, services: ServicesDep, _: Reader) -> int:
+    return count_threads(services, body)
+
+
+@router.post(
+    "/threads/{thread_id}/copy",
+    summary="Copy a thread: a fork at its head, whose first event names the source",
+    responses=problem_responses(403, 404, 409),
+)
+def copy_thread(
+    thread_id: str, request: Request, response: Response, services: ServicesDep, principal: Runner
+) -> dict[str, Any]:
+    """The copy is a new thread (a random id) that starts as the source stands; its
+    `ThreadForked` event names the source, its version and hash (lineage). A copy of a
+    paused thread asks its questions again; one inside a decision's run needs someone
+    who may decide it (403, recorded)."""
+    note(request, thread_id=thread_id)
+    thread = services.store.thread(thread_id)
+    if thread is None and services.reservations.get(thread_id) is not None:
+        msg = f"Thread {thread_id!r} has not run yet: there is nothing to copy"
+        raise Problem(409, msg, code="thread-has-no-graph")
+    if thread is None:
+        raise not_found(thread_id)
+    copied = fork_at_version(
+        services.store, thread_id, thread.version, principal.as_actor(), str(uuid4())
+    )
+    set_position(response, copied.position)
+    return thread_view(services, copied.thread_id)
 
 
 @router.get("/threads/{thread_id}", summary="Get a thread", responses=problem_responses(403, 404))

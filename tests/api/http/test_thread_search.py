@@ -115,3 +115,16 @@ def test_select_answers_with_the_fields_asked_for(server):
         bad_sort = http.post("/threads/search", json={"sort_by": "name"})
     assert unknown.status_code == 422
     assert bad_sort.status_code == 422
+
+
+def test_threads_are_counted_with_the_searchs_filters(server):
+    agent, tag = server.sdk("agent"), uuid4().hex
+    ran = agent.threads.create(metadata={"tag": tag, "graph_id": "refund"})["thread_id"]
+    agent.runs.wait(ran, "refund", input={"refund_amount": 500.0})
+    agent.threads.create(metadata={"tag": tag, "graph_id": "refund"})
+    agent.threads.create(metadata={"tag": tag})  # reserved: not run yet
+    assert agent.threads.count(metadata={"tag": tag}) == 3
+    assert agent.threads.count(metadata={"tag": tag}, status="interrupted") == 1
+    assert agent.threads.count(metadata={"tag": tag}, status="idle") == 2
+    assert agent.threads.count(metadata={"tag": tag, "graph_id": "refund"}) == 2
+    assert agent.threads.count(metadata={"tag": tag}, values={"refund_amount": 500.0}) == 1
