@@ -38,10 +38,14 @@ class Branch:
 
 
 class GraphDefinition(Protocol):
-    """A graph as built: state schema, channels, nodes, edges and branches."""
+    """A graph as built: state and context schemas, channels, nodes, edges, branches, and
+    where nodes that route with Command(goto=...) may go (drawn only)."""
 
     @property
     def state_schema(self) -> type: ...
+
+    @property
+    def context_schema(self) -> type | None: ...
 
     @property
     def channels(self) -> Mapping[str, Channel]: ...
@@ -57,3 +61,6 @@ class GraphDefinition(Protocol):
 
     @property
     def branches(self) -> Mapping[str, Sequence[Branch]]: ...
+
+    @property
+    def destinations(self) -> Mapping[str, tuple[str, ...]]: ...

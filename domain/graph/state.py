@@ -71,6 +71,8 @@ class StateGraph:
         self.edges: list[tuple[str, str]] = []
         self.waiting_edges: list[tuple[tuple[str, ...], str]] = []
         self.branches: dict[str, list[Branch]] = {}
+        # Where a node that routes with Command(goto=...) may go: drawn only, as in LangGraph.
+        self.destinations: dict[str, tuple[str, ...]] = {}
 
     def add_node(
         self,
@@ -82,12 +84,12 @@ class StateGraph:
         input_schema: type | None = None,
         retry_policy: Any = None,
         cache_policy: Any = None,
-        destinations: Any = None,  # noqa: ARG002 - it draws edges only, in LangGraph too
+        destinations: Any = None,
         **kwargs: Any,
     ) -> StateGraph:
-        """Add a node; `add_node(fn)` names it after the function. `destinations` only
-        draws the edges of a node that routes with Command(goto=...), in LangGraph too,
-        and is taken for that."""
+        """Add a node; `add_node(fn)` names it after the function. `destinations` (node
+        names, or a dict of them to labels) only draws the edges of a node that routes
+        with Command(goto=...), in LangGraph too (domain/graph/drawing.py)."""
         refuse_unsupported(
             "add_node()",
             {
@@ -118,6 +120,8 @@ class StateGraph:
         self.nodes[node] = NodeSpec(
             node, action, _is_async(action), _takes_config(action), metadata, _takes_runtime(action)
         )
+        if destinations is not None:
+            self.destinations[node] = tuple(str(name) for name in destinations)
         return self
 
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Response
+from fastapi import APIRouter, Body, Query, Response
 
 from api.http.auth import Reader
 from api.http.deps import ServicesDep
 from api.http.problems import Problem, problem_responses
 from api.http.schemas import AssistantCount, AssistantSearch
+from service import assistant_graphs
 from service.services import Services
 from service.wire import assistant_id as assistant_uuid
 from service.wire import assistant_json
@@ -69,8 +70,62 @@ def count_assistants(
     responses=problem_responses(403, 404),
 )
 def get_assistant(assistant_id: str, services: ServicesDep, _: Reader) -> dict[str, Any]:
+    return assistant_json(served_name(services, assistant_id), services.started_at)
+
+
+def served(services: Services, assistant_id: str) -> assistant_graphs.ServedGraph:
+    return services.graphs[served_name(services, assistant_id)]
+
+
+def served_name(services: Services, assistant_id: str) -> str:
+    """The served graph's name, by its name or its assistant id; 404 otherwise."""
     for name in services.graphs:
         if assistant_id in (name, assistant_uuid(name)):
-            return assistant_json(name, services.started_at)
+            return name
     msg = f"Assistant {assistant_id!r} not found: serving {', '.join(sorted(services.graphs))}"
     raise Problem(404, msg, code="assistant-not-found")
+
+
+@router.get(
+    "/assistants/{assistant_id}/graph",
+    summary="The assistant's graph: its nodes and edges, as LangGraph draws them",
+    responses=problem_responses(403, 404),
+)
+def get_assistant_graph(
+    assistant_id: str,
+    services: ServicesDep,
+    _: Reader,
+    xray: Annotated[bool | int, Query(description="Draw subgraphs (to this depth)")] = False,
+) -> dict[str, Any]:
+    return assistant_graphs.drawing(served(services, assistant_id), xray)
+
+
+@router.get(
+    "/assistants/{assistant_id}/schemas",
+    summary="The assistant's input, output, state and context schemas (JSON Schema)",
+    responses=problem_responses(403, 404),
+)
+def get_assistant_schemas(assistant_id: str, services: ServicesDep, _: Reader) -> dict[str, Any]:
+    return assistant_graphs.schemas(served(services, assistant_id))
+
+
+@router.get(
+    "/assistants/{assistant_id}/subgraphs",
+    summary="The schemas of the assistant's subgraphs, by namespace",
+    responses=problem_responses(403, 404),
+)
+def get_assistant_subgraphs(
+    assistant_id: str, services: ServicesDep, _: Reader, recurse: bool = False
+) -> dict[str, Any]:
+    return assistant_graphs.subgraphs(served(services, assistant_id), None, recurse)
+
+
+@router.get(
+    "/assistants/{assistant_id}/subgraphs/{namespace}",
+    summary="The schemas of the assistant's subgraphs in a namespace",
+    responses=problem_responses(403, 404),
+)
+def get_assistant_subgraphs_in(
+    assistant_id: str, namespace: str, services: ServicesDep, _: Reader, recurse: bool = False
+) -> dict[str, Any]:
+    return assistant_graphs.subgraphs(served(services, assistant_id), namespace, recurse)

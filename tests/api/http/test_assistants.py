@@ -3,15 +3,40 @@ SDK as LangGraph's server answers."""
 
 from __future__ import annotations
 
-import pytest
+from typing import Any, TypedDict
 
+import pytest
+from langgraph.graph import START, StateGraph
+
+from service.langgraph_app import LangGraphApp
 from tests.api.http_harness import running_server
+from tests.saver.langgraph_graphs import refund_builder
+
+
+class Outer(TypedDict):
+    amount: int
+
+
+def nested_builder() -> StateGraph[Outer]:
+    """A LangGraph graph whose node is the refund graph, compiled: a subgraph."""
+    builder = StateGraph(Outer)
+    builder.add_node("refund", refund_builder().compile())
+    builder.add_edge(START, "refund")
+    return builder
+
+
+def served_langgraph(store: Any) -> dict[str, Any]:
+    return {
+        "refund-lg": LangGraphApp(refund_builder().compile(), "refund-lg", store),
+        "nested-lg": LangGraphApp(nested_builder().compile(), "nested-lg", store),
+    }
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("store")
-    with running_server(f"sqlite:///{folder / 'holdpoint.db'}") as running:
+    url = f"sqlite:///{folder / 'holdpoint.db'}"
+    with running_server(url, extra=served_langgraph) as running:
         yield running
 
 
@@ -36,3 +61,40 @@ def test_select_answers_with_the_fields_asked_for_and_count_counts(server):
     with server.http("agent") as http:
         assert http.post("/assistants/search", json={"select": ["secret"]}).status_code == 422
         assert http.post("/assistants/search", json={"sort_by": "size"}).status_code == 422
+
+
+def test_a_native_graph_is_drawn_with_its_nodes_and_edges(server):
+    agent = server.sdk("agent")
+    drawn = agent.assistants.get_graph("refund_approval")
+    builder = server.services.graphs["refund_approval"].builder
+    assert [n["id"] for n in drawn["nodes"]] == ["__start__", *builder.nodes, "__end__"]
+    plain = {(e["source"], e["target"]) for e in drawn["edges"] if not e.get("conditional")}
+    assert plain == set(builder.edges)
+
+
+def test_a_langgraph_graph_is_drawn_as_langgraph_draws_it(server):
+    agent = server.sdk("agent")
+    expected = refund_builder().compile().get_graph().to_json()
+    assert agent.assistants.get_graph("refund-lg") == expected
+    assert agent.assistants.get_graph("nested-lg", xray=True) == (
+        nested_builder().compile().get_graph(xray=True).to_json()
+    )
+
+
+def test_schemas_of_both_engines_and_subgraphs_of_langgraph_graphs(server):
+    agent = server.sdk("agent")
+    native = agent.assistants.get_schemas("refund_approval")
+    assert native["graph_id"] == "refund_approval"
+    assert set(native["state_schema"]["properties"]) == {"refund_amount", "approved"}
+    assert native["input_schema"] == native["state_schema"]
+    lg = agent.assistants.get_schemas("refund-lg")
+    assert set(lg["input_schema"]["properties"]) == {"amount", "log"}
+    assert lg["output_schema"] == lg["state_schema"]
+    assert agent.assistants.get_subgraphs("refund_approval") == {}
+    assert agent.assistants.get_subgraphs("refund-lg") == {}
+    nested = agent.assistants.get_subgraphs("nested-lg")
+    assert list(nested) == ["refund"]
+    assert nested["refund"]["input_schema"] == lg["input_schema"]
+    with server.http("agent") as http:
+        assert http.get("/assistants/no-such-graph/graph").status_code == 404
+        assert http.get("/assistants/no-such-graph/schemas").status_code == 404
