@@ -48,6 +48,7 @@ class ThreadIndexProjection(Projection):
         WorkflowThread.ThreadFailed,
         WorkflowThread.ThreadCancelled,
         WorkflowThread.StateEdited,
+        WorkflowThread.RunCancelled,
     )
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:
@@ -160,6 +161,8 @@ def _next_status(cls: type, status: str, pending: int) -> tuple[str, int]:
         return "completed", pending
     if issubclass(cls, WorkflowThread.ThreadCancelled):
         return "cancelled", pending
+    if issubclass(cls, WorkflowThread.RunCancelled):  # its pending nodes wait for a run
+        return ("interrupted" if pending else "idle"), pending
     return status, pending  # StateEdited: a human changed values, not the status
 
 

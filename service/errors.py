@@ -56,6 +56,22 @@ class RunInProgressError(ServiceError):
         self.thread_id = thread_id
 
 
+class RunNotFoundError(ServiceError, LookupError):
+    """No run has this id."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"Run {run_id} not found")
+        self.run_id = run_id
+
+
+class RunNotActiveError(ServiceError):
+    """The run has ended: there is nothing left to cancel."""
+
+    def __init__(self, run_id: str, status: str) -> None:
+        super().__init__(f"Run {run_id} has ended ({status}): there is nothing to cancel")
+        self.run_id = run_id
+
+
 class ServerStoppingError(ServiceError):
     """The server is shutting down and starts no more runs."""
 

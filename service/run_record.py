@@ -26,6 +26,7 @@ from typing import Any
 from service.wire import iso
 
 PENDING, RUNNING, SUCCESS, ERROR = "pending", "running", "success", "error"
+INTERRUPTED = "interrupted"  # cancelled
 Chunk = tuple[str, Any]
 Numbered = tuple[int, Chunk]  # a chunk and its number in the run's stream
 DONE: Numbered = (0, ("__done__", None))

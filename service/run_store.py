@@ -36,7 +36,10 @@ from projections.database import Cursor, Database
 RUNS = "holdpoint_runs"
 LEASES = "holdpoint_thread_leases"
 PENDING, RUNNING, SUCCESS, ERROR = "pending", "running", "success", "error"
-DONE = (SUCCESS, ERROR)
+INTERRUPTED = "interrupted"  # cancelled (LangGraph's name for a run stopped on request)
+DONE = (SUCCESS, ERROR, INTERRUPTED)
+# A running run's `output`, until it ends, when a cancel of it was asked: who asked, why.
+CANCEL = "__cancel__"
 # Seconds since the epoch, by the database's clock: every process compares leases on
 # one clock, whatever its host's says.
 NOW = {
@@ -428,6 +431,54 @@ class RunStore:
                 (owner, run.attempt, json.dumps(run.takeovers), time.time(), run.run_id),
             )
             return run
+
+    def request_cancel(self, run_id: str, request: dict[str, Any]) -> StoredRun | None:
+        """Ask that the run stop (`request`: who asks, and why); the run as it was, or None
+        if there is no such run. A queued run is cancelled at once (`interrupted`, the
+        request as its output); a running one keeps running until its runner, here or in
+        another process, sees the request (`cancel_requests`) at a step's end, records
+        RunCancelled and ends it; an ended one is left as it is."""
+        with self.db.transaction() as cursor:
+            run = self._get(cursor, run_id)
+            if run is None or run.done:
+                return run
+            marked = json.dumps({CANCEL: request})
+            if run.status == PENDING:
+                cursor.execute(
+                    f"UPDATE {self._runs} SET status = %s, output = %s, updated_at = %s "
+                    "WHERE run_id = %s AND status = %s",
+                    (INTERRUPTED, marked, time.time(), run_id, PENDING),
+                )
+            else:
+                cursor.execute(
+                    f"UPDATE {self._runs} SET output = %s WHERE run_id = %s AND status = %s "
+                    "AND output IS NULL",
+                    (marked, run_id, RUNNING),
+                )
+            return run
+
+    def delete(self, run_id: str) -> None:
+        """Forget a run that has ended: its row (its events stay on its thread)."""
+        statuses = ", ".join(["%s"] * len(DONE))
+        self.db.statement(
+            f"DELETE FROM {self._runs} WHERE run_id = %s AND status IN ({statuses}) "
+            "RETURNING run_id",
+            (run_id, *DONE),
+        )
+
+    def cancel_requests(self, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The cancels asked of these running runs, by run."""
+        if not run_ids:
+            return {}
+        marks = ", ".join(["%s"] * len(run_ids))
+        rows = self.db.statement(
+            f"SELECT run_id, output FROM {self._runs} WHERE run_id IN ({marks}) "
+            "AND status = %s AND output IS NOT NULL",
+            (*run_ids, RUNNING),
+            write=False,
+        )
+        asked = {str(run_id): json.loads(output) for run_id, output in rows}
+        return {run_id: found[CANCEL] for run_id, found in asked.items() if CANCEL in found}
 
     # -- reading -------------------------------------------------------
 

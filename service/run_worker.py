@@ -33,9 +33,10 @@ from domain.engine.stream_chunks import pending_interrupts
 from domain.errors import ConcurrentUpdateError, HoldpointError, ThreadUnreadableError
 from domain.record.application import Workflows
 from domain.record.thread import WorkflowThread
+from domain.record.thread_state import RUNNING as RUNNING_THREAD
 from persistence.failures import STORE_UNAVAILABLE
-from service.run_record import ERROR, SUCCESS
-from service.run_store import Expired, RunStore, StoredRun
+from service.run_record import ERROR, INTERRUPTED, SUCCESS
+from service.run_store import CANCEL, Expired, RunStore, StoredRun
 from service.runs import (
     Begun,
     RunManager,
@@ -123,6 +124,12 @@ class RunWorker:
             if begun.record.run_id not in kept and not begun.record.done:
                 log.warning("run's lease was taken over; it stops", run_id=begun.record.run_id)
                 begun.lost = True
+        asked = self.run_store.cancel_requests([b.record.run_id for b in held])
+        for begun in held:
+            request = asked.get(begun.record.run_id)
+            if request is not None and begun.cancel is None:
+                log.info("run cancelled; it stops at its step's end", run_id=begun.record.run_id)
+                self.runs.stop(begun, request)
 
     def sweep(self) -> None:
         """Take over the expired runs, then run the queued ones this process can."""
@@ -160,7 +167,12 @@ class RunWorker:
         except ThreadUnreadableError as error:  # its record is damaged: it cannot go on
             self._record_error(stored, error)
             return
-        if thread is None or not _began(self.store, stored):
+        began = thread is not None and _began(self.store, stored)
+        request = (stored.output or {}).get(CANCEL)
+        if request is not None:  # cancelled while its runner was gone: it runs no more
+            self._end_cancelled(stored, thread if began else None, request)
+            return
+        if thread is None or not began:
             self._begin_queued(stored)  # nothing of it was recorded: it begins now
             return
         if thread.error is not None or not thread.runnable() or thread.status == "cancelled":
@@ -198,6 +210,22 @@ class RunWorker:
         begun: Begun = self.runs.adopt(request, stored, run, chunks)
         self.runs.submit_rest(begun)
 
+    def _end_cancelled(
+        self, stored: StoredRun, thread: WorkflowThread | None, request: dict[str, Any]
+    ) -> None:
+        """End a cancelled run taken over: RunCancelled if it stopped midway (recorded by
+        this runner, as its own would have), then its end, `interrupted`."""
+        position = None
+        if thread is not None and thread.status == RUNNING_THREAD:
+            position = self.store.record_run_cancelled(
+                stored.run_thread_id, stored.run_id, request["actor"], request.get("reason")
+            )
+            thread = self.store.thread(stored.run_thread_id)
+        output = {} if thread is None else _output_of(thread)
+        self.run_store.finish(
+            stored.run_id, stored.run_thread_id, self.runs.owner, INTERRUPTED, output, position
+        )
+
     def _record_error(self, stored: StoredRun, error: Exception) -> None:
         output = error_output(error)
         self.run_store.finish(
@@ -211,11 +239,7 @@ class RunWorker:
             error = thread.error
             output = {"__error__": {"error": error["type"], "message": error["message"]}}
         else:
-            status = SUCCESS
-            output = thread.current_values()
-            if thread.interrupts:
-                output["__interrupt__"] = pending_interrupts(thread)
-            output = output_json(output)
+            status, output = SUCCESS, _output_of(thread)
         self.run_store.finish(
             stored.run_id,
             stored.run_thread_id,
@@ -224,6 +248,15 @@ class RunWorker:
             output,
             None,
         )
+
+
+def _output_of(thread: WorkflowThread) -> dict[str, Any]:
+    """The thread's values and pending interrupts, as a run's output."""
+    output = thread.current_values()
+    if thread.interrupts:
+        output["__interrupt__"] = pending_interrupts(thread)
+    found: dict[str, Any] = output_json(output)
+    return found
 
 
 def _began(store: Workflows, stored: StoredRun) -> bool:

@@ -44,14 +44,20 @@ import structlog
 from domain.engine.runtime import UNREAD, Run
 from domain.graph import CompiledStateGraph
 from domain.record.resume_maps import resume_map
+from domain.record.thread_state import RUNNING as RUNNING_THREAD
 from domain.types import Command
 from persistence.commit_guard import CommitGuard, CommitRefusedError
 from persistence.failures import STORE_UNAVAILABLE
-from service.errors import RunInProgressError, ServerStoppingError
+from service.errors import (
+    RunInProgressError,
+    RunNotActiveError,
+    RunNotFoundError,
+    ServerStoppingError,
+)
 from service.langgraph_app import LangGraphApp
 from service.langgraph_run import LangGraphRun
 from service.run_executor import RunExecutor
-from service.run_record import ERROR, SUCCESS, RunRecord
+from service.run_record import ERROR, INTERRUPTED, SUCCESS, RunRecord
 from service.run_store import RunStore, StoredRun
 from service.wire import output_json
 
@@ -109,7 +115,8 @@ class Begun:
     lease_thread: str
     decisions: list[str]
     before: set[str]  # the interrupts pending when it began
-    lost: bool = False  # its lease was taken over: it stops before its next step
+    lost: bool = False  # taken over, or cancelled: it stops before its next step
+    cancel: dict[str, Any] | None = None  # who asked it to stop, and why (`RunManager.cancel`)
     end: Ending | None = None  # its end, to be recorded with its last step
 
 
@@ -366,6 +373,29 @@ class RunManager:
             self._held[stored.run_id] = begun
         return begun
 
+    def cancel(self, run_id: str, actor: dict[str, Any], reason: str | None) -> StoredRun:
+        """Ask the run to stop (LangGraph's `runs.cancel`, action interrupt): a queued run
+        ends at once; a running one stops at its step's end and its runner records
+        RunCancelled (this process's runs at once, another's when it next renews its
+        leases). Returns the run as it was; RunNotFoundError, or RunNotActiveError for a
+        run that has ended."""
+        request = {"actor": actor, "reason": reason}
+        stored = self.store.request_cancel(run_id, request)
+        if stored is None:
+            raise RunNotFoundError(run_id)
+        if stored.done:
+            raise RunNotActiveError(run_id, stored.status)
+        with self._guard:
+            begun = self._held.get(run_id)
+        if begun is not None:
+            self.stop(begun, request)
+        return stored
+
+    def stop(self, begun: Begun, request: dict[str, Any]) -> None:
+        """Stop a run of this process before its next step: it was cancelled."""
+        begun.cancel = request
+        begun.lost = True
+
     def finish(self, begun: Begun) -> None:
         """Run a begun run's supersteps to its end, and record how it ended."""
         record, run, before = begun.record, begun.run, begun.before
@@ -397,6 +427,9 @@ class RunManager:
             return
         except Exception as error:  # a node's failure ends the run; it is recorded
             status, output = ERROR, error_output(error)
+        if begun.cancel is not None and status == SUCCESS and _midway(run):
+            self._cancelled(begun, begun.cancel)
+            return
         if begun.lost:
             self._abandon(begun, None)
             return
@@ -438,6 +471,32 @@ class RunManager:
             return guard
 
         return end
+
+    def _cancelled(self, begun: Begun, request: dict[str, Any]) -> None:
+        """The run stopped at a step's end because it was cancelled: RunCancelled on its
+        thread, then its end (`interrupted`, with the values it left)."""
+        record, run = begun.record, begun.run
+        try:
+            position, store = run.position, run.store
+            if store is not None and run.thread_id and store.thread(run.thread_id) is not None:
+                position = store.record_run_cancelled(
+                    run.thread_id, record.run_id, request["actor"], request.get("reason")
+                )
+            output = output_json(run.result())
+            self.store.finish(
+                record.run_id,
+                begun.lease_thread,
+                self.owner,
+                INTERRUPTED,
+                output,
+                position,
+                run.thread_id,
+            )
+        except STORE_UNAVAILABLE as error:
+            self._abandon(begun, error)
+            return
+        self._forget(begun)
+        record.finish(INTERRUPTED, output, position)
 
     def _abandon(self, begun: Begun, error: BaseException | None) -> None:
         """Stop a run here without recording its end: its lease is no longer renewed, and
@@ -494,6 +553,13 @@ def _record_of(request: RunRequest, stored: StoredRun, thread_id: str) -> RunRec
         multitask_strategy=stored.multitask_strategy,
         attempt=stored.attempt,
     )
+
+
+def _midway(run: AnyRun) -> bool:
+    """Whether the run stopped with nodes still to run (cancelled), rather than at its end
+    or at a question (then a cancel came too late: the run ends as it ended)."""
+    thread = run.thread
+    return thread is not None and thread.status == RUNNING_THREAD
 
 
 def run_context(request: RunRequest) -> Any:

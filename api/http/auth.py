@@ -254,6 +254,7 @@ Decider = Annotated[Principal, requires(Permission.DECIDE)]
 # The run endpoints: a run with input needs RUN, one that resumes needs DECIDE (the body says
 # which: api/http/run_requests.py `run_permission`); a role with neither is refused at once.
 RunnerOrDecider = Annotated[Principal, requires(Permission.RUN, Permission.DECIDE)]
+RunnerOrCanceller = Annotated[Principal, requires(Permission.RUN, Permission.CANCEL)]
 Canceller = Annotated[Principal, requires(Permission.CANCEL)]
 QueueReader = Annotated[Principal, requires(Permission.QUEUE)]
 Auditor = Annotated[Principal, requires(Permission.AUDIT)]

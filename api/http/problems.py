@@ -162,6 +162,8 @@ _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
     (service_errors.InterruptNeverRaisedError, 404, "unknown-interrupt"),
     (service_errors.InterruptNotOpenError, 409, "interrupt-not-open"),
     (service_errors.RunInProgressError, 409, "thread-busy"),
+    (service_errors.RunNotFoundError, 404, "run-not-found"),
+    (service_errors.RunNotActiveError, 409, "run-not-active"),
     (service_errors.GraphNotServedError, 409, "graph-not-served"),
     (service_errors.UnknownGraphError, 422, "unknown-assistant"),
     (service_errors.IdempotencyKeyReusedError, 422, "idempotency-key-reused"),

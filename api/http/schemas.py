@@ -192,6 +192,12 @@ class RunCreate(LangGraphBody):
     multitask_strategy: Literal["reject", "interrupt", "rollback", "enqueue"] | None = None
 
 
+class RunsCancel(LangGraphBody):
+    thread_id: str | None = None
+    run_ids: list[str] | None = Field(default=None, max_length=1000)
+    status: Literal["pending", "running", "all"] | None = None
+
+
 class DecisionBody(BaseModel):
     """A human's answer to an interrupt. Who answers comes from the API key."""
 

@@ -52,6 +52,7 @@ DETAILS: dict[str, tuple[str, ...]] = {
     "InterruptAssigned": ("interrupt_id", "reviewer_id"),
     "StateEdited": ("values", "as_node", "reason", "decision", "separation_of_duties"),
     "RunReclaimed": ("run_id", "runner", "previous_runner", "lease_expired_at", "attempt", "nodes"),
+    "RunCancelled": ("step", "run_id", "reason"),
     "ThreadCompleted": ("step",),
     "ThreadFailed": ("step", "error_type", "message"),
     "ThreadCancelled": ("step", "reason"),
@@ -109,6 +110,11 @@ def summary(event: WorkflowThread.Event) -> str:
             return (
                 f"runner {event.runner} took run {event.run_id} over from "
                 f"{event.previous_runner}, whose lease expired; again: {', '.join(event.nodes)}"
+            )
+        case WorkflowThread.RunCancelled():
+            because = f": {event.reason}" if event.reason else ""
+            return (
+                f"{who} cancelled run {event.run_id}; it stopped after step {event.step}{because}"
             )
         case WorkflowThread.ThreadCompleted():
             return "the run reached the end"

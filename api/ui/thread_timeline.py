@@ -22,6 +22,7 @@ NEUTRAL = {
     "InterruptAssigned": "a reviewer was assigned",
     "StateEdited": "the state was edited",
     "ThreadCancelled": "the thread was cancelled",
+    "RunCancelled": "a run was cancelled",
 }
 
 

@@ -38,6 +38,7 @@ from domain.record.thread_uuids import thread_uuid
 
 SNAPSHOT_INTERVAL = 50
 SHORT_THREAD = 16  # read in one query; a longer thread goes through its snapshot
+RECORD_ATTEMPTS = 10  # a record on a fresh read, again while other writers append first
 MAX_VERSION = 2**62  # above this a version names nothing (and `version + ahead` fits a bigint)
 RECORDED = AGGREGATES  # imported: each event of the log decodes in a process with a store
 # What the store's mapper raises for a stored event it cannot decode (its own error,
@@ -391,6 +392,25 @@ class Workflows(Application[Any]):
             raise ThreadNotFoundError(thread_id)
         thread.assign(interrupt_id, reviewer_id, actor)
         return self.record(thread)
+
+    def record_run_cancelled(
+        self, thread_id: str, run_id: str, actor: dict[str, Any], reason: str | None
+    ) -> int | None:
+        """Record that the run stopped on `actor`'s request (RunCancelled), by its runner,
+        once it ran its last step: on a fresh read, again if another writer appended first
+        (a real LangGraph graph's last saves may still land)."""
+        for _ in range(RECORD_ATTEMPTS):
+            thread = self.thread(thread_id)
+            if thread is None:
+                raise ThreadNotFoundError(thread_id)
+            thread.record_run_cancelled(
+                run_id, actor, None if reason is None else to_json(str(reason), "The reason")
+            )
+            try:
+                return self.record(thread)
+            except ConcurrentUpdateError:
+                continue
+        raise ConcurrentUpdateError(thread_id)
 
     def cancel(self, thread_id: str, actor: dict[str, Any], reason: str | None) -> int | None:
         """Stop a thread for good (the Article 14(4)(e) stop button).

@@ -458,6 +458,23 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
         def fold(self, thread: WorkflowThread) -> None:
             thread.run_id = self.run_id
 
+    class RunCancelled(Event):
+        """A run was stopped at a step's end, on a request by `actor` (LangGraph's
+        `runs.cancel`): its runner recorded it and ran nothing more. The nodes it had
+        yet to run stay pending: a later run continues from here."""
+
+        step: int
+        run_id: str
+        actor: dict[str, Any]
+        reason: str | None
+
+        def fold(self, thread: WorkflowThread) -> None:
+            thread.run_id = None
+            thread.halted_at = self.originator_version
+
+        def fold_langgraph(self, thread: WorkflowThread) -> None:
+            self.fold(thread)
+
     class InterruptSuperseded(Event):
         """A pending interrupt was left behind unanswered: the thread moved on without it
         (a real LangGraph graph's new input, edit, fork or goto)."""

@@ -47,6 +47,7 @@ class ThreadCommands(ThreadState):
     InterruptAssigned: ClassVar[type[Any]]
     StateEdited: ClassVar[type[Any]]
     RunReclaimed: ClassVar[type[Any]]
+    RunCancelled: ClassVar[type[Any]]
     ThreadCompleted: ClassVar[type[Any]]
     ThreadFailed: ClassVar[type[Any]]
     ThreadCancelled: ClassVar[type[Any]]
@@ -239,6 +240,13 @@ class ThreadCommands(ThreadState):
         if self.status == CANCELLED:
             raise ThreadCancelledError(self.thread_id)
         self._record(self.ThreadCancelled, step=self.step, actor=actor, reason=reason)
+
+    def record_run_cancelled(self, run_id: str, actor: dict[str, Any], reason: str | None) -> None:
+        """A run stopped at a step's end on `actor`'s request (RunCancelled), recorded by
+        its runner; ThreadCancelledError if the thread was stopped for good meanwhile."""
+        if self.status == CANCELLED:
+            raise ThreadCancelledError(self.thread_id)
+        self._record(self.RunCancelled, step=self.step, run_id=run_id, actor=actor, reason=reason)
 
     # -- interrupts ------------------------------------------------------
 

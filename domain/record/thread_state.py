@@ -66,6 +66,9 @@ class ThreadState:
     barriers: dict[str, list[str]]
     error: dict[str, Any] | None
     cancelled: dict[str, Any] | None
+    # The version of a RunCancelled that is the thread's last event: nothing runs then,
+    # though nodes are pending (a class default: snapshots taken before it lack it).
+    halted_at: int | None = None
     checkpoint: dict[str, Any] | None
     parent_checkpoint: dict[str, Any] | None
     run_id: str | None
@@ -82,7 +85,7 @@ class ThreadState:
             return INTERRUPTED
         if self.error is not None:
             return FAILED
-        if self.next:
+        if self.next and self.halted_at != self.version:
             return RUNNING
         return IDLE
 

@@ -29,6 +29,7 @@ RECORDED_TOPICS = {
     "domain.thread:WorkflowThread.InterruptApproved",
     "domain.thread:WorkflowThread.StateEdited",
     "domain.thread:WorkflowThread.RunReclaimed",
+    "domain.thread:WorkflowThread.RunCancelled",
     "domain.thread:WorkflowThread.ThreadCompleted",
     "domain.thread:WorkflowThread.ThreadFailed",
     "domain.thread:WorkflowThread.ThreadCancelled",

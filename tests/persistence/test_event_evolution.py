@@ -31,6 +31,7 @@ ADDED_AFTER_V1 = {
     "InterruptAssigned",
     "InterruptApproved",
     "RunReclaimed",
+    "RunCancelled",
     # real LangGraph graphs' (HoldpointSaver)
     "InterruptSuperseded",
     "CheckpointSaved",

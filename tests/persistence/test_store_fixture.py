@@ -32,6 +32,7 @@ def now_read(tmp_path_factory, expected):
 # Kinds of event added after the fixture was written: not in it, by construction.
 ADDED_SINCE = {
     "domain.thread:WorkflowThread.RunReclaimed",
+    "domain.thread:WorkflowThread.RunCancelled",
     # real LangGraph graphs' (HoldpointSaver)
     "domain.thread:WorkflowThread.InterruptSuperseded",
     "domain.thread:WorkflowThread.CheckpointSaved",

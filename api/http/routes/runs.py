@@ -12,6 +12,7 @@ plus `__interrupt__` when the thread paused, or `__error__` when a node failed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -23,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from api.http.auth import (
     PERMISSIONS,
     Reader,
+    RunnerOrCanceller,
     RunnerOrDecider,
     check,
     note,
@@ -34,9 +36,10 @@ from api.http.positions import POSITION_HEADER
 from api.http.problems import Problem, problem_responses
 from api.http.routes.threads import thread_or_404
 from api.http.run_requests import RUN_FIELDS, is_resume, prepare_run, run_permission
-from api.http.schemas import RunCreate
+from api.http.schemas import RunCreate, RunsCancel
 from domain.access.identity import Principal
 from service import run_follow
+from service.errors import RunNotActiveError
 from service.rate_limit import RUNS
 from service.run_record import DONE, RunRecord
 from service.run_store import StoredRun
@@ -400,3 +403,121 @@ async def join_stream(
         raise Problem(422, msg, code="invalid-request")
     local = services.runs.local(run_id)
     return streaming(services, stored, local, modes=asked, after=after)
+
+
+# -- cancelling and deleting runs -------------------------------------------
+
+
+Action = Annotated[
+    str,
+    Query(
+        pattern="^(interrupt|rollback)$",
+        description="interrupt: stop at the step's end, keeping what it did; rollback is "
+        "refused (it would delete the run's events)",
+    ),
+]
+
+
+def cancel_action(action: str) -> None:
+    if action == "rollback":
+        msg = (
+            "Invalid action 'rollback': it would delete the run's events, and the record is "
+            "append-only; use action=interrupt (the run stops, and what it did stays)"
+        )
+        raise Problem(422, msg, code="invalid-request")
+
+
+async def cancel_one(
+    services: Services, run_id: str, principal: Principal, reason: str | None
+) -> StoredRun:
+    return await run_in_threadpool(services.runs.cancel, run_id, principal.as_actor(), reason)
+
+
+@router.post(
+    "/threads/{thread_id}/runs/{run_id}/cancel",
+    summary="Cancel a run: it stops at its step's end, recorded (RunCancelled) with who asked",
+    status_code=202,
+    responses={**problem_responses(403, 404, 409, 422), 204: {"description": "Stopped"}},
+    response_class=Response,
+)
+async def cancel_run(
+    thread_id: str,
+    run_id: str,
+    request: Request,
+    services: ServicesDep,
+    principal: RunnerOrCanceller,
+    wait: bool = False,
+    action: Action = "interrupt",
+    reason: Annotated[str | None, Query(max_length=4000)] = None,
+) -> Response:
+    """A queued run ends at once; a running one stops once its current step has ended (a
+    run of another process, once its runner next renews its lease: a third of
+    `run_lease_seconds` at most). With `wait`, answers 204 once it has stopped."""
+    cancel_action(action)
+    note(request, thread_id=thread_id, run_id=run_id)
+    await run_in_threadpool(run_or_404, services, thread_id, run_id)
+    await cancel_one(services, run_id, principal, reason)
+    if not wait:
+        return Response(status_code=202)
+    await run_follow.until_done(services.runs.store, run_id)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/runs/cancel",
+    summary="Cancel runs: of a thread, or by id, pending or running",
+    status_code=204,
+    responses=problem_responses(403, 404, 422),
+    response_class=Response,
+)
+async def cancel_runs(
+    body: RunsCancel,
+    request: Request,
+    services: ServicesDep,
+    principal: RunnerOrCanceller,
+    action: Action = "interrupt",
+) -> Response:
+    """The runs named by `run_ids`, or those of `thread_id`, that are `status` (pending,
+    running, or all: the default); runs that have ended are passed by."""
+    cancel_action(action)
+    if body.thread_id is None and not body.run_ids:
+        msg = "Invalid body: name the runs to cancel, by thread_id or run_ids"
+        raise Problem(422, msg, code="invalid-request")
+    wanted = ("pending", "running") if body.status in (None, "all") else (body.status,)
+
+    def active() -> list[StoredRun]:
+        if body.run_ids:
+            runs = [services.runs.store.get(run_id) for run_id in body.run_ids]
+            found = [run for run in runs if run is not None]
+            if body.thread_id is not None:
+                found = [run for run in found if run.belongs_to(body.thread_id)]
+        else:
+            assert body.thread_id is not None
+            found = services.runs.store.of_thread(body.thread_id, limit=1000)
+        return [run for run in found if run.status in wanted]
+
+    for run in await run_in_threadpool(active):
+        note(request, thread_id=run.thread_id)
+        with contextlib.suppress(RunNotActiveError):  # it ended meanwhile
+            await cancel_one(services, run.run_id, principal, None)
+    return Response(status_code=204)
+
+
+@router.delete(
+    "/threads/{thread_id}/runs/{run_id}",
+    summary="Delete a run that has ended: its row, never its events",
+    status_code=204,
+    responses=problem_responses(403, 404, 409),
+    response_class=Response,
+)
+async def delete_run(
+    thread_id: str, run_id: str, request: Request, services: ServicesDep, _: RunnerOrCanceller
+) -> Response:
+    """The run's row (its status, output and request) is deleted; what it did stays in
+    the thread's events. A run that has not ended is a 409: cancel it first."""
+    note(request, thread_id=thread_id, run_id=run_id)
+    stored = await run_in_threadpool(run_or_404, services, thread_id, run_id)
+    if not stored.done:
+        raise RunNotActiveError(run_id, stored.status) from None
+    await run_in_threadpool(services.runs.store.delete, run_id)
+    return Response(status_code=204)

@@ -1,0 +1,107 @@
+"""`runs.cancel`, `runs.cancel_many` and `runs.delete` through the SDK, as useStream's stop
+button and LangGraph's clients call them.
+
+A run at work stops at its step's end, recorded (RunCancelled) with the key's principal;
+`rollback` is refused, as it would delete events; a role that may neither run nor
+cancel is refused and recorded. Deleting a run deletes its row, never its events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langgraph_sdk.errors import ConflictError, PermissionDeniedError, UnprocessableEntityError
+
+from tests.api.http_harness import running_server
+from tests.service.test_run_cancel import Gate, native_graph
+
+GATE = Gate()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("store")
+    url = f"sqlite:///{folder / 'holdpoint.db'}"
+    with running_server(url, extra=lambda store: {"steps": native_graph(store, GATE)}) as s:
+        yield s
+    GATE.released.set()
+
+
+def at_work(server) -> tuple[str, str]:
+    """A thread whose run is at work in its `work` node."""
+    GATE.entered.clear()
+    GATE.released.clear()
+    agent = server.sdk("agent")
+    thread_id = agent.threads.create()["thread_id"]
+    run = agent.runs.create(thread_id, "steps", input={"log": ""})
+    assert GATE.entered.wait(10)
+    return thread_id, run["run_id"]
+
+
+def events(server, thread_id: str) -> list[dict[str, Any]]:
+    with server.http("auditor") as auditor:
+        return list(auditor.get(f"/threads/{thread_id}/events").json()["events"])
+
+
+def test_the_stop_button_cancels_the_run_and_the_record_says_who(server):
+    thread_id, run_id = at_work(server)
+    agent = server.sdk("agent")
+    # When the agent presses stop (useStream calls runs.cancel), and the node finishes
+    agent.runs.cancel(thread_id, run_id)
+    GATE.released.set()
+    agent.runs.join(thread_id, run_id)
+    # Then the run is interrupted, and the thread's record ends with who cancelled it
+    assert agent.runs.get(thread_id, run_id)["status"] == "interrupted"
+    last = events(server, thread_id)[-1]
+    assert last["type"] == "RunCancelled"
+    assert last["data"]["actor"]["id"] == "agent"
+    assert agent.threads.get_state(thread_id)["next"] == ["last"]
+    assert agent.threads.get(thread_id)["status"] == "idle"
+    # And it cannot be cancelled again; its row can be deleted, its events stay
+    with pytest.raises(ConflictError):
+        agent.runs.cancel(thread_id, run_id)
+    before = events(server, thread_id)
+    agent.runs.delete(thread_id, run_id)
+    assert [r["run_id"] for r in agent.runs.list(thread_id)] == []
+    assert events(server, thread_id) == before
+
+
+def test_rollback_and_a_role_that_may_not_cancel_are_refused(server):
+    thread_id, run_id = at_work(server)
+    try:
+        with pytest.raises(UnprocessableEntityError, match="append-only"):
+            server.sdk("agent").runs.cancel(thread_id, run_id, action="rollback")
+        with pytest.raises(PermissionDeniedError):
+            server.sdk("auditor").runs.cancel(thread_id, run_id)
+        with pytest.raises(ConflictError):  # a run that has not ended is not deleted
+            server.sdk("agent").runs.delete(thread_id, run_id)
+        assert server.sdk("agent").runs.get(thread_id, run_id)["status"] == "running"
+    finally:
+        GATE.released.set()
+    server.sdk("agent").runs.join(thread_id, run_id)
+    assert server.sdk("agent").runs.get(thread_id, run_id)["status"] == "success"
+
+
+def test_a_queued_run_cancelled_with_wait_is_answered_once_it_has_ended(server):
+    thread_id, run_id = at_work(server)
+    agent = server.sdk("agent")
+    try:
+        queued = agent.runs.create(thread_id, "steps", input=None, multitask_strategy="enqueue")
+        assert queued["status"] == "pending"
+        agent.runs.cancel(thread_id, queued["run_id"], wait=True)
+        assert agent.runs.get(thread_id, queued["run_id"])["status"] == "interrupted"
+    finally:
+        GATE.released.set()
+    agent.runs.join(thread_id, run_id)
+
+
+def test_cancel_many_cancels_a_threads_runs(server):
+    thread_id, run_id = at_work(server)
+    reviewer = server.sdk("reviewer")
+    reviewer.runs.cancel_many(thread_id=thread_id, status="running")
+    GATE.released.set()
+    server.sdk("agent").runs.join(thread_id, run_id)
+    assert reviewer.runs.get(thread_id, run_id)["status"] == "interrupted"
+    assert events(server, thread_id)[-1]["data"]["actor"]["id"] == "reviewer"
+    with server.http("agent") as http:
+        assert http.post("/runs/cancel", json={}).status_code == 422
