@@ -91,6 +91,29 @@ def graph_input(body: RunCreate) -> Any:
     return Command(resume=command.resume, update=command.update, goto=command.goto or ())
 
 
+# LangGraph's run options Holdpoint does not have yet: refused by name when set, never
+# accepted and ignored (the SDKs send none of them unless asked).
+UNSUPPORTED_OPTIONS = {
+    "webhook": "no webhook is called when a run ends",
+    "after_seconds": "runs are not scheduled; start the run when it is due",
+    "on_completion": "a stateless run's thread is kept, as the record is append-only",
+}
+
+
+def refuse_unsupported_options(body: RunCreate) -> None:
+    extra = body.model_extra or {}
+    for name, why in UNSUPPORTED_OPTIONS.items():
+        if extra.get(name) is not None and not (name == "on_completion" and extra[name] == "keep"):
+            msg = f"Invalid body.{name}: not supported by Holdpoint ({why})"
+            raise Problem(422, msg, code="invalid-request")
+    if extra.get("on_disconnect") == "cancel":
+        msg = (
+            "Invalid body.on_disconnect: 'cancel' is not supported (a run goes on when its "
+            "stream drops); cancel it with POST /threads/{thread_id}/runs/{run_id}/cancel"
+        )
+        raise Problem(422, msg, code="invalid-request")
+
+
 def is_resume(body: RunCreate) -> bool:
     return body.command is not None and body.command.resume is not None
 
@@ -126,6 +149,7 @@ def prepare_run(
     The caller has checked `run_permission` already; the hold points' rules are the
     domain's, checked as the run begins.
     """
+    refuse_unsupported_options(body)
     graph = services.graph(body.assistant_id)
     if body.interrupt_before or body.interrupt_after:
         msg = (

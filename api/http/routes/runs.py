@@ -379,7 +379,7 @@ async def join_stream(
     if cancel_on_disconnect:
         msg = (
             "Invalid cancel_on_disconnect=true: a run goes on when its stream is dropped; "
-            "cancel it with POST /threads/{thread_id}/cancel"
+            "cancel it with POST /threads/{thread_id}/runs/{run_id}/cancel"
         )
         raise Problem(422, msg, code="invalid-request")
     after = 0

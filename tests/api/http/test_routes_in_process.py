@@ -130,6 +130,28 @@ def test_a_multitask_strategy_not_supported_is_a_422_naming_those_that_are(app, 
     )
 
 
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("webhook", "https://hooks.example/run-ended"),
+        ("after_seconds", 30),
+        ("on_completion", "delete"),
+        ("on_disconnect", "cancel"),
+    ],
+)
+def test_a_run_option_holdpoint_lacks_is_a_422_naming_it_and_records_nothing(app, option, value):
+    thread_id, _ = paused(app)
+    events = call(app, "auditor", "GET", f"/threads/{thread_id}/events").json()["events"]
+    body = {"assistant_id": "refund", "input": {"refund_amount": 1.0}, option: value}
+
+    refused = call(app, "agent", "POST", f"/threads/{thread_id}/runs", body)
+
+    assert refused.status_code == 422
+    assert refused.json()["detail"].startswith(f"Invalid body.{option}: ")
+    after = call(app, "auditor", "GET", f"/threads/{thread_id}/events").json()["events"]
+    assert after == events
+
+
 def test_a_run_is_read_back_from_the_store_with_its_attempt(app):
     thread_id, _ = paused(app)
     [run] = call(app, "agent", "GET", f"/threads/{thread_id}/runs").json()
