@@ -62,7 +62,7 @@ from service.run_store import RunStore, StoredRun
 from service.wire import output_json
 
 log = structlog.get_logger()
-STRATEGIES = ("reject", "enqueue")
+STRATEGIES = ("reject", "enqueue", "interrupt")
 
 
 ServedGraph = CompiledStateGraph | LangGraphApp  # a native graph, or a real LangGraph one
@@ -267,8 +267,10 @@ class RunManager:
             multitask_strategy=request.multitask_strategy,
         )
         enqueue = request.multitask_strategy == "enqueue" and not request.wait
+        interrupt = request.multitask_strategy == "interrupt" and not request.wait
         guarded = not enqueue and request.input is not None and not _from_checkpoint(request)
         deadline = time.monotonic() + (self.busy_wait if request.wait else 0.0)
+        cancelled: set[str] = set()  # the runs this one asked to stop, to take their thread
         while True:
             guard = self.store.guard(stored, self.owner, self.lease_ttl) if guarded else None
             if guard is not None:
@@ -291,10 +293,22 @@ class RunManager:
                 if opened.started:
                     return self.begin_claimed(request, stored)
                 holder = opened.holder
+            if interrupt and holder is not None and holder not in cancelled:
+                self._interrupt(holder, stored.run_id, request)
+                cancelled.add(holder)
+                deadline = time.monotonic() + self.busy_wait
             with self.launcher.may_wait():
                 if not self._wait_for_thread(stored.run_thread_id, deadline):
                     waited = self.busy_wait if request.wait else 0.0
                     raise RunInProgressError(request.thread_id, holder, waited)
+
+    def _interrupt(self, holder: str, run_id: str, request: RunRequest) -> None:
+        """`multitask_strategy: interrupt`: ask the run that holds the thread to stop (it
+        records RunCancelled, naming this run), to run once it has."""
+        actor = (request.config.get("configurable") or {}).get("actor") or {}
+        reason = f"multitask_strategy interrupt: run {run_id} was started on the thread"
+        with contextlib.suppress(RunNotActiveError, RunNotFoundError):  # it ended meanwhile
+            self.cancel(holder, actor, reason)
 
     def _wait_for_thread(self, thread_id: str, deadline: float) -> bool:
         """Until no lease holds the thread (True), or the deadline (False); woken by the

@@ -161,8 +161,9 @@ def prepare_run(
     strategy = body.multitask_strategy or "reject"
     if strategy not in STRATEGIES:
         msg = (
-            f"Invalid body.multitask_strategy: {strategy!r} is not supported; use reject "
-            "(the default: 409 while another run holds the thread) or enqueue"
+            f"Invalid body.multitask_strategy: {strategy!r} is not supported (it would delete "
+            "the running run's events); use reject (the default: 409 while another run "
+            "holds the thread), enqueue or interrupt"
         )
         raise Problem(422, msg, code="invalid-request")
     run_input = graph_input(body)

@@ -116,7 +116,7 @@ def test_an_approval_names_the_digest_it_answered(app):
     assert (decided.json()["resume"], decided.json()["resumed"]) == (True, True)
 
 
-@pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
+@pytest.mark.parametrize("strategy", ["rollback"])
 def test_a_multitask_strategy_not_supported_is_a_422_naming_those_that_are(app, strategy):
     thread_id, _ = paused(app)
     body = {"assistant_id": "refund", "input": None, "multitask_strategy": strategy}
@@ -125,8 +125,9 @@ def test_a_multitask_strategy_not_supported_is_a_422_naming_those_that_are(app, 
 
     assert refused.status_code == 422
     assert refused.json()["detail"] == (
-        f"Invalid body.multitask_strategy: {strategy!r} is not supported; use reject "
-        "(the default: 409 while another run holds the thread) or enqueue"
+        f"Invalid body.multitask_strategy: {strategy!r} is not supported (it would delete "
+        "the running run's events); use reject (the default: 409 while another run "
+        "holds the thread), enqueue or interrupt"
     )
 
 

@@ -7,6 +7,8 @@ cancel is refused and recorded. Deleting a run deletes its row, never its events
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -105,3 +107,30 @@ def test_cancel_many_cancels_a_threads_runs(server):
     assert events(server, thread_id)[-1]["data"]["actor"]["id"] == "reviewer"
     with server.http("agent") as http:
         assert http.post("/runs/cancel", json={}).status_code == 422
+
+
+def test_multitask_interrupt_stops_the_running_run_and_runs_the_new_one(server):
+    thread_id, first = at_work(server)
+    agent = server.sdk("agent")
+    started: dict[str, Any] = {}
+
+    def start() -> None:  # it waits for the thread, as LangGraph's server does not
+        started.update(
+            agent.runs.create(thread_id, "steps", input=None, multitask_strategy="interrupt")
+        )
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    try:
+        # Once the new run has asked the running one to stop, the node finishes
+        deadline = time.monotonic() + 10
+        while not server.services.runs.store.cancel_requests([first]):
+            assert time.monotonic() < deadline, "the running run was never asked to stop"
+    finally:
+        GATE.released.set()
+    starter.join(10)
+    second = started["run_id"]
+    assert agent.runs.join(thread_id, second) == {"log": "fwl"}
+    assert agent.runs.get(thread_id, first)["status"] == "interrupted"
+    (cancelled,) = [e for e in events(server, thread_id) if e["type"] == "RunCancelled"]
+    assert second in cancelled["data"]["reason"]
