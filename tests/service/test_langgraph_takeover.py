@@ -6,6 +6,7 @@ runs again, once, the takeover is on record, and the thread completes."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
@@ -22,6 +23,11 @@ TTL = 60.0
 
 class Steps(TypedDict):
     log: str
+
+
+def runnable(store: Any, thread_id: str) -> list[str]:
+    thread = store.thread(thread_id)
+    return [] if thread is None else thread.runnable()
 
 
 def test_a_langgraph_run_whose_lease_expired_is_taken_over_and_completes(store):
@@ -61,6 +67,11 @@ def test_a_langgraph_run_whose_lease_expired_is_taken_over_and_completes(store):
             )
         )
         assert entered.wait(10)
+        # LangGraph saves the checkpoint that leads to `work` in the background while
+        # `work` runs: the scenario is a runner that dies once it is on record
+        deadline = time.monotonic() + 10
+        while "work" not in runnable(store, "t-1"):
+            assert time.monotonic() < deadline, "the checkpoint before `work` was never saved"
         expire(runs, hung.thread_id)  # its runner stops renewing
 
         RunWorker(two, store, {"steps": app}, poll=1.0).sweep()

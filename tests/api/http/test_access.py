@@ -29,10 +29,10 @@ from domain.record.store import open_store
 from persistence.key_probe import SQLiteKeyProbe
 from service.bootstrap import configure_logging
 from service.rate_limit import RateLimiter
-from tests.api.http_harness import Server, server_on
+from tests.api.http_harness import PUBLIC_PATHS, Server, server_on
 
 ROLES = ("agent", "reviewer", "auditor", "admin")
-PUBLIC = {"/healthz", "/readyz", "/ok", "/info"}
+PUBLIC = PUBLIC_PATHS
 HOLDPOINT = Path(sys.executable).with_name("holdpoint")
 
 

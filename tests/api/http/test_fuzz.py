@@ -43,7 +43,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from domain.access.identity import RefusedAttempt
-from tests.api.http_harness import Server, server_on
+from tests.api.http_harness import PUBLIC_PATHS, Server, server_on
 
 pytestmark = pytest.mark.slow  # about 80 s a store, bounded by EXAMPLES
 
@@ -298,7 +298,7 @@ def test_random_invalid_requests_are_rejected_and_record_nothing(world):
 def test_without_a_valid_key_every_endpoint_answers_401_and_records_only_the_refusal(world, key):
     # Given no key, or one the server never made
     headers = {} if key is None else {"x-api-key": key}
-    public = {"/healthz", "/readyz", "/ok", "/info"}
+    public = PUBLIC_PATHS
 
     def refused(response: Any) -> str | None:
         if str(response.request.path_url).split("?")[0] in public:

@@ -8,9 +8,9 @@ import pytest
 
 from integrity.sealing import make_seal
 from integrity.signing import generate_key, load_private_key
-from tests.api.http_harness import server_on
+from tests.api.http_harness import PUBLIC_PATHS, server_on
 
-PUBLIC = {"/healthz", "/readyz"}
+PUBLIC = PUBLIC_PATHS
 
 
 @pytest.fixture(scope="module")
