@@ -35,7 +35,59 @@ const resumed = await collect(
   }),
 );
 const done = await agent.threads.getState(threadId);
+const newestFirst = await agent.threads.search({
+  metadata: { source: "js" },
+  sortBy: "updated_at",
+  sortOrder: "desc",
+});
+
+// Agent Chat UI's useStream on a real LangGraph graph: values and messages-tuple, then
+// Agent Inbox's resume as a list of {type, args}, streamed as events.
+const chat = (await agent.threads.create({ metadata: { source: "js-chat" } })).thread_id;
+const chatted = await collect(
+  agent.runs.stream(chat, "refund-lg", {
+    input: { amount: 300 },
+    streamMode: ["values", "messages-tuple"],
+  }),
+);
+const answered = await collect(
+  reviewer.runs.stream(chat, "refund-lg", {
+    command: { resume: [{ type: "accept", args: null }] },
+    streamMode: "events",
+  }),
+);
+const chatDone = await agent.threads.getState(chat);
+
+// Agent Inbox's "mark as resolved", by the reviewer
+const paused2 = (await agent.threads.create()).thread_id;
+await agent.runs.wait(paused2, "refund_approval", {
+  input: { refund_amount: 80.0, approved: false },
+});
+await reviewer.threads.updateState(paused2, { values: null, asNode: "__end__" });
+const resolved = await agent.threads.get(paused2);
+
+// useStream's stop: runs.cancel on a run at work (the test lets the node finish)
+const working = (await agent.threads.create()).thread_id;
+const run = await agent.runs.create(working, "steps", { input: { log: "" } });
+await agent.runs.cancel(working, run.run_id);
+await agent.runs.join(working, run.run_id);
+const stopped = await agent.runs.get(working, run.run_id);
 
 console.log(
-  JSON.stringify({ info, threadId, started, paused, found, rejoined, resumed, done }),
+  JSON.stringify({
+    info,
+    threadId,
+    started,
+    paused,
+    found,
+    rejoined,
+    resumed,
+    done,
+    newestFirst,
+    chatted,
+    answered,
+    chatDone,
+    resolved,
+    stopped,
+  }),
 );
