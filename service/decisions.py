@@ -35,6 +35,7 @@ from domain.oversight.hold_points import NO_VALUE, answer_value
 from domain.record.hashing import canonical_json, to_json
 from domain.record.thread import WorkflowThread
 from domain.types import Command
+from service.assistant_ids import assistant_id
 from service.errors import (
     IdempotencyKeyReusedError,
     InterruptNeverRaisedError,
@@ -44,7 +45,7 @@ from service.errors import (
 )
 from service.runs import RunRequest
 from service.services import Services
-from service.wire import assistant_id, iso
+from service.wire import iso
 
 ATTEMPTS = 3  # a claim that lost to an unrelated write on the thread is tried again
 LOST_RACE = (

@@ -27,6 +27,7 @@ from domain.record.application import Workflows
 from domain.record.thread import WorkflowThread
 from langgraph.checkpoint.holdpoint import HoldpointSaver
 from saver.values import to_record
+from service.assistant_ids import assistant_id
 
 Graph = Pregel[Any, Any, Any, Any]  # any compiled LangGraph graph
 # LangGraph's own strict resume: a resume map naming an interrupt that is not pending, or
@@ -78,13 +79,32 @@ class LangGraphApp:
     def run_config(self, config: dict[str, Any]) -> dict[str, Any]:
         """A run's config as LangGraph gets it: strict resume, and the graph's digest and
         channels for a thread the saver starts."""
+        given_configurable = config.get("configurable") or {}
         configurable = {
-            **(config.get("configurable") or {}),
+            **given_configurable,
             STRICT_RESUME: True,
             GRAPH_KEY: {"digest": self.digest, "channels": self.channels},
         }
         given = {key: value for key, value in config.items() if key != SUBGRAPHS_KEY}
-        return {**given, "configurable": configurable}
+        return {
+            **given,
+            "configurable": configurable,
+            "metadata": {**(config.get("metadata") or {}), **self._server_keys(given_configurable)},
+        }
+
+    def _server_keys(self, configurable: dict[str, Any]) -> dict[str, Any]:
+        """What LangGraph's server adds to a run's checkpoint metadata, recorded with each
+        checkpoint (CheckpointSaved): the run, the thread, the graph, the assistant, and
+        the user (the key's principal)."""
+        actor = configurable.get("actor") or {}
+        keys = {
+            "run_id": configurable.get("run_id"),
+            "thread_id": configurable.get("thread_id"),
+            "graph_id": self.graph_id,
+            "assistant_id": assistant_id(self.graph_id),
+            "user_id": actor.get("id") if isinstance(actor, dict) else None,
+        }
+        return {key: value for key, value in keys.items() if value is not None}
 
     def state(self, thread_id: str, checkpoint_id: str | None = None) -> Any:
         """LangGraph's StateSnapshot of the thread, now or at a checkpoint (folded from

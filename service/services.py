@@ -13,6 +13,7 @@ from domain.record.application import Workflows
 from domain.record.store import backend_of, open_store
 from persistence.key_probe import SQLiteKeyProbe
 from projections.privileges import may_create_tables
+from service.assistant_ids import assistant_id
 from service.errors import GraphNotServedError, UnknownGraphError
 from service.metrics import Metrics
 from service.rate_limit import RateLimiter
@@ -24,7 +25,6 @@ from service.runs import RunManager, RunOutcome, ServedGraph
 from service.schema import prepare
 from service.sessions import SessionStore
 from service.settings import ServerSettings
-from service.wire import assistant_id
 
 
 @dataclass

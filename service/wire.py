@@ -13,7 +13,6 @@ from collections import deque
 from datetime import date, datetime, time
 from enum import Enum
 from typing import Any
-from uuid import UUID, uuid5
 
 from langgraph.types import Interrupt as LangGraphInterrupt
 from langgraph.types import Send
@@ -24,10 +23,10 @@ from domain.record.thread import WorkflowThread
 from domain.record.thread_state import CANCELLED, FAILED, IDLE, INTERRUPTED, RUNNING
 from domain.types import Interrupt, StateSnapshot
 from saver.values import from_record
+from service.assistant_ids import assistant_id
 from service.langgraph_app import LangGraphApp
 
 # LangGraph's server derives an assistant's id from its graph's name with this namespace.
-ASSISTANT_NAMESPACE = UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 # Thread statuses as LangGraph names them; a cancelled thread keeps Holdpoint's word.
 THREAD_STATUS = {
     IDLE: "idle",
@@ -38,10 +37,6 @@ THREAD_STATUS = {
 }
 WIRE_TO_INDEX_STATUS = {"idle": "idle", "busy": "running", "interrupted": "interrupted",
                         "error": "failed", "cancelled": "cancelled"}  # fmt: skip
-
-
-def assistant_id(graph_id: str) -> str:
-    return str(uuid5(ASSISTANT_NAMESPACE, graph_id))
 
 
 def iso(moment: datetime | str | None) -> str | None:
@@ -186,8 +181,20 @@ def checkpoint_json(config: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def state_json(snapshot: StateSnapshot) -> dict[str, Any]:
-    """A StateSnapshot as LangGraph's ThreadState."""
+def server_keys(thread: WorkflowThread | None) -> dict[str, Any]:
+    if thread is None:
+        return {}
+    return {
+        "thread_id": thread.thread_id,
+        "graph_id": thread.graph_id,
+        "assistant_id": assistant_id(thread.graph_id),
+    }
+
+
+def state_json(snapshot: StateSnapshot, thread: WorkflowThread | None = None) -> dict[str, Any]:
+    """A StateSnapshot as LangGraph's ThreadState; with its `thread`, the metadata has the
+    keys LangGraph's server adds (thread, graph, assistant), under those recorded (a
+    LangGraph run's checkpoints record its run and user too: service/langgraph_app.py)."""
     checkpoint = checkpoint_json(snapshot.config)
     parent = checkpoint_json(snapshot.parent_config)
     tasks = [
@@ -207,7 +214,7 @@ def state_json(snapshot: StateSnapshot) -> dict[str, Any]:
         "values": langgraph_json(snapshot.values),
         "next": list(snapshot.next),
         "tasks": tasks,
-        "metadata": snapshot.metadata or {},
+        "metadata": {**server_keys(thread), **(snapshot.metadata or {})},
         "created_at": snapshot.created_at,
         "checkpoint": checkpoint,
         "parent_checkpoint": parent,

@@ -27,10 +27,10 @@ from domain.engine.runtime import REQUEST_KEY
 from domain.errors import HoldpointError, ThreadNotFoundError
 from domain.record.thread_ids import thread_id_problem
 from domain.types import Command
+from service.assistant_ids import assistant_id
 from service.langgraph_app import SUBGRAPHS_KEY, LangGraphApp
 from service.runs import STRATEGIES, RunRequest, ServedGraph, run_context
 from service.services import Services
-from service.wire import assistant_id
 
 STREAM_MODES = ("values", "updates")  # the native engine's
 # A real LangGraph graph's, as LangGraph's server offers them (service/langgraph_run.py).

@@ -11,8 +11,8 @@ from api.http.deps import ServicesDep
 from api.http.problems import Problem, problem_responses
 from api.http.schemas import AssistantCount, AssistantSearch
 from service import assistant_graphs
+from service.assistant_ids import assistant_id as assistant_uuid
 from service.services import Services
-from service.wire import assistant_id as assistant_uuid
 from service.wire import assistant_json
 
 router = APIRouter(tags=["assistants (LangGraph)"])

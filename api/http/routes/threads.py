@@ -189,8 +189,8 @@ def current_state(services: Services, thread_id: str) -> dict[str, Any]:
     if thread is None and services.reservations.get(thread_id) is None:
         raise not_found(thread_id)
     if thread is not None and thread.engine == LANGGRAPH:
-        return state_json(langgraph_app(services, thread).state(thread_id))
-    return state_json(snapshots.get_state(services.store, config))
+        return state_json(langgraph_app(services, thread).state(thread_id), thread)
+    return state_json(snapshots.get_state(services.store, config), thread)
 
 
 def state_at(services: Services, thread_id: str, checkpoint_id: str | None) -> dict[str, Any]:
@@ -205,9 +205,9 @@ def state_at(services: Services, thread_id: str, checkpoint_id: str | None) -> d
                 f"Checkpoint {checkpoint_id} not found in thread {thread_id!r}",
                 code="checkpoint-not-found",
             )
-        return state_json(snapshot)
+        return state_json(snapshot, thread)
     config = {"configurable": {"thread_id": thread_id, "checkpoint_id": checkpoint_id}}
-    return state_json(snapshots.get_state(services.store, config))
+    return state_json(snapshots.get_state(services.store, config), thread)
 
 
 def langgraph_app(services: Services, thread: WorkflowThread) -> LangGraphApp:
@@ -360,7 +360,7 @@ def history(services: Services, thread_id: str, query: HistoryQuery) -> list[dic
         )
     )
     for snapshot in listed:
-        state = state_json(snapshot)
+        state = state_json(snapshot, thread)
         passed = passed or state["checkpoint_id"] == at_or_before
         if passed:
             found.append(state)

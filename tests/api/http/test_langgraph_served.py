@@ -157,3 +157,22 @@ def test_a_run_from_a_past_checkpoint_branches_the_thread_and_asks_again(server)
     assert [item["interrupt_id"] for item in pending(server)] == [again["__interrupt__"][0]["id"]]
     assert client.threads.get_state("lg-1")["next"] == ["review"]
     assert server.store.verify_chain("lg-1").ok
+
+
+def test_checkpoint_metadata_has_the_keys_langgraphs_server_adds(server):
+    paused(server, "lg-meta")
+    agent = server.sdk("agent")
+    (run,) = agent.runs.list("lg-meta")
+    metadata = agent.threads.get_state("lg-meta")["metadata"]
+    assert {key: metadata[key] for key in ("thread_id", "graph_id", "run_id", "user_id")} == {
+        "thread_id": "lg-meta",
+        "graph_id": GRAPH,
+        "run_id": run["run_id"],
+        "user_id": "agent",
+    }
+    assert metadata["assistant_id"] == run["assistant_id"]
+    # recorded with the checkpoint, in the thread's own events
+    saved = [
+        e for e in server.store.thread_events("lg-meta") if type(e).__name__ == "CheckpointSaved"
+    ]
+    assert saved[-1].metadata["run_id"] == run["run_id"]

@@ -49,6 +49,12 @@ def test_the_refund_story_through_the_sdk(server):
     assert [i["id"] for task in paused["interrupts"].values() for i in task] == [pending["id"]]
     state = agent.threads.get_state(thread_id)
     assert state["next"] == ["check_and_process"]
+    server_keys = {key: state["metadata"][key] for key in ("thread_id", "graph_id", "assistant_id")}
+    assert server_keys == {
+        "thread_id": thread_id,
+        "graph_id": "refund",
+        "assistant_id": REFUND_ASSISTANT,
+    }
     assert state["interrupts"] == [{"id": pending["id"], "value": pending["value"]}]
 
     # And the reviewer sees it in the approval queue
