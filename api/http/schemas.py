@@ -192,6 +192,12 @@ class RunCreate(LangGraphBody):
     multitask_strategy: Literal["reject", "interrupt", "rollback", "enqueue"] | None = None
 
 
+class BatchRun(RunCreate):
+    """One run of a batch: on `thread_id`, or on a new thread (a stateless run)."""
+
+    thread_id: ThreadId | None = None
+
+
 class RunsCancel(LangGraphBody):
     thread_id: str | None = None
     run_ids: list[str] | None = Field(default=None, max_length=1000)

@@ -17,7 +17,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Body, Header, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -33,11 +33,12 @@ from api.http.auth import (
 from api.http.decisions import ANSWER_ERRORS, answer_problem, record_refused_answer
 from api.http.deps import ServicesDep
 from api.http.positions import POSITION_HEADER
-from api.http.problems import Problem, problem_responses
+from api.http.problems import Problem, from_domain_error, problem_responses
 from api.http.routes.threads import thread_or_404
 from api.http.run_requests import RUN_FIELDS, is_resume, prepare_run, run_permission
-from api.http.schemas import RunCreate, RunsCancel
+from api.http.schemas import BatchRun, RunCreate, RunsCancel
 from domain.access.identity import Principal
+from domain.errors import HoldpointError
 from service import run_follow
 from service.errors import RunNotActiveError
 from service.rate_limit import RUNS
@@ -302,6 +303,36 @@ async def stream_stateless_run(
 ) -> StreamingResponse:
     record = await begin(services, request, principal, None, body, streamed=True)
     return streaming(services, record, record)
+
+
+BATCH_MAX = 100
+
+
+@router.post(
+    "/runs/batch",
+    summary="Start a batch of runs in the background, each on its thread or a new one",
+    responses=RUN_ERRORS,
+)
+async def create_batch(
+    body: Annotated[list[BatchRun], Body(max_length=BATCH_MAX)],
+    request: Request,
+    services: ServicesDep,
+    principal: RunnerOrDecider,
+) -> list[dict[str, Any]]:
+    """The runs begin in order, each as `POST /threads/{thread_id}/runs` (or `POST /runs`
+    without a thread) begins it; the first refused ends the batch with its problem, whose
+    detail names it and the runs begun before it (they go on)."""
+    begun: list[dict[str, Any]] = []
+    for index, item in enumerate(body):
+        try:
+            record = await begin(services, request, principal, item.thread_id, item)
+        except (Problem, HoldpointError) as error:
+            problem = error if isinstance(error, Problem) else from_domain_error(error)
+            started = ", ".join(run["run_id"] for run in begun) or "none"
+            problem.detail = f"Run {index} of the batch: {problem.detail} (begun: {started})"
+            raise problem from None
+        begun.append(record.json())
+    return begun
 
 
 # -- reading runs ---------------------------------------------------------

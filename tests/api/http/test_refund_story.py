@@ -232,3 +232,31 @@ def test_parallel_interrupts_are_answered_by_id(server):
         command={"resume": {ids["ask left"]: "L", ids["ask right"]: "R"}},
     )
     assert sorted(done["out"]) == ["join", "left=L", "right=R"]
+
+
+def test_a_batch_of_runs_begins_each_and_a_refused_one_names_itself(server):
+    agent = server.sdk("agent")
+    thread_id = agent.threads.create()["thread_id"]
+    runs = agent.runs.create_batch(
+        [
+            {"assistant_id": "refund", "input": {"refund_amount": 5.0}},
+            {"assistant_id": "refund", "input": {"refund_amount": 6.0}, "thread_id": thread_id},
+        ]
+    )
+    assert len(runs) == 2
+    assert runs[1]["thread_id"] == thread_id
+    assert runs[0]["thread_id"] != thread_id  # a stateless run: on a thread of its own
+    assert agent.runs.join(thread_id, runs[1]["run_id"])["outcome"] == "Refund of $6.0 processed."
+    with server.http("agent") as http:
+        refused = http.post(
+            "/runs/batch",
+            json=[
+                {"assistant_id": "refund", "input": {"refund_amount": 1.0}},
+                {"assistant_id": "refund", "input": {"refund_amount": 1.0}, "thread_id": "nope"},
+            ],
+        )
+    assert refused.status_code == 404
+    detail = refused.json()["detail"]
+    assert detail.startswith("Run 1 of the batch: Thread 'nope' not found")
+    assert "(begun: " in detail
+    assert "none)" not in detail  # the first run was begun, and is named
