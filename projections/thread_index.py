@@ -49,6 +49,7 @@ class ThreadIndexProjection(Projection):
         WorkflowThread.ThreadCancelled,
         WorkflowThread.StateEdited,
         WorkflowThread.RunCancelled,
+        WorkflowThread.MetadataUpdated,
     )
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:
@@ -93,6 +94,11 @@ class ThreadIndexProjection(Projection):
                 )
                 continue
             row = rows.get(entry.key)
+            if row is not None and issubclass(entry.cls, WorkflowThread.MetadataUpdated):
+                merged = {**json.loads(row["metadata"]), **entry.event.metadata}
+                row["metadata"] = json_text(merged, sort_keys=True)
+                row["updated_at"], row["position"] = at, entry.position
+                continue
             if row is None or not _changes_status(entry):
                 continue
             row["status"], row["pending"] = _next_status(entry.cls, row["status"], row["pending"])

@@ -77,6 +77,7 @@ def record_every_kind(store: Workflows) -> Recorded:
     thread.take_over(thread.run_id, "runner-b", "runner-a", "2026-01-01T00:00:00+00:00", 2)
     store.record(thread)
     store.record_run_cancelled("taken", thread.run_id, ADMIN, "stopped")
+    store.update_metadata("taken", {"ticket": "T-9"}, ADMIN)
     with contextlib.suppress(GraphRecursionError):  # "endless": ThreadFailed
         counter_loop_graph(store).invoke({"n": 0}, {**config("endless"), "recursion_limit": 3})
     make_seal(store, Ed25519PrivateKey.generate(), jobs=1)

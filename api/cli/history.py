@@ -280,6 +280,7 @@ def describe(event: VersionEvent) -> str:
         "ThreadFailed": f"the run failed: {data.get('error_type')}: {data.get('message')}",
         "ThreadCancelled": f"{who} cancelled it",
         "RunCancelled": f"{who} cancelled run {data.get('run_id')}",
+        "MetadataUpdated": f"{who} set metadata {_compact(data.get('metadata'))}",
     }.get(event.type, event.type)
     return text if len(text) <= SUMMARY_WIDTH else text[: SUMMARY_WIDTH - 1] + "…"
 

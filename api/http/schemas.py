@@ -134,6 +134,11 @@ class AssistantCount(LangGraphBody):
     metadata: dict[str, Any] | None = None
 
 
+class ThreadUpdate(LangGraphBody):
+    metadata: dict[str, Any] = Field(description="Keys to set: merged into the metadata")
+    ttl: Any = Field(default=None, description="Not supported: retention is policy-bound")
+
+
 class ThreadCount(LangGraphBody):
     metadata: dict[str, Any] | None = None
     values: dict[str, Any] | None = None

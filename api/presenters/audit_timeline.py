@@ -53,6 +53,7 @@ DETAILS: dict[str, tuple[str, ...]] = {
     "StateEdited": ("values", "as_node", "reason", "decision", "separation_of_duties"),
     "RunReclaimed": ("run_id", "runner", "previous_runner", "lease_expired_at", "attempt", "nodes"),
     "RunCancelled": ("step", "run_id", "reason"),
+    "MetadataUpdated": ("metadata",),
     "ThreadCompleted": ("step",),
     "ThreadFailed": ("step", "error_type", "message"),
     "ThreadCancelled": ("step", "reason"),
@@ -111,6 +112,8 @@ def summary(event: WorkflowThread.Event) -> str:
                 f"runner {event.runner} took run {event.run_id} over from "
                 f"{event.previous_runner}, whose lease expired; again: {', '.join(event.nodes)}"
             )
+        case WorkflowThread.MetadataUpdated():
+            return f"{who} set metadata {', '.join(sorted(event.metadata))}"
         case WorkflowThread.RunCancelled():
             because = f": {event.reason}" if event.reason else ""
             return (

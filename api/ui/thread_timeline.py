@@ -23,6 +23,7 @@ NEUTRAL = {
     "StateEdited": "the state was edited",
     "ThreadCancelled": "the thread was cancelled",
     "RunCancelled": "a run was cancelled",
+    "MetadataUpdated": "the metadata was updated",
 }
 
 

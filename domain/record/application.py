@@ -393,6 +393,22 @@ class Workflows(Application[Any]):
         thread.assign(interrupt_id, reviewer_id, actor)
         return self.record(thread)
 
+    def update_metadata(
+        self, thread_id: str, metadata: dict[str, Any], actor: dict[str, Any]
+    ) -> int | None:
+        """Merge `metadata` into the thread's (MetadataUpdated, with the actor), on a fresh
+        read, again if another writer appended first; ThreadNotFoundError."""
+        for _ in range(RECORD_ATTEMPTS):
+            thread = self.thread(thread_id)
+            if thread is None:
+                raise ThreadNotFoundError(thread_id)
+            thread.update_metadata(metadata, actor)
+            try:
+                return self.record(thread)
+            except ConcurrentUpdateError:
+                continue
+        raise ConcurrentUpdateError(thread_id)
+
     def record_run_cancelled(
         self, thread_id: str, run_id: str, actor: dict[str, Any], reason: str | None
     ) -> int | None:

@@ -458,6 +458,19 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
         def fold(self, thread: WorkflowThread) -> None:
             thread.run_id = self.run_id
 
+    class MetadataUpdated(Event):
+        """Someone set keys of the thread's metadata (LangGraph's `threads.update`): the
+        keys and their new values, merged into the metadata."""
+
+        actor: dict[str, Any]
+        metadata: dict[str, Any]
+
+        def fold(self, thread: WorkflowThread) -> None:
+            thread.metadata = {**thread.metadata, **self.metadata}
+
+        def fold_langgraph(self, thread: WorkflowThread) -> None:
+            self.fold(thread)
+
     class RunCancelled(Event):
         """A run was stopped at a step's end, on a request by `actor` (LangGraph's
         `runs.cancel`): its runner recorded it and ran nothing more. The nodes it had

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar, Self
 
 from domain.errors import (
+    InvalidUpdateError,
     RunNotInProgressError,
     ThreadBusyError,
     ThreadCancelledError,
@@ -22,8 +23,11 @@ from domain.errors import (
 )
 from domain.oversight.hold_points import question_digest, record_digest
 from domain.record.fork_state import carried_state
+from domain.record.hashing import to_json
 from domain.record.supersteps import START
 from domain.record.thread_state import CANCELLED, IDLE, INTERRUPTED, ThreadState
+
+_UNSET = object()  # a metadata key the thread does not have
 
 
 def _due(moment: datetime, seconds: float) -> str:
@@ -48,6 +52,7 @@ class ThreadCommands(ThreadState):
     StateEdited: ClassVar[type[Any]]
     RunReclaimed: ClassVar[type[Any]]
     RunCancelled: ClassVar[type[Any]]
+    MetadataUpdated: ClassVar[type[Any]]
     ThreadCompleted: ClassVar[type[Any]]
     ThreadFailed: ClassVar[type[Any]]
     ThreadCancelled: ClassVar[type[Any]]
@@ -240,6 +245,21 @@ class ThreadCommands(ThreadState):
         if self.status == CANCELLED:
             raise ThreadCancelledError(self.thread_id)
         self._record(self.ThreadCancelled, step=self.step, actor=actor, reason=reason)
+
+    def update_metadata(self, metadata: dict[str, Any], actor: dict[str, Any]) -> None:
+        """Merge `metadata` (JSON) into the thread's metadata (MetadataUpdated); nothing is
+        recorded when it changes nothing. `graph_id` and `assistant_id` are the graph's:
+        InvalidUpdateError."""
+        reserved = sorted({"graph_id", "assistant_id"} & set(metadata))
+        if reserved:
+            msg = f"metadata.{reserved[0]} is the thread's graph's and cannot be set"
+            raise InvalidUpdateError(msg)
+        changed = to_json(
+            {k: v for k, v in metadata.items() if self.metadata.get(k, _UNSET) != v},
+            "The metadata",
+        )
+        if changed:
+            self._record(self.MetadataUpdated, actor=actor, metadata=changed)
 
     def record_run_cancelled(self, run_id: str, actor: dict[str, Any], reason: str | None) -> None:
         """A run stopped at a step's end on `actor`'s request (RunCancelled), recorded by

@@ -30,6 +30,7 @@ RECORDED_TOPICS = {
     "domain.thread:WorkflowThread.StateEdited",
     "domain.thread:WorkflowThread.RunReclaimed",
     "domain.thread:WorkflowThread.RunCancelled",
+    "domain.thread:WorkflowThread.MetadataUpdated",
     "domain.thread:WorkflowThread.ThreadCompleted",
     "domain.thread:WorkflowThread.ThreadFailed",
     "domain.thread:WorkflowThread.ThreadCancelled",

@@ -32,6 +32,7 @@ ADDED_AFTER_V1 = {
     "InterruptApproved",
     "RunReclaimed",
     "RunCancelled",
+    "MetadataUpdated",
     # real LangGraph graphs' (HoldpointSaver)
     "InterruptSuperseded",
     "CheckpointSaved",

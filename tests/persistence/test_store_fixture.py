@@ -33,6 +33,7 @@ def now_read(tmp_path_factory, expected):
 ADDED_SINCE = {
     "domain.thread:WorkflowThread.RunReclaimed",
     "domain.thread:WorkflowThread.RunCancelled",
+    "domain.thread:WorkflowThread.MetadataUpdated",
     # real LangGraph graphs' (HoldpointSaver)
     "domain.thread:WorkflowThread.InterruptSuperseded",
     "domain.thread:WorkflowThread.CheckpointSaved",

@@ -28,6 +28,7 @@ from api.http.schemas import (
     ThreadCount,
     ThreadCreate,
     ThreadSearch,
+    ThreadUpdate,
 )
 from api.http.thread_search import count_threads, search_threads
 from domain.access.identity import Principal
@@ -126,6 +127,36 @@ def _create_thread(
     except ConcurrentUpdateError:
         raise Problem(409, f"Thread {thread_id!r} already exists", code="thread-exists") from None
     return thread_json(thread)
+
+
+@router.patch(
+    "/threads/{thread_id}",
+    summary="Update a thread's metadata (recorded: MetadataUpdated, with who)",
+    responses=problem_responses(403, 404, 409),
+)
+def update_thread(
+    thread_id: str,
+    body: ThreadUpdate,
+    request: Request,
+    response: Response,
+    services: ServicesDep,
+    principal: Runner,
+) -> dict[str, Any]:
+    """The keys given are merged into the metadata; `graph_id` and `assistant_id` are the
+    graph's (422). A key set to its value already records nothing."""
+    note(request, thread_id=thread_id)
+    if body.ttl is not None:
+        msg = "Invalid body.ttl: a thread's retention is set by policy, not per thread"
+        raise Problem(422, msg, code="invalid-request")
+    if services.store.thread(thread_id) is None:
+        if services.reservations.get(thread_id) is not None:
+            msg = f"Thread {thread_id!r} has not run yet: its metadata is what it was created with"
+            raise Problem(409, msg, code="thread-has-no-graph")
+        raise not_found(thread_id)
+    position = services.store.update_metadata(thread_id, body.metadata, principal.as_actor())
+    if position is not None:
+        set_position(response, position)
+    return thread_view(services, thread_id)
 
 
 @router.post("/threads/count", summary="Count threads", responses=problem_responses(403, 503))

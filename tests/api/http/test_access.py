@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -183,8 +184,10 @@ def requests_for(route: APIRoute, ids: dict[str, str]) -> list[tuple[str, str, d
     assert permissions, f"{method} {route.path} checks no permission"
     starts_runs = not route.path.endswith("/cancel")
     if route.endpoint.__module__ == routes_runs.__name__ and method == "POST" and starts_runs:
-        run = {"assistant_id": "refund", "input": {"refund_amount": 1.0}}
-        resume = {"assistant_id": "refund", "command": {"resume": True}}
+        run: Any = {"assistant_id": "refund", "input": {"refund_amount": 1.0}}
+        resume: Any = {"assistant_id": "refund", "command": {"resume": True}}
+        if route.path.endswith("/batch"):  # a list of runs
+            run, resume = [run], [resume]
         return [
             (method, path, run, set(PERMISSIONS[Permission.RUN])),
             (method, path, resume, set(PERMISSIONS[Permission.DECIDE])),
