@@ -115,9 +115,14 @@ class Begun:
     lease_thread: str
     decisions: list[str]
     before: set[str]  # the interrupts pending when it began
-    lost: bool = False  # taken over, or cancelled: it stops before its next step
+    lost: bool = False  # its lease was taken over: it stops before its next step
     cancel: dict[str, Any] | None = None  # who asked it to stop, and why (`RunManager.cancel`)
     end: Ending | None = None  # its end, to be recorded with its last step
+
+    @property
+    def stopping(self) -> bool:
+        """Whether it runs no further step: taken over, or cancelled."""
+        return self.lost or self.cancel is not None
 
 
 @dataclass(frozen=True)
@@ -408,7 +413,6 @@ class RunManager:
     def stop(self, begun: Begun, request: dict[str, Any]) -> None:
         """Stop a run of this process before its next step: it was cancelled."""
         begun.cancel = request
-        begun.lost = True
 
     def finish(self, begun: Begun) -> None:
         """Run a begun run's supersteps to its end, and record how it ended."""
@@ -419,12 +423,12 @@ class RunManager:
         try:
             if isinstance(run, LangGraphRun):
                 with self.launcher.may_wait():  # graph code, all of it
-                    run.run(record.emit, lambda: begun.lost)
+                    run.run(record.emit, lambda: begun.stopping)
             elif any(spec.is_async for spec in run.graph.builder.nodes.values()):
                 with self.launcher.may_wait():
                     asyncio.run(_async_steps(begun, at_end))
             else:
-                while not begun.lost and (tasks := run.plan()):
+                while not begun.stopping and (tasks := run.plan()):
                     with self.launcher.may_wait():  # graph code
                         results = [run.execute(task) for task in tasks]
                     record.emit(run.complete(results, at_end))
@@ -548,7 +552,7 @@ class RunManager:
 async def _async_steps(begun: Begun, at_end: Callable[[], CommitGuard] | None) -> None:
     run = begun.run
     assert isinstance(run, Run), "a LangGraph run runs on LangGraph"
-    while not begun.lost and (tasks := run.plan()):
+    while not begun.stopping and (tasks := run.plan()):
         outcomes = await asyncio.gather(*(run.aexecute(task) for task in tasks))
         begun.record.emit(run.complete(list(outcomes), at_end))
 

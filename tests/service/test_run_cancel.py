@@ -222,3 +222,29 @@ def test_a_queued_run_is_cancelled_at_once_and_records_nothing_on_its_thread(sto
     finally:
         gate.released.set()
         manager.shutdown()
+
+
+def test_a_cancel_during_the_last_step_is_too_late_and_the_run_ends_as_it_ended(store):
+    gate = Gate()
+    builder = StateGraph(Steps)
+    builder.add_node("first", first)
+    builder.add_node("work", gate.work)
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "work")
+    builder.add_edge("work", END)
+    graph = builder.compile(checkpointer=store, name="steps")
+    runs, (manager,) = managers(store, 1)
+    try:
+        record = manager.start(request(graph, "t-5", {"log": ""}))
+        assert gate.entered.wait(10)
+        manager.cancel(record.run_id, REVIEWER, None)
+        gate.released.set()
+        assert record.wait_blocking(10)
+        # Then it ended as it ended: a success, its thread free at once, no RunCancelled
+        stored = runs.get(record.run_id)
+        assert (stored.status, stored.output) == ("success", {"log": "fw"})
+        assert runs.holder("t-5") is None
+        assert "RunCancelled" not in kinds(store, "t-5")
+    finally:
+        gate.released.set()
+        manager.shutdown()
