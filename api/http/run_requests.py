@@ -106,12 +106,6 @@ def refuse_unsupported_options(body: RunCreate) -> None:
         if extra.get(name) is not None and not (name == "on_completion" and extra[name] == "keep"):
             msg = f"Invalid body.{name}: not supported by Holdpoint ({why})"
             raise Problem(422, msg, code="invalid-request")
-    if extra.get("on_disconnect") == "cancel":
-        msg = (
-            "Invalid body.on_disconnect: 'cancel' is not supported (a run goes on when its "
-            "stream drops); cancel it with POST /threads/{thread_id}/runs/{run_id}/cancel"
-        )
-        raise Problem(422, msg, code="invalid-request")
 
 
 def is_resume(body: RunCreate) -> bool:

@@ -195,6 +195,10 @@ class RunCreate(LangGraphBody):
     interrupt_after: str | list[str] | None = None
     if_not_exists: Literal["create", "reject"] | None = None
     multitask_strategy: Literal["reject", "interrupt", "rollback", "enqueue"] | None = None
+    on_disconnect: Literal["cancel", "continue"] | None = Field(
+        default=None,
+        description="A streamed run's: cancel it when its stream is dropped (default: it goes on)",
+    )
 
 
 class BatchRun(RunCreate):

@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.http.auth import (
     PERMISSIONS,
+    Permission,
     Reader,
     RunnerOrCanceller,
     RunnerOrDecider,
@@ -49,6 +50,7 @@ from service.services import Services
 from service.wire import output_json
 
 router = APIRouter(tags=["runs (LangGraph)"])
+ROLES_THAT_CANCEL = {*PERMISSIONS[Permission.RUN], *PERMISSIONS[Permission.CANCEL]}
 KEEPALIVE_SECONDS = 15.0
 RUN_ERRORS = problem_responses(400, 403, 404, 409, 413, 503)
 
@@ -119,6 +121,34 @@ async def sse(
     record: RunRecord | None,
     modes: list[str],
     after: int = 0,
+    cancel_by: Principal | None = None,
+) -> AsyncIterator[bytes]:
+    """The run's stream; with `cancel_by`, dropped before the run ended, the run is
+    cancelled in that principal's name (`on_disconnect: cancel`)."""
+    ended = False
+    try:
+        async for chunk in _sse(services, run_id, record, modes, after):
+            yield chunk
+        ended = True
+    finally:
+        if cancel_by is not None and not ended:
+            asyncio.get_running_loop().run_in_executor(
+                None, _cancel_dropped, services, run_id, cancel_by
+            )
+
+
+def _cancel_dropped(services: Services, run_id: str, principal: Principal) -> None:
+    """Cancel a run whose stream was dropped; it may have ended meanwhile."""
+    with contextlib.suppress(RunNotActiveError):
+        services.runs.cancel(run_id, principal.as_actor(), "its stream was dropped")
+
+
+async def _sse(
+    services: Services,
+    run_id: str,
+    record: RunRecord | None,
+    modes: list[str],
+    after: int,
 ) -> AsyncIterator[bytes]:
     """The run's chunks: from this process's memory while it runs here, then (queued,
     taken over, or run by another process) followed through the store.
@@ -184,12 +214,14 @@ def streaming(
     *,
     modes: list[str] | None = None,
     after: int = 0,
+    cancel_by: Principal | None = None,
 ) -> StreamingResponse:
     """The run's stream, in `modes` (default: the run's own), after the event numbered
-    `after`; `record`: its live record in this process, if it has one."""
+    `after`; `record`: its live record in this process, if it has one; `cancel_by`: who
+    cancels the run if the stream is dropped before it ends."""
     modes = modes or run_modes(run)
     return StreamingResponse(
-        sse(services, run.run_id, record, modes, after),
+        sse(services, run.run_id, record, modes, after, cancel_by),
         media_type="text/event-stream",
         # X-Accel-Buffering: a proxy (nginx) passes each event on at once
         headers={
@@ -265,7 +297,12 @@ async def stream_run(
     principal: RunnerOrDecider,
 ) -> StreamingResponse:
     record = await begin(services, request, principal, thread_id, body, streamed=True)
-    return streaming(services, record, record)
+    return streaming(services, record, record, cancel_by=dropped_cancels(body, principal))
+
+
+def dropped_cancels(body: RunCreate, principal: Principal) -> Principal | None:
+    """Who cancels a streamed run if its stream is dropped: its starter, when asked."""
+    return principal if body.on_disconnect == "cancel" else None
 
 
 # -- stateless: on a new thread -------------------------------------------
@@ -302,7 +339,7 @@ async def stream_stateless_run(
     body: RunCreate, request: Request, services: ServicesDep, principal: RunnerOrDecider
 ) -> StreamingResponse:
     record = await begin(services, request, principal, None, body, streamed=True)
-    return streaming(services, record, record)
+    return streaming(services, record, record, cancel_by=dropped_cancels(body, principal))
 
 
 BATCH_MAX = 100
@@ -393,8 +430,9 @@ async def join_run(thread_id: str, run_id: str, services: ServicesDep, _: Reader
 async def join_stream(
     thread_id: str,
     run_id: str,
+    request: Request,
     services: ServicesDep,
-    _: Reader,
+    principal: Reader,
     last_event_id: Annotated[
         str | None,
         Header(description="The `id` of the last event received: resume after it"),
@@ -404,15 +442,14 @@ async def join_stream(
         Query(description="Some of the modes the run streams (default: all of them)"),
     ] = None,
     cancel_on_disconnect: Annotated[
-        bool, Query(description="Not supported: a run goes on when its stream is dropped")
+        bool,
+        Query(description="Cancel the run if this stream is dropped before it ends"),
     ] = False,
 ) -> StreamingResponse:
-    if cancel_on_disconnect:
-        msg = (
-            "Invalid cancel_on_disconnect=true: a run goes on when its stream is dropped; "
-            "cancel it with POST /threads/{thread_id}/runs/{run_id}/cancel"
+    if cancel_on_disconnect and principal.role not in ROLES_THAT_CANCEL:
+        await run_in_threadpool(
+            check, request, services, principal, Permission.RUN, Permission.CANCEL
         )
-        raise Problem(422, msg, code="invalid-request")
     after = 0
     if last_event_id is not None and last_event_id.strip():
         if not last_event_id.strip().isascii() or not last_event_id.strip().isdigit():
@@ -433,7 +470,8 @@ async def join_stream(
         )
         raise Problem(422, msg, code="invalid-request")
     local = services.runs.local(run_id)
-    return streaming(services, stored, local, modes=asked, after=after)
+    cancel_by = principal if cancel_on_disconnect else None
+    return streaming(services, stored, local, modes=asked, after=after, cancel_by=cancel_by)
 
 
 # -- cancelling and deleting runs -------------------------------------------

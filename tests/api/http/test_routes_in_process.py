@@ -137,7 +137,6 @@ def test_a_multitask_strategy_not_supported_is_a_422_naming_those_that_are(app, 
         ("webhook", "https://hooks.example/run-ended"),
         ("after_seconds", 30),
         ("on_completion", "delete"),
-        ("on_disconnect", "cancel"),
     ],
 )
 def test_a_run_option_holdpoint_lacks_is_a_422_naming_it_and_records_nothing(app, option, value):

@@ -134,3 +134,42 @@ def test_multitask_interrupt_stops_the_running_run_and_runs_the_new_one(server):
     assert agent.runs.get(thread_id, first)["status"] == "interrupted"
     (cancelled,) = [e for e in events(server, thread_id) if e["type"] == "RunCancelled"]
     assert second in cancelled["data"]["reason"]
+
+
+def test_a_stream_dropped_with_on_disconnect_cancel_cancels_its_run(server):
+    GATE.entered.clear()
+    GATE.released.clear()
+    agent = server.sdk("agent")
+    thread_id = agent.threads.create()["thread_id"]
+    body = {"assistant_id": "steps", "input": {"log": ""}, "on_disconnect": "cancel"}
+    try:
+        path = f"/threads/{thread_id}/runs/stream"
+        with server.http("agent") as http, http.stream("POST", path, json=body) as stream:
+            assert next(stream.iter_lines()) == "event: metadata"
+            assert GATE.entered.wait(10)
+        # the client has gone: its run is asked to stop
+        deadline = time.monotonic() + 10
+        while not any(b.cancel for b in server.services.runs.held_runs()):
+            assert time.monotonic() < deadline, "the dropped stream's run was never cancelled"
+    finally:
+        GATE.released.set()
+    (run,) = agent.runs.list(thread_id)
+    agent.runs.join(thread_id, run["run_id"])
+    assert agent.runs.get(thread_id, run["run_id"])["status"] == "interrupted"
+    last = events(server, thread_id)[-1]
+    assert (last["type"], last["data"]["reason"]) == ("RunCancelled", "its stream was dropped")
+    assert last["data"]["actor"]["id"] == "agent"
+
+
+def test_a_join_with_cancel_on_disconnect_needs_a_role_that_may_cancel(server):
+    thread_id, run_id = at_work(server)
+    try:
+        with server.http("auditor") as http:
+            refused = http.get(
+                f"/threads/{thread_id}/runs/{run_id}/stream",
+                params={"cancel_on_disconnect": "true"},
+            )
+        assert refused.status_code == 403
+    finally:
+        GATE.released.set()
+    server.sdk("agent").runs.join(thread_id, run_id)
