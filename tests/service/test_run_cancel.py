@@ -11,11 +11,11 @@ its thread."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, TypedDict
 
 import pytest
-from langgraph.graph import END as LG_END
-from langgraph.graph import START as LG_START
 from langgraph.graph import StateGraph as LangGraphStateGraph
 
 from domain.graph import END, START, StateGraph
@@ -57,40 +57,46 @@ def last(state: Steps) -> dict[str, Any]:
     return {"log": state["log"] + "l"}
 
 
-def native_graph(store: Any, gate: Gate) -> Any:
-    builder = StateGraph(Steps)
+def steps(builder: Any, gate: Gate, *, then_last: bool = True) -> Any:
+    """first -> work (at the gate) -> last, on either engine's builder (their START and
+    END are the same strings)."""
     builder.add_node("first", first)
     builder.add_node("work", gate.work)
-    builder.add_node("last", last)
     builder.add_edge(START, "first")
     builder.add_edge("first", "work")
-    builder.add_edge("work", "last")
-    builder.add_edge("last", END)
-    return builder.compile(checkpointer=store, name="steps")
+    if then_last:
+        builder.add_node("last", last)
+        builder.add_edge("work", "last")
+    builder.add_edge("last" if then_last else "work", END)
+    return builder
+
+
+def native_graph(store: Any, gate: Gate) -> Any:
+    return steps(StateGraph(Steps), gate).compile(checkpointer=store, name="steps")
 
 
 def langgraph_graph(store: Any, gate: Gate) -> Any:
-    builder = LangGraphStateGraph(Steps)
-    builder.add_node("first", first)
-    builder.add_node("work", gate.work)
-    builder.add_node("last", last)
-    builder.add_edge(LG_START, "first")
-    builder.add_edge("first", "work")
-    builder.add_edge("work", "last")
-    builder.add_edge("last", LG_END)
-    return LangGraphApp(builder.compile(), "steps", store)
+    return LangGraphApp(steps(LangGraphStateGraph(Steps), gate).compile(), "steps", store)
 
 
 ENGINES = {"native": native_graph, "langgraph": langgraph_graph}
 
 
-def managers(store: Any, count: int) -> tuple[RunStore, list[RunManager]]:
-    runs = RunStore(database_for(store))
+@contextmanager
+def running(store: Any, count: int) -> Iterator[tuple[Gate, RunStore, list[RunManager]]]:
+    """A gate and `count` run managers (processes, as far as the store can tell) on the
+    store; on leaving, the gate is open and the managers are shut down."""
+    gate, runs = Gate(), RunStore(database_for(store))
     made = [
         RunManager(store=runs, workers=2, busy_wait=0.0, keep=10, lease_ttl=TTL)
         for _ in range(count)
     ]
-    return runs, made
+    try:
+        yield gate, runs, made
+    finally:
+        gate.released.set()
+        for manager in made:
+            manager.shutdown()
 
 
 def request(graph: Any, thread_id: str, value: Any, **fields: Any) -> RunRequest:
@@ -111,10 +117,8 @@ def kinds(store: Any, thread_id: str) -> list[str]:
 
 @pytest.mark.parametrize("engine", list(ENGINES))
 def test_a_running_run_stops_at_the_steps_end_and_its_runner_records_who_asked(store, engine):
-    gate = Gate()
-    graph = ENGINES[engine](store, gate)
-    runs, (manager,) = managers(store, 1)
-    try:
+    with running(store, 1) as (gate, runs, (manager,)):
+        graph = ENGINES[engine](store, gate)
         # Given a run at work in its second node
         record = manager.start(request(graph, "t-1", {"log": ""}))
         assert gate.entered.wait(10)
@@ -125,8 +129,7 @@ def test_a_running_run_stops_at_the_steps_end_and_its_runner_records_who_asked(s
         # Then the run ended interrupted, with the values it left
         stored = runs.get(record.run_id)
         assert stored is not None
-        assert stored.status == "interrupted"
-        assert stored.output == {"log": "fw"}
+        assert (stored.status, stored.output) == ("interrupted", {"log": "fw"})
         # And the node at work was recorded, nothing after it ran, and the cancel is on record
         (cancelled,) = [e for e in store.thread_events("t-1") if type(e).__name__ == "RunCancelled"]
         assert (cancelled.run_id, cancelled.actor, cancelled.reason) == (
@@ -135,8 +138,7 @@ def test_a_running_run_stops_at_the_steps_end_and_its_runner_records_who_asked(s
             "wrong customer",
         )
         assert kinds(store, "t-1")[-1] == "RunCancelled"
-        thread = store.thread("t-1")
-        assert thread.status == "idle"
+        assert store.thread("t-1").status == "idle"
         assert store.verify_chain("t-1").ok
         # And a later run continues from there: `last` runs once, `work` not again
         again = manager.start(request(graph, "t-1", None))
@@ -148,16 +150,11 @@ def test_a_running_run_stops_at_the_steps_end_and_its_runner_records_who_asked(s
             manager.cancel(record.run_id, REVIEWER, None)
         with pytest.raises(RunNotFoundError):
             manager.cancel("no-such-run", REVIEWER, None)
-    finally:
-        gate.released.set()
-        manager.shutdown()
 
 
 def test_a_run_of_another_process_stops_when_its_runner_renews(store):
-    gate = Gate()
-    graph = native_graph(store, gate)
-    runs, (runner, other) = managers(store, 2)
-    try:
+    with running(store, 2) as (gate, runs, (runner, other)):
+        graph = native_graph(store, gate)
         record = runner.start(request(graph, "t-2", {"log": ""}))
         assert gate.entered.wait(10)
         # When another process takes the cancel: it is asked of the run, in the store
@@ -170,17 +167,11 @@ def test_a_run_of_another_process_stops_when_its_runner_renews(store):
         assert runs.get(record.run_id).status == "interrupted"
         assert kinds(store, "t-2")[-1] == "RunCancelled"
         assert store.thread("t-2").next == ["last"]
-    finally:
-        gate.released.set()
-        runner.shutdown()
-        other.shutdown()
 
 
 def test_a_cancelled_run_taken_over_is_ended_not_run(store):
-    gate = Gate()
-    graph = native_graph(store, gate)
-    runs, (hung, taker) = managers(store, 2)
-    try:
+    with running(store, 2) as (gate, runs, (hung, taker)):
+        graph = native_graph(store, gate)
         # Given a run whose runner hangs at work, cancelled, then its lease expired
         record = hung.start(request(graph, "t-3", {"log": ""}))
         assert gate.entered.wait(10)
@@ -189,24 +180,17 @@ def test_a_cancelled_run_taken_over_is_ended_not_run(store):
         # When a live runner sweeps
         RunWorker(taker, store, {"steps": graph}, poll=1.0).sweep()
         # Then it records the cancel and ends the run; the node is not run again
-        stored = runs.get(record.run_id)
-        assert stored.status == "interrupted"
+        assert runs.get(record.run_id).status == "interrupted"
         events = kinds(store, "t-3")
         assert events[-1] == "RunCancelled"
         assert "RunReclaimed" not in events
         assert gate.calls == 1
-    finally:
-        gate.released.set()
-        hung.shutdown()
-        taker.shutdown()
 
 
 def test_a_queued_run_is_cancelled_at_once_and_records_nothing_on_its_thread(store):
-    gate = Gate()
-    graph = native_graph(store, gate)
-    runs, (manager,) = managers(store, 1)
-    try:
-        running = manager.start(request(graph, "t-4", {"log": ""}))
+    with running(store, 1) as (gate, runs, (manager,)):
+        graph = native_graph(store, gate)
+        first = manager.start(request(graph, "t-4", {"log": ""}))
         assert gate.entered.wait(10)
         queued = manager.start(request(graph, "t-4", None, multitask_strategy="enqueue"))
         assert runs.get(queued.run_id).status == "pending"
@@ -217,24 +201,14 @@ def test_a_queued_run_is_cancelled_at_once_and_records_nothing_on_its_thread(sto
         assert stored.output == {"__cancel__": {"actor": REVIEWER, "reason": None}}
         assert kinds(store, "t-4") == before
         gate.released.set()
-        assert running.wait_blocking(10)
-        assert runs.get(running.run_id).status == "success"
-    finally:
-        gate.released.set()
-        manager.shutdown()
+        assert first.wait_blocking(10)
+        assert runs.get(first.run_id).status == "success"
 
 
 def test_a_cancel_during_the_last_step_is_too_late_and_the_run_ends_as_it_ended(store):
-    gate = Gate()
-    builder = StateGraph(Steps)
-    builder.add_node("first", first)
-    builder.add_node("work", gate.work)
-    builder.add_edge(START, "first")
-    builder.add_edge("first", "work")
-    builder.add_edge("work", END)
-    graph = builder.compile(checkpointer=store, name="steps")
-    runs, (manager,) = managers(store, 1)
-    try:
+    with running(store, 1) as (gate, runs, (manager,)):
+        builder = steps(StateGraph(Steps), gate, then_last=False)
+        graph = builder.compile(checkpointer=store, name="steps")
         record = manager.start(request(graph, "t-5", {"log": ""}))
         assert gate.entered.wait(10)
         manager.cancel(record.run_id, REVIEWER, None)
@@ -245,6 +219,3 @@ def test_a_cancel_during_the_last_step_is_too_late_and_the_run_ends_as_it_ended(
         assert (stored.status, stored.output) == ("success", {"log": "fw"})
         assert runs.holder("t-5") is None
         assert "RunCancelled" not in kinds(store, "t-5")
-    finally:
-        gate.released.set()
-        manager.shutdown()
