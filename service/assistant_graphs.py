@@ -28,6 +28,9 @@ def drawing(graph: ServedGraph, xray: bool | int) -> dict[str, Any]:
     """{"nodes": [...], "edges": [...]}; `xray` draws a LangGraph graph's subgraphs."""
     if isinstance(graph, LangGraphApp):
         drawn: dict[str, Any] = graph.graph.get_graph(xray=xray).to_json()
+        for node in drawn["nodes"]:  # as LangGraph's server answers: a node's name only
+            if isinstance(node.get("data"), dict):
+                node["data"].pop("id", None)
         return drawn
     return graph_json(graph.builder)
 

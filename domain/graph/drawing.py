@@ -1,6 +1,6 @@
-"""A native graph's drawing, as LangGraph's `graph.get_graph().to_json()` gives it.
+"""A native graph's drawing, as LangGraph's server answers `get_graph` for its graphs.
 
-Nodes are `__start__` and `__end__` (type `schema`) and each node (type `runnable`);
+Nodes are `__start__` and each node (type `runnable`, data: its name), then `__end__`;
 edges are the graph's edges and, marked `conditional`, where its branches may go: the
 targets of their path map, or, without one, every node and `__end__` (as LangGraph
 draws a branch it cannot read). A node's `destinations` are drawn as conditional edges.
@@ -17,13 +17,10 @@ from domain.graph.definition import GraphDefinition
 
 def graph_json(builder: GraphDefinition) -> dict[str, Any]:
     """The drawing of the graph `builder` builds: {"nodes": [...], "edges": [...]}."""
-    name = getattr(builder.state_schema, "__name__", "State")
-    nodes: list[dict[str, Any]] = [{"id": START, "type": "schema", "data": f"{name}Input"}]
-    nodes += [
-        {"id": node, "type": "runnable", "data": {"id": ["holdpoint", node], "name": node}}
-        for node in builder.nodes
+    nodes: list[dict[str, Any]] = [
+        {"id": node, "type": "runnable", "data": {"name": node}} for node in (START, *builder.nodes)
     ]
-    nodes.append({"id": END, "type": "schema", "data": f"{name}Output"})
+    nodes.append({"id": END})
     edges: list[dict[str, Any]] = [
         {"source": source, "target": target} for source, target in builder.edges
     ]

@@ -35,9 +35,10 @@ def test_nodes_and_edges_plain_waiting_branching_and_routing_by_command():
 
     drawn = graph_json(builder)
 
-    assert drawn["nodes"][0] == {"id": START, "type": "schema", "data": "SInput"}
+    assert drawn["nodes"][0] == {"id": START, "type": "runnable", "data": {"name": START}}
     assert [n["id"] for n in drawn["nodes"]] == [START, "a", "b", "c", "go", END]
-    assert drawn["nodes"][1]["data"] == {"id": ["holdpoint", "a"], "name": "a"}
+    assert drawn["nodes"][1] == {"id": "a", "type": "runnable", "data": {"name": "a"}}
+    assert drawn["nodes"][-1] == {"id": END}
     edges = [(e["source"], e["target"], e.get("conditional", False)) for e in drawn["edges"]]
     assert edges == [
         (START, "a", False),

@@ -55,8 +55,15 @@ async def info() -> dict[str, Any]:
             "crons": False,
             "langsmith": False,
             "langsmith_tracing_replicas": False,
+            "langsmith_tracing_session_on_runs": False,
         },
-        "host": {"kind": "holdpoint", "project_id": None, "revision_id": None},
+        "host": {
+            "kind": "holdpoint",
+            "project_id": None,
+            "host_revision_id": None,
+            "revision_id": None,
+            "tenant_id": None,
+        },
     }
 
 

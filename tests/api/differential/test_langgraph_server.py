@@ -55,6 +55,14 @@ DIFFERENCES: dict[str, dict[str, str]] = {
         "while another run holds the thread), LangGraph's is `enqueue`",
     },
 }
+# /info and /ok: what each server says of itself
+SELF_DESCRIPTION = {
+    "version": "each server's own version",
+    "flags": "crons are not served by Holdpoint, nor LangSmith tracing",
+    "host": "`kind`: holdpoint, not self-hosted LangGraph",
+    "services": "Holdpoint names its database (skipped unless check_db=1); LangGraph's "
+    "in-memory runtime has none",
+}
 # The same value differs by who asks: LangGraph's `langgraph dev` has no authentication.
 USER_ID = "user_id"
 ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$|^[0-9a-f]{32}$")
@@ -96,6 +104,13 @@ def calls(agent: Any, reviewer: Any) -> dict[str, Any]:
     seen["final"] = agent.threads.get_state(thread_id)
     seen["history"] = agent.threads.get_history(thread_id)
     seen["runs"] = agent.runs.list(thread_id)
+    seen["graph"] = agent.assistants.get_graph("refund")
+    seen["updated"] = agent.threads.update(thread_id, metadata={"ticket": "T-1"})
+    seen["count"] = agent.threads.count(metadata={"ticket": "T-1"})
+    seen["sorted"] = agent.threads.search(sort_by="updated_at", sort_order="desc", limit=2)
+    http = agent.http.client
+    seen["info"] = http.get("/info").json()
+    seen["ok"] = http.get("/ok").json()
     return seen
 
 
@@ -174,3 +189,23 @@ def test_runs_are_listed_the_same_but_for_the_listed_fields(both):
         assert {k: mine["metadata"][k] for k in ("graph_id", "assistant_id")} == {
             k: their["metadata"][k] for k in ("graph_id", "assistant_id")
         }
+
+
+def test_a_graph_drawing_an_update_a_count_and_a_sorted_search_are_the_same(both):
+    theirs, ours = both
+    assert ours["graph"] == theirs["graph"]
+    assert normalized(ours["updated"]) == normalized(theirs["updated"])
+    assert ours["count"] == theirs["count"] == 1
+    assert normalized(ours["sorted"]) == normalized(theirs["sorted"])
+
+
+def test_info_and_ok_have_the_same_shape(both):
+    theirs, ours = both
+    for answer in ("info", "ok"):
+        mine, their = ours[answer], theirs[answer]
+        assert set(mine) == set(their)
+        same = [key for key in their if key not in SELF_DESCRIPTION]
+        assert {k: mine[k] for k in same} == {k: their[k] for k in same}
+        for key in set(their) & set(SELF_DESCRIPTION):  # other values, the same shape
+            if isinstance(their[key], dict) and their[key]:
+                assert set(mine[key]) == set(their[key])

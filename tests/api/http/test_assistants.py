@@ -72,13 +72,21 @@ def test_a_native_graph_is_drawn_with_its_nodes_and_edges(server):
     assert plain == set(builder.edges)
 
 
+def drawn_by_langgraph(graph: Any, xray: bool = False) -> dict[str, Any]:
+    """LangGraph's drawing, as LangGraph's server answers it: a node's data is its name."""
+    drawn = graph.get_graph(xray=xray).to_json()
+    for node in drawn["nodes"]:
+        if isinstance(node.get("data"), dict):
+            node["data"] = {"name": node["data"]["name"]}
+    return dict(drawn)
+
+
 def test_a_langgraph_graph_is_drawn_as_langgraph_draws_it(server):
     agent = server.sdk("agent")
-    expected = refund_builder().compile().get_graph().to_json()
+    expected = drawn_by_langgraph(refund_builder().compile())
     assert agent.assistants.get_graph("refund-lg") == expected
-    assert agent.assistants.get_graph("nested-lg", xray=True) == (
-        nested_builder().compile().get_graph(xray=True).to_json()
-    )
+    nested = drawn_by_langgraph(nested_builder().compile(), xray=True)
+    assert agent.assistants.get_graph("nested-lg", xray=True) == nested
 
 
 def test_schemas_of_both_engines_and_subgraphs_of_langgraph_graphs(server):
