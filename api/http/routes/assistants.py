@@ -129,3 +129,71 @@ def get_assistant_subgraphs_in(
     assistant_id: str, namespace: str, services: ServicesDep, _: Reader, recurse: bool = False
 ) -> dict[str, Any]:
     return assistant_graphs.subgraphs(served(services, assistant_id), namespace, recurse)
+
+
+# -- versions, and what configuration decides ---------------------------------------
+
+VERSION = 1  # a served graph is its assistant's one version
+CONFIGURED = (
+    "assistants are the served graphs, configured by `holdpoint serve` (--graph, "
+    "holdpoint.toml, langgraph.json): {what} over HTTP is not supported"
+)
+
+
+@router.post(
+    "/assistants/{assistant_id}/versions",
+    summary="The assistant's versions: one, the served graph",
+    responses=problem_responses(403, 404),
+)
+def list_assistant_versions(
+    assistant_id: str, services: ServicesDep, _: Reader
+) -> list[dict[str, Any]]:
+    assistant = assistant_json(served_name(services, assistant_id), services.started_at)
+    return [{k: v for k, v in assistant.items() if k != "updated_at"}]
+
+
+@router.post(
+    "/assistants/{assistant_id}/latest",
+    summary="Make a version the latest: the one version there is",
+    responses=problem_responses(403, 404),
+)
+def set_latest_assistant_version(
+    assistant_id: str,
+    services: ServicesDep,
+    _: Reader,
+    version: Annotated[int, Body(embed=True)],
+) -> dict[str, Any]:
+    name = served_name(services, assistant_id)
+    if version != VERSION:
+        msg = f"Assistant {assistant_id!r} has version {VERSION} only, not {version}"
+        raise Problem(404, msg, code="version-not-found")
+    return assistant_json(name, services.started_at)
+
+
+@router.post(
+    "/assistants",
+    summary="Not supported: assistants are the served graphs",
+    responses=problem_responses(403, 422),
+)
+def create_assistant(_: Reader) -> None:
+    raise Problem(422, CONFIGURED.format(what="creating one"), code="assistants-configured")
+
+
+@router.patch(
+    "/assistants/{assistant_id}",
+    summary="Not supported: assistants are the served graphs",
+    responses=problem_responses(403, 404, 422),
+)
+def update_assistant(assistant_id: str, services: ServicesDep, _: Reader) -> None:
+    what = f"updating {served_name(services, assistant_id)!r}"
+    raise Problem(422, CONFIGURED.format(what=what), code="assistants-configured")
+
+
+@router.delete(
+    "/assistants/{assistant_id}",
+    summary="Not supported: assistants are the served graphs",
+    responses=problem_responses(403, 404, 422),
+)
+def delete_assistant(assistant_id: str, services: ServicesDep, _: Reader) -> None:
+    what = f"deleting {served_name(services, assistant_id)!r}"
+    raise Problem(422, CONFIGURED.format(what=what), code="assistants-configured")

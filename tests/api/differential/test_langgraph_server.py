@@ -105,6 +105,8 @@ def calls(agent: Any, reviewer: Any) -> dict[str, Any]:
     seen["history"] = agent.threads.get_history(thread_id)
     seen["runs"] = agent.runs.list(thread_id)
     seen["graph"] = agent.assistants.get_graph("refund")
+    # LangGraph's server takes only the assistant's id here (Holdpoint its name too)
+    seen["versions"] = agent.assistants.get_versions(seen["assistants"][0]["assistant_id"])
     seen["updated"] = agent.threads.update(thread_id, metadata={"ticket": "T-1"})
     seen["count"] = agent.threads.count(metadata={"ticket": "T-1"})
     seen["sorted"] = agent.threads.search(sort_by="updated_at", sort_order="desc", limit=2)
@@ -194,6 +196,7 @@ def test_runs_are_listed_the_same_but_for_the_listed_fields(both):
 def test_a_graph_drawing_an_update_a_count_and_a_sorted_search_are_the_same(both):
     theirs, ours = both
     assert ours["graph"] == theirs["graph"]
+    assert normalized(ours["versions"]) == normalized(theirs["versions"])
     assert normalized(ours["updated"]) == normalized(theirs["updated"])
     assert ours["count"] == theirs["count"] == 1
     assert normalized(ours["sorted"]) == normalized(theirs["sorted"])
