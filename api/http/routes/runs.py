@@ -1,4 +1,4 @@
-"""LangGraph-compatible runs: create, wait, stream (SSE), join, get, list.
+"""LangGraph-compatible runs: create, wait, stream (SSE), join, get, list, cancel, delete.
 
 Who may start a run is checked first: a role that may neither run nor decide
 is refused before the body is validated, and the permission the body asks
@@ -11,10 +11,7 @@ plus `__interrupt__` when the thread paused, or `__error__` when a node failed.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import json
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Query, Request, Response
@@ -33,25 +30,23 @@ from api.http.auth import (
 )
 from api.http.decisions import ANSWER_ERRORS, answer_problem, record_refused_answer
 from api.http.deps import ServicesDep
-from api.http.positions import POSITION_HEADER
 from api.http.problems import Problem, from_domain_error, problem_responses
 from api.http.routes.threads import thread_or_404
 from api.http.run_requests import RUN_FIELDS, is_resume, prepare_run, run_permission
+from api.http.run_streams import run_headers, run_modes, streaming
 from api.http.schemas import BatchRun, RunCreate, RunsCancel
 from domain.access.identity import Principal
 from domain.errors import HoldpointError
 from service import run_follow
 from service.errors import RunNotActiveError
 from service.rate_limit import RUNS
-from service.run_record import DONE, RunRecord
+from service.run_record import RunRecord
 from service.run_store import StoredRun
 from service.runs import RunRequest
 from service.services import Services
-from service.wire import output_json
 
 router = APIRouter(tags=["runs (LangGraph)"])
 ROLES_THAT_CANCEL = {*PERMISSIONS[Permission.RUN], *PERMISSIONS[Permission.CANCEL]}
-KEEPALIVE_SECONDS = 15.0
 RUN_ERRORS = problem_responses(400, 403, 404, 409, 413, 503)
 
 
@@ -91,145 +86,6 @@ async def begin(
     services.reservations.drop(record.origin_thread_id)
     note(request, run_id=record.run_id, thread_id=record.thread_id)
     return record
-
-
-def run_headers(record: RunRecord | StoredRun, tail: str = "") -> dict[str, str]:
-    path = f"/threads/{record.thread_id}/runs/{record.run_id}"
-    headers = {"Content-Location": path}
-    if tail:
-        headers["Location"] = path + tail
-    if record.position is not None:
-        headers[POSITION_HEADER] = str(record.position)
-    return headers
-
-
-def streams(event_name: str, modes: list[str]) -> bool:
-    """Whether a run's event is one of the stream modes asked for: its mode (before any
-    `|namespace` of a subgraph's), LangGraph's `messages` for `messages-tuple`, and the
-    server's `messages/...` events for `messages`."""
-    mode = event_name.partition("|")[0]
-    if mode == "messages":
-        return "messages-tuple" in modes
-    if mode.startswith("messages/"):
-        return "messages" in modes
-    return mode in modes
-
-
-async def sse(
-    services: Services,
-    run_id: str,
-    record: RunRecord | None,
-    modes: list[str],
-    after: int = 0,
-    cancel_by: Principal | None = None,
-) -> AsyncIterator[bytes]:
-    """The run's stream; with `cancel_by`, dropped before the run ended, the run is
-    cancelled in that principal's name (`on_disconnect: cancel`)."""
-    ended = False
-    try:
-        async for chunk in _sse(services, run_id, record, modes, after):
-            yield chunk
-        ended = True
-    finally:
-        if cancel_by is not None and not ended:
-            asyncio.get_running_loop().run_in_executor(
-                None, _cancel_dropped, services, run_id, cancel_by
-            )
-
-
-def _cancel_dropped(services: Services, run_id: str, principal: Principal) -> None:
-    """Cancel a run whose stream was dropped; it may have ended meanwhile."""
-    with contextlib.suppress(RunNotActiveError):
-        services.runs.cancel(run_id, principal.as_actor(), "its stream was dropped")
-
-
-async def _sse(
-    services: Services,
-    run_id: str,
-    record: RunRecord | None,
-    modes: list[str],
-    after: int,
-) -> AsyncIterator[bytes]:
-    """The run's chunks: from this process's memory while it runs here, then (queued,
-    taken over, or run by another process) followed through the store.
-
-    Each event but the first (`metadata`) has its number in the run's stream as its
-    `id`; `after`: the `Last-Event-ID` of a resumed stream, whose events up to it are
-    left out."""
-    attempt = record.attempt if record is not None else 1
-    yield event("metadata", {"run_id": run_id, "attempt": attempt})
-    number = 0
-    after_version: int | None = None
-    if record is not None:
-        queue = record.subscribe()
-        while True:
-            try:
-                item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
-            except TimeoutError:
-                yield b": keepalive\n\n"
-                continue
-            if item is DONE:
-                break
-            number, (mode, data) = item
-            if number > after and streams(mode, modes):
-                yield event(mode, output_json(data), number)
-        if not record.handed_over:
-            if record.output is not None and "__error__" in record.output:
-                yield event("error", record.output["__error__"], number + 1)
-            return
-        if record.status != "pending":  # its beginning was streamed here
-            thread = await asyncio.to_thread(services.store.thread, record.thread_id)
-            after_version = 0 if thread is None else thread.version
-    stored = await asyncio.to_thread(services.runs.store.get, run_id)
-    if stored is None:
-        return
-    followed = run_follow.chunks(
-        services.store, services.runs.store, stored, tuple(modes), after_version=after_version
-    )
-    async for mode, data in followed:
-        number += 1
-        if number > after and streams(mode, modes):
-            yield event(mode, output_json(data), number)
-    ended = await run_follow.until_done(services.runs.store, run_id)
-    if ended.output is not None and "__error__" in ended.output:
-        yield event("error", ended.output["__error__"], number + 1)
-
-
-def event(name: str, data: Any, number: int | None = None) -> bytes:
-    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    identity = "" if number is None else f"id: {number}\n"
-    return f"event: {name}\ndata: {text}\n{identity}\n".encode()
-
-
-def run_modes(run: RunRecord | StoredRun) -> list[str]:
-    """The stream modes the run was started with."""
-    kwargs = run.kwargs if isinstance(run, RunRecord) else run.request.get("kwargs") or {}
-    return list(kwargs.get("stream_mode") or ["values"])
-
-
-def streaming(
-    services: Services,
-    run: RunRecord | StoredRun,
-    record: RunRecord | None,
-    *,
-    modes: list[str] | None = None,
-    after: int = 0,
-    cancel_by: Principal | None = None,
-) -> StreamingResponse:
-    """The run's stream, in `modes` (default: the run's own), after the event numbered
-    `after`; `record`: its live record in this process, if it has one; `cancel_by`: who
-    cancels the run if the stream is dropped before it ends."""
-    modes = modes or run_modes(run)
-    return StreamingResponse(
-        sse(services, run.run_id, record, modes, after, cancel_by),
-        media_type="text/event-stream",
-        # X-Accel-Buffering: a proxy (nginx) passes each event on at once
-        headers={
-            **run_headers(run, "/stream"),
-            "Cache-Control": "no-store",
-            "X-Accel-Buffering": "no",
-        },
-    )
 
 
 async def finished(services: Services, run_id: str, record: RunRecord | None) -> JSONResponse:
