@@ -443,13 +443,13 @@ class RunStore:
             if run is None or run.done:
                 return run
             marked = json.dumps({CANCEL: request})
-            if run.status == PENDING:
-                cursor.execute(
-                    f"UPDATE {self._runs} SET status = %s, output = %s, updated_at = %s "
-                    "WHERE run_id = %s AND status = %s",
-                    (INTERRUPTED, marked, time.time(), run_id, PENDING),
-                )
-            else:
+            cursor.execute(
+                f"UPDATE {self._runs} SET status = %s, output = %s, updated_at = %s "
+                "WHERE run_id = %s AND status = %s",
+                (INTERRUPTED, marked, time.time(), run_id, PENDING),
+            )
+            if cursor.rowcount != 1:  # running, or claimed by a runner since it was read
+                run.status = RUNNING
                 cursor.execute(
                     f"UPDATE {self._runs} SET output = %s WHERE run_id = %s AND status = %s "
                     "AND output IS NULL",

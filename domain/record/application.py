@@ -396,18 +396,8 @@ class Workflows(Application[Any]):
     def update_metadata(
         self, thread_id: str, metadata: dict[str, Any], actor: dict[str, Any]
     ) -> int | None:
-        """Merge `metadata` into the thread's (MetadataUpdated, with the actor), on a fresh
-        read, again if another writer appended first; ThreadNotFoundError."""
-        for _ in range(RECORD_ATTEMPTS):
-            thread = self.thread(thread_id)
-            if thread is None:
-                raise ThreadNotFoundError(thread_id)
-            thread.update_metadata(metadata, actor)
-            try:
-                return self.record(thread)
-            except ConcurrentUpdateError:
-                continue
-        raise ConcurrentUpdateError(thread_id)
+        """Merge `metadata` into the thread's (MetadataUpdated, with the actor)."""
+        return self._on_fresh_read(thread_id, lambda t: t.update_metadata(metadata, actor))
 
     def record_run_cancelled(
         self, thread_id: str, run_id: str, actor: dict[str, Any], reason: str | None
@@ -415,13 +405,19 @@ class Workflows(Application[Any]):
         """Record that the run stopped on `actor`'s request (RunCancelled), by its runner,
         once it ran its last step: on a fresh read, again if another writer appended first
         (a real LangGraph graph's last saves may still land)."""
+        why = None if reason is None else to_json(str(reason), "The reason")
+        return self._on_fresh_read(thread_id, lambda t: t.record_run_cancelled(run_id, actor, why))
+
+    def _on_fresh_read(
+        self, thread_id: str, change: Callable[[WorkflowThread], None]
+    ) -> int | None:
+        """Apply `change` to the thread as recorded and record it; again on a fresh read
+        while another writer appends first. ThreadNotFoundError."""
         for _ in range(RECORD_ATTEMPTS):
             thread = self.thread(thread_id)
             if thread is None:
                 raise ThreadNotFoundError(thread_id)
-            thread.record_run_cancelled(
-                run_id, actor, None if reason is None else to_json(str(reason), "The reason")
-            )
+            change(thread)
             try:
                 return self.record(thread)
             except ConcurrentUpdateError:
