@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
@@ -71,6 +70,10 @@ def _langgraph() -> list[Side]:
 
     @contextmanager
     def sqlite(path: Path) -> Iterator[Any]:
+        # LangGraph's SQLite and PostgreSQL savers are the bench extra's, imported where
+        # used: the suite (tests/api/differential) imports bench without them
+        from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: PLC0415
+
         conn = sqlite3.connect(path, check_same_thread=False)
         try:
             saver = SqliteSaver(conn)
