@@ -8,6 +8,7 @@ is lenient Holdpoint is strict. `api/errors.py` maps them to HTTP statuses.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -387,3 +388,16 @@ def _json_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return repr(value)
+
+
+class InvalidMemoryItemError(InvalidUpdateError):
+    """A memory store item's namespace, key or value that the store does not take."""
+
+
+class MemoryItemNotFoundError(HoldpointError, LookupError):
+    """No item under that key in that namespace (or it was deleted)."""
+
+    def __init__(self, namespace: Sequence[str], key: str) -> None:
+        super().__init__(f"No item {key!r} in namespace {list(namespace)!r}")
+        self.namespace = list(namespace)
+        self.key = key

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from domain.record.application import Workflows
+from projections.memory_items import MemoryItemsProjection
 from projections.oversight import OversightProjection
 from projections.pending_approvals import PendingApprovalsProjection
 from projections.projection import Projection
@@ -11,7 +12,12 @@ from projections.thread_index import ThreadIndexProjection
 
 
 def all_projections() -> list[Projection]:
-    return [PendingApprovalsProjection(), ThreadIndexProjection(), OversightProjection()]
+    return [
+        PendingApprovalsProjection(),
+        ThreadIndexProjection(),
+        OversightProjection(),
+        MemoryItemsProjection(),
+    ]
 
 
 def runner_for(store: Workflows) -> ProjectionRunner:

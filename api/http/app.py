@@ -12,7 +12,7 @@ from api.http.cors import install_cors
 from api.http.input_limits import InputLimitsMiddleware
 from api.http.problems import install_problem_handlers
 from api.http.request_log import RequestLogMiddleware
-from api.http.routes import approvals, assistants, audit, health, runs, threads, time_travel
+from api.http.routes import approvals, assistants, audit, health, runs, store, threads, time_travel
 from api.ui.mount import install_ui
 from service.services import Services
 
@@ -70,6 +70,7 @@ def create_app(services: Services) -> FastAPI:
         approvals,
         audit,
         assistants,
+        store,
         health,
     ):
         app.include_router(module.router)

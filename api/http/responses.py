@@ -170,3 +170,39 @@ class RecordedEvents(Answer):
 def answers(model: type[BaseModel]) -> dict[int | str, dict[str, Any]]:
     """`responses=` for a 200 answered with `model`."""
     return {200: {"model": model}}
+
+
+class StoreItem(Answer):
+    """An item of the memory store, as LangGraph's store answers it."""
+
+    namespace: list[str]
+    key: str
+    value: dict[str, Any]
+    created_at: str
+    updated_at: str
+
+
+class StoreSearchItem(StoreItem):
+    score: float | None = Field(description="null: no vector index ranks the items")
+
+
+class StoreItems(Answer):
+    items: list[StoreSearchItem]
+
+
+class StoreNamespaceList(Answer):
+    namespaces: list[list[str]]
+
+
+class StoreChange(Answer):
+    kind: str = Field(description="stored, changed or deleted")
+    value: dict[str, Any] | None
+    actor: dict[str, Any]
+    at: str
+    version: int
+
+
+class StoreItemHistory(Answer):
+    namespace: list[str]
+    key: str
+    changes: list[StoreChange]

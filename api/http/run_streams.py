@@ -28,6 +28,9 @@ from service.services import Services
 from service.wire import output_json
 
 KEEPALIVE_SECONDS = 15.0
+KEEPALIVE = b": keepalive\n\n"
+# A run's event: its name, its data, and its number in the run's stream (none: `metadata`)
+Event = tuple[str, Any, int | None]
 
 
 def run_headers(record: RunRecord | StoredRun, tail: str = "") -> dict[str, str]:
@@ -66,8 +69,8 @@ async def sse(
     cancelled in that principal's name (`on_disconnect: cancel`)."""
     ended = False
     try:
-        async for chunk in _sse(services, run_id, record, modes, after):
-            yield chunk
+        async for item in run_events(services, run_id, record, modes, after):
+            yield KEEPALIVE if item is None else event(*item)
         ended = True
     finally:
         if cancel_by is not None and not ended:
@@ -82,21 +85,21 @@ def _cancel_dropped(services: Services, run_id: str, principal: Principal) -> No
         services.runs.cancel(run_id, principal.as_actor(), "its stream was dropped")
 
 
-async def _sse(
+async def run_events(
     services: Services,
     run_id: str,
     record: RunRecord | None,
     modes: list[str],
-    after: int,
-) -> AsyncIterator[bytes]:
-    """The run's chunks: from this process's memory while it runs here, then (queued,
-    taken over, or run by another process) followed through the store.
+    after: int = 0,
+) -> AsyncIterator[Event | None]:
+    """The run's events (None: a keepalive is due): from this process's memory while it
+    runs here, then (queued, taken over, or run by another process) followed through
+    the store.
 
-    Each event but the first (`metadata`) has its number in the run's stream as its
-    `id`; `after`: the `Last-Event-ID` of a resumed stream, whose events up to it are
-    left out."""
+    Each event but the first (`metadata`) has its number in the run's stream; `after`:
+    the `Last-Event-ID` of a resumed stream, whose events up to it are left out."""
     attempt = record.attempt if record is not None else 1
-    yield event("metadata", {"run_id": run_id, "attempt": attempt})
+    yield "metadata", {"run_id": run_id, "attempt": attempt}, None
     number = 0
     after_version: int | None = None
     if record is not None:
@@ -105,16 +108,16 @@ async def _sse(
             try:
                 item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
             except TimeoutError:
-                yield b": keepalive\n\n"
+                yield None
                 continue
             if item is DONE:
                 break
             number, (mode, data) = item
             if number > after and streams(mode, modes):
-                yield event(mode, output_json(data), number)
+                yield mode, output_json(data), number
         if not record.handed_over:
             if record.output is not None and "__error__" in record.output:
-                yield event("error", record.output["__error__"], number + 1)
+                yield "error", record.output["__error__"], number + 1
             return
         if record.status != "pending":  # its beginning was streamed here
             thread = await asyncio.to_thread(services.store.thread, record.thread_id)
@@ -128,16 +131,17 @@ async def _sse(
     async for mode, data in followed:
         number += 1
         if number > after and streams(mode, modes):
-            yield event(mode, output_json(data), number)
+            yield mode, output_json(data), number
     ended = await run_follow.until_done(services.runs.store, run_id)
     if ended.output is not None and "__error__" in ended.output:
-        yield event("error", ended.output["__error__"], number + 1)
+        yield "error", ended.output["__error__"], number + 1
 
 
-def event(name: str, data: Any, number: int | None = None) -> bytes:
+def event(name: str, data: Any, event_id: int | str | None = None) -> bytes:
+    """One server-sent event; `event_id`: its `id`, which a resumed stream names."""
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    identity = "" if number is None else f"id: {number}\n"
-    return f"event: {name}\ndata: {text}\n{identity}\n".encode()
+    id_line = "" if event_id is None else f"id: {event_id}\n"
+    return f"event: {name}\ndata: {text}\n{id_line}\n".encode()
 
 
 def run_modes(run: RunRecord | StoredRun) -> list[str]:

@@ -253,3 +253,38 @@ class CancelBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     reason: str | None = Field(default=None, max_length=4000)
+
+
+# -- the memory store (LangGraph's long-term memory) -------------------------------
+
+
+class StorePut(LangGraphBody):
+    namespace: list[str] = Field(description="The item's namespace: labels without '.'")
+    key: str
+    value: dict[str, Any] = Field(description="A JSON object")
+    index: Any = Field(default=None, description="Not supported: no vector index is set up")
+    ttl: Any = Field(default=None, description="Not supported: retention is policy-bound")
+
+
+class StoreDelete(LangGraphBody):
+    namespace: list[str]
+    key: str
+
+
+class StoreSearch(LangGraphBody):
+    namespace_prefix: list[str] = Field(default_factory=list)
+    filter: dict[str, Any] | None = Field(
+        default=None, description="Field: value, or field: {$eq|$ne|$gt|$gte|$lt|$lte: value}"
+    )
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
+    query: str | None = Field(default=None, description="Not supported: no vector index")
+    refresh_ttl: bool | None = None
+
+
+class StoreNamespaces(LangGraphBody):
+    prefix: list[str] | None = None
+    suffix: list[str] | None = None
+    max_depth: int | None = Field(default=None, ge=1)
+    limit: int = Field(default=100, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)

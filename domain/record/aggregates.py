@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from domain.access.identity import ApiKey, KeyringBootstrap, RefusedAttempt
 from domain.integrity.seal import SealRegister
+from domain.memory.item import MemoryItem
 from domain.record.thread import WorkflowThread
 
-AGGREGATES = (WorkflowThread, ApiKey, KeyringBootstrap, RefusedAttempt, SealRegister)
+AGGREGATES = (WorkflowThread, ApiKey, KeyringBootstrap, RefusedAttempt, SealRegister, MemoryItem)

@@ -43,6 +43,9 @@ RECORDED_TOPICS = {
     "domain.identity:RefusedAttempt.AccessRefused",
     "domain.seal:SealRegister.Opened",
     "domain.seal:SealRegister.AuditSealed",
+    "domain.memory.item:MemoryItem.ItemStored",
+    "domain.memory.item:MemoryItem.ItemChanged",
+    "domain.memory.item:MemoryItem.ItemDeleted",
 }
 # Snapshots are a cache, never evidence, but a stored one must still be read back.
 SNAPSHOT_TOPICS = {"eventsourcing.domain:Snapshot"}  # the library's class, not a nested one

@@ -38,6 +38,10 @@ ADDED_SINCE = {
     "domain.thread:WorkflowThread.InterruptSuperseded",
     "domain.thread:WorkflowThread.CheckpointSaved",
     "domain.thread:WorkflowThread.WritesSaved",
+    # the long-term memory store's
+    "domain.memory.item:MemoryItem.ItemStored",
+    "domain.memory.item:MemoryItem.ItemChanged",
+    "domain.memory.item:MemoryItem.ItemDeleted",
 }
 
 

@@ -16,9 +16,11 @@ from datetime import datetime
 from typing import Annotated, Any, TypedDict
 
 from domain.graph import END, START, CompiledStateGraph, StateGraph
+from domain.memory.items import MemoryItems
 from domain.record.application import Workflows
 from domain.types import Command, Interrupt, interrupt
 from projections.database import Database
+from projections.memory_items import ITEMS
 from projections.oversight_tables import CANCELLATIONS, FLOW_EDITS, INTERRUPTS, REFUSALS
 from projections.pending_approvals import COUNTS, QUEUE
 from projections.runner import POSITIONS
@@ -175,6 +177,19 @@ def record_history(store: Workflows, prefix: str = "") -> None:
     refunds.invoke(
         None, config(f"{prefix}answered", checkpoint_id=checkpoint, fork_thread_id=f"{prefix}fork")
     )
+    record_memory(store, prefix)
+
+
+def record_memory(store: Workflows, prefix: str = "") -> None:
+    """Memory store items: one changed, one deleted, one deleted and written again."""
+    items, user = MemoryItems(store), ["users", f"{prefix}u-1"]
+    items.put(user, "prefs", {"theme": "dark"}, REVIEWER)
+    items.put(user, "prefs", {"theme": "light"}, REVIEWER)
+    items.put(user, "gone", {"n": 1}, REVIEWER)
+    items.delete(user, "gone", REVIEWER)
+    items.put(["teams", f"{prefix}t-1"], "back", {"n": 1}, REVIEWER)
+    items.delete(["teams", f"{prefix}t-1"], "back", REVIEWER)
+    items.put(["teams", f"{prefix}t-1"], "back", {"n": 2}, REVIEWER)
 
 
 def rows(db: Database, table: str) -> list[tuple[Any, ...]]:
@@ -188,6 +203,7 @@ READ_MODEL_TABLES = {
     "pending_approvals": (QUEUE, COUNTS),
     "thread_index": (THREADS,),
     "oversight": (INTERRUPTS, CANCELLATIONS, FLOW_EDITS, REFUSALS),
+    "memory_items": (ITEMS,),
 }
 
 

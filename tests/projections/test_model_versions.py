@@ -24,7 +24,7 @@ from projections.thread_index import ThreadIndexProjection
 from tests.projections.histories import positions, read_models, record_history, rows
 from tests.projections.hold_point_histories import record_hold_points
 
-ALL = ("pending_approvals", "thread_index", "oversight")
+ALL = ("pending_approvals", "thread_index", "oversight", "memory_items")
 WARNING = "read model changed shape: rebuilding it from the log"
 # The first shapes, as the runner before versions created them.
 FIRST_SHAPES = {
@@ -88,7 +88,12 @@ def test_a_fresh_store_records_each_models_version_and_warns_of_nothing(store):
     with capture_logs() as logs:
         runner = runner_for(store)
 
-    assert versions(runner.db) == {"pending_approvals": 3, "thread_index": 1, "oversight": 3}
+    assert versions(runner.db) == {
+        "pending_approvals": 3,
+        "thread_index": 1,
+        "oversight": 3,
+        "memory_items": 1,
+    }
     assert warned(logs) == []
     runner.close()
 
@@ -112,8 +117,18 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
 
     # Then it says it rebuilds those two, which are back at position 0; the index is kept
     assert warned(logs) == [("oversight", 1, 3), ("pending_approvals", 1, 3)]
-    assert positions(upgraded.db) == {"pending_approvals": 0, "thread_index": head, "oversight": 0}
-    assert versions(upgraded.db) == {"pending_approvals": 3, "thread_index": 1, "oversight": 3}
+    assert positions(upgraded.db) == {
+        "pending_approvals": 0,
+        "thread_index": head,
+        "oversight": 0,
+        "memory_items": head,
+    }
+    assert versions(upgraded.db) == {
+        "pending_approvals": 3,
+        "thread_index": 1,
+        "oversight": 3,
+        "memory_items": 1,
+    }
     # And its catch-up gives every row a rebuild from zero gives
     upgraded.catch_up()
     assert read_models(upgraded.db, ALL) == from_zero

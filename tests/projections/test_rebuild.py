@@ -15,7 +15,7 @@ import threading
 import pytest
 from eventsourcing.utils import get_topic
 
-from projections import oversight, pending_approvals, thread_index
+from projections import memory_items, oversight, pending_approvals, thread_index
 from projections.catalog import all_projections
 from projections.database import Database, database_for
 from projections.log_reader import LogReader
@@ -24,7 +24,10 @@ from projections.thread_index import ThreadIndexProjection
 from tests.projections.histories import read_models, record_history
 
 READER_INDEXES = (
-    pending_approvals.READER_INDEXES + thread_index.READER_INDEXES + oversight.READER_INDEXES
+    pending_approvals.READER_INDEXES
+    + thread_index.READER_INDEXES
+    + oversight.READER_INDEXES
+    + memory_items.READER_INDEXES
 )
 TOPICS = {get_topic(cls) for p in all_projections() for cls in p.event_classes}
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 from uuid import uuid4
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from api.http.auth import (
@@ -31,6 +32,7 @@ from api.http.schemas import (
     ThreadUpdate,
 )
 from api.http.thread_search import count_threads, search_threads
+from api.http.thread_streams import resume_at, streaming_thread, thread_modes
 from domain.access.identity import Principal
 from domain.constants import END
 from domain.engine.runtime import REQUEST_KEY
@@ -157,6 +159,54 @@ def update_thread(
     if position is not None:
         set_position(response, position)
     return thread_view(services, thread_id)
+
+
+@router.delete(
+    "/threads/{thread_id}",
+    summary="Delete a thread: refused, the record is append-only",
+    responses=problem_responses(403, 405),
+)
+def delete_thread(thread_id: str, request: Request, _: Runner) -> None:
+    """Refused: a thread's events are the record of who decided what. They leave it only
+    by a retention policy, recorded; cancel a thread to stop it (POST .../cancel)."""
+    note(request, thread_id=thread_id)
+    msg = (
+        f"Thread {thread_id!r} is not deleted: the record is append-only; a thread's events "
+        "leave it only by a recorded retention policy. To stop it: POST "
+        f"/threads/{thread_id}/cancel"
+    )
+    raise Problem(405, msg, code="append-only", headers={"Allow": "GET, PATCH"})
+
+
+@router.get(
+    "/threads/{thread_id}/stream",
+    summary="Stream a thread: the events of its runs, from those queued or running on",
+    responses=problem_responses(403, 404, 422),
+    response_class=StreamingResponse,
+)
+async def join_thread_stream(
+    thread_id: str,
+    services: ServicesDep,
+    _: Reader,
+    last_event_id: Annotated[
+        str | None,
+        Header(description="The `id` of the last event received: resume after it"),
+    ] = None,
+    stream_modes: Annotated[
+        list[str] | None,
+        Query(description="run_modes (default) or lifecycle, as LangGraph's server reads it"),
+    ] = None,
+    stream_mode: Annotated[
+        list[str] | None, Query(description="The same, as LangGraph's SDKs send it")
+    ] = None,
+) -> StreamingResponse:
+    """Never ends of itself: it follows the runs to come until it is dropped
+    (api/http/thread_streams.py)."""
+    modes = thread_modes([*(stream_modes or ()), *(stream_mode or ())])
+    resume = resume_at(last_event_id)
+    if services.store.thread(thread_id) is None and services.reservations.get(thread_id) is None:
+        raise not_found(thread_id)
+    return streaming_thread(services, thread_id, modes, resume)
 
 
 @router.post("/threads/count", summary="Count threads", responses=problem_responses(403, 503))

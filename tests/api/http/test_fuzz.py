@@ -108,10 +108,15 @@ def world(request, tmp_path_factory) -> Iterator[World]:
         yield World(server, schema, known)
 
 
+# Operations whose answer never ends of itself, which a case cannot read whole: a
+# thread's stream (its parameters' refusals: tests/api/http/test_thread_stream.py)
+ENDLESS = {("GET", "/threads/{thread_id}/stream")}
+
+
 def operations(world: World) -> list[Any]:
     found = [result.ok() for result in world.schema.get_all_operations()]
     assert len(found) >= 30, "the OpenAPI document lists every endpoint"
-    return found
+    return [op for op in found if (op.method.upper(), op.path) not in ENDLESS]
 
 
 def header(response: Any, name: str) -> str:

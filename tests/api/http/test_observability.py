@@ -72,6 +72,7 @@ def test_readiness_reports_the_store_and_each_read_models_lag(server):
         "pending_approvals",
         "thread_index",
         "oversight",
+        "memory_items",
     }
     assert body["lag"] >= 0
 
