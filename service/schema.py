@@ -37,6 +37,7 @@ from projections.privileges import (
 )
 from projections.projection import Projection
 from service import reservations, run_store, sessions
+from service.notifications import deliveries
 
 DEFAULT_ROLE = "holdpoint_app"
 
@@ -64,6 +65,11 @@ PARTS: tuple[Part, ...] = (
     Part("runs", run_store.create_tables, tables(READ_WRITE, run_store.RUNS, run_store.LEASES)),
     Part("reservations", reservations.create_tables, tables(READ_WRITE, reservations.RESERVATIONS)),
     Part("UI sessions", sessions.create_tables, tables(READ_WRITE, sessions.SESSIONS)),
+    Part(
+        "deliveries",
+        deliveries.create_tables,
+        tables(READ_WRITE, deliveries.DELIVERIES, deliveries.NOTIFIER),
+    ),
     # A new table beside the events: one line here, Part(name, create_tables, grants).
 )
 

@@ -16,6 +16,8 @@ from projections.privileges import may_create_tables
 from service.assistant_ids import assistant_id
 from service.errors import GraphNotServedError, UnknownGraphError
 from service.metrics import Metrics
+from service.notifications.deliveries import DeliveryStore
+from service.notifications.notifier import Notifier, run_webhook
 from service.rate_limit import RateLimiter
 from service.read_models import ReadModels, side_tables_for
 from service.reservations import Reservations
@@ -42,6 +44,10 @@ class Services:
     # store's own database (one connection per thread with the runs', on PostgreSQL).
     reservations: Reservations
     sessions: SessionStore
+    # Webhook and notification deliveries, and the worker that makes and sends them (None
+    # when no target and no webhook host is configured).
+    deliveries: DeliveryStore
+    notifier: Notifier | None = None
     worker: RunWorker | None = None  # this process's share of the queue and takeovers
     # Checks API keys on the event loop, where the store's reads never block (an embedded
     # store): a Keyring on a store of its own, used by the loop's thread alone. None: keys
@@ -69,6 +75,18 @@ class Services:
                 graph.set_oversight(separation_of_duties=False)
 
         runs, worker = build_runs(settings, store, graphs, metrics.observe_run)
+        deliveries = DeliveryStore(runs.store.db, create=may_create_tables(store))
+        notifier = None
+        if settings.notifications.targets or settings.notifications.allow_hosts:
+            notifier = Notifier(
+                store,
+                deliveries,
+                runs.store,
+                read_models.db,
+                settings.notifications,
+                settings.base_url,
+            )
+            notifier.start()
         return cls(
             settings,
             store,
@@ -79,6 +97,8 @@ class Services:
             metrics,
             Reservations(runs.store.db, create=may_create_tables(store)),
             SessionStore(runs.store.db, create=may_create_tables(store)),
+            deliveries,
+            notifier,
             worker=worker,
             key_checker=_key_checker(store),
             rate_limiter=RateLimiter.from_settings(settings),
@@ -110,7 +130,16 @@ class Services:
             raise GraphNotServedError(msg)
         return graph
 
+    def watch_run(self, run_id: str, url: str) -> None:
+        """Call `url` with the run once it has ended (its webhook)."""
+        with self.deliveries.db.transaction() as cursor:
+            self.deliveries.add(cursor, [run_webhook(run_id, url)])
+        if self.notifier is not None:
+            self.notifier.nudge()
+
     def close(self) -> None:
+        if self.notifier is not None:
+            self.notifier.stop()
         if self.worker is not None:
             self.worker.drain()  # no new runs; this process's leases renewed until they end
         self.runs.shutdown()

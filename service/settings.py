@@ -9,11 +9,12 @@ defaults below.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from domain.record.store import store_url_from_env
+from service.notifications.settings import Notifications, notifications
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -89,6 +90,9 @@ class ServerSettings:
     # Origins (`https://app.example`, or `*` for any) whose browser pages may call the API
     # (api/http/cors.py); none by default: a page on another origin is refused.
     cors_allow_origins: tuple[str, ...] = ()
+    # `[server.notifications]`: webhook targets told of interrupts, the hosts webhooks
+    # (a run's too) may reach, and the retries (service/notifications/settings.py).
+    notifications: Notifications = field(default_factory=Notifications)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ServerSettings:
@@ -123,6 +127,8 @@ class ServerSettings:
             raise ValueError(msg)
         if "cors_allow_origins" in known:
             known["cors_allow_origins"] = cors_origins(known["cors_allow_origins"])
+        if "notifications" in known:
+            known["notifications"] = notifications(known["notifications"])
         for name, value in known.items():
             current = getattr(self, name)
             expected: Any = (int, float) if isinstance(current, float) else type(current)

@@ -29,6 +29,7 @@ from domain.record.thread_ids import thread_id_problem
 from domain.types import Command
 from service.assistant_ids import assistant_id
 from service.langgraph_app import SUBGRAPHS_KEY, LangGraphApp
+from service.notifications.hosts import HostRefusedError, check_url
 from service.runs import STRATEGIES, RunRequest, ServedGraph, run_context
 from service.services import Services
 
@@ -94,7 +95,6 @@ def graph_input(body: RunCreate) -> Any:
 # LangGraph's run options Holdpoint does not have yet: refused by name when set, never
 # accepted and ignored (the SDKs send none of them unless asked).
 UNSUPPORTED_OPTIONS = {
-    "webhook": "no webhook is called when a run ends",
     "after_seconds": "runs are not scheduled; start the run when it is due",
     "on_completion": "a stateless run's thread is kept, as the record is append-only",
 }
@@ -106,6 +106,25 @@ def refuse_unsupported_options(body: RunCreate) -> None:
         if extra.get(name) is not None and not (name == "on_completion" and extra[name] == "keep"):
             msg = f"Invalid body.{name}: not supported by Holdpoint ({why})"
             raise Problem(422, msg, code="invalid-request")
+
+
+def webhook_of(body: RunCreate) -> str | None:
+    webhook = (body.model_extra or {}).get("webhook")
+    if webhook is not None and not isinstance(webhook, str):
+        raise Problem(422, "Invalid body.webhook: a URL", code="invalid-request")
+    return webhook
+
+
+def check_webhook(services: Services, body: RunCreate) -> None:
+    """A run's webhook: a host the server may call (service/notifications/hosts.py)."""
+    webhook = webhook_of(body)
+    if webhook is None:
+        return
+    try:
+        check_url(webhook, services.settings.notifications)
+    except HostRefusedError as error:
+        msg = f"Invalid body.webhook: not called, {error}"
+        raise Problem(422, msg, code="invalid-request") from None
 
 
 def is_resume(body: RunCreate) -> bool:
@@ -243,7 +262,7 @@ def _kwargs(body: RunCreate, modes: tuple[str, ...], stateless: bool) -> dict[st
         "stream_mode": list(modes),
         "interrupt_before": None,
         "interrupt_after": None,
-        "webhook": None,
+        "webhook": webhook_of(body),
         "feedback_keys": None,
         "temporary": stateless,
         "subgraphs": body.stream_subgraphs,

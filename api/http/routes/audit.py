@@ -183,3 +183,23 @@ def report(
         now=now,
     )
     return Response(FORMATS[format](figures), media_type=MEDIA_TYPES[format])
+
+
+@router.get(
+    "/audit/deliveries",
+    summary="Webhook and notification deliveries: each attempt, its status, newest first",
+    responses=problem_responses(403),
+)
+def deliveries(
+    services: ServicesDep,
+    _: Auditor,
+    status: Annotated[
+        Literal["waiting", "pending", "delivered", "failed", "refused"] | None, Query()
+    ] = None,
+    target: Annotated[str | None, Query(description="a target's name, or `run`")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> dict[str, Any]:
+    """What was sent where, when, and what came back: a target's signature secret and a
+    delivery's body are not shown (the body is the recorded events', `/threads/.../events`)."""
+    found = services.deliveries.listed(status=status, target=target, limit=limit)
+    return {"deliveries": [delivery.json() for delivery in found]}

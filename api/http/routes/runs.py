@@ -32,7 +32,14 @@ from api.http.decisions import ANSWER_ERRORS, answer_problem, record_refused_ans
 from api.http.deps import ServicesDep
 from api.http.problems import Problem, from_domain_error, problem_responses
 from api.http.routes.threads import thread_or_404
-from api.http.run_requests import RUN_FIELDS, is_resume, prepare_run, run_permission
+from api.http.run_requests import (
+    RUN_FIELDS,
+    check_webhook,
+    is_resume,
+    prepare_run,
+    run_permission,
+    webhook_of,
+)
 from api.http.run_streams import run_headers, run_modes, streaming
 from api.http.schemas import BatchRun, RunCreate, RunsCancel
 from domain.access.identity import Principal
@@ -71,6 +78,7 @@ async def begin(
     await throttle_async(services, request, principal, RUNS)
 
     def prepare() -> RunRequest:
+        check_webhook(services, body)
         run_request = prepare_run(services, request, principal, thread_id, body, streamed=streamed)
         note(request, thread_id=run_request.thread_id)
         return run_request
@@ -85,6 +93,9 @@ async def begin(
         raise
     services.reservations.drop(record.origin_thread_id)
     note(request, run_id=record.run_id, thread_id=record.thread_id)
+    webhook = webhook_of(body)
+    if webhook is not None:  # sent once the run has ended (service/notifications)
+        await run_in_threadpool(services.watch_run, record.run_id, webhook)
     return record
 
 
