@@ -401,3 +401,24 @@ class MemoryItemNotFoundError(HoldpointError, LookupError):
         super().__init__(f"No item {key!r} in namespace {list(namespace)!r}")
         self.namespace = list(namespace)
         self.key = key
+
+
+class InvalidScheduleError(InvalidUpdateError):
+    """A cron schedule, time zone or end time the scheduler cannot keep."""
+
+
+class CronNotFoundError(HoldpointError, LookupError):
+    """No cron with that id (or it was deleted)."""
+
+    def __init__(self, cron_id: str) -> None:
+        super().__init__(f"Cron {cron_id!r} not found")
+        self.cron_id = cron_id
+
+
+class CronChangedError(HoldpointError):
+    """The cron was changed (or fired) by another writer at the same time; nothing of ours
+    was recorded."""
+
+    def __init__(self, cron_id: str) -> None:
+        super().__init__(f"Cron {cron_id!r} changed meanwhile; nothing was recorded, try again")
+        self.cron_id = cron_id

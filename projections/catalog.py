@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from domain.record.application import Workflows
+from projections.cron_index import CronIndexProjection
 from projections.memory_items import MemoryItemsProjection
 from projections.oversight import OversightProjection
 from projections.pending_approvals import PendingApprovalsProjection
@@ -17,6 +18,7 @@ def all_projections() -> list[Projection]:
         ThreadIndexProjection(),
         OversightProjection(),
         MemoryItemsProjection(),
+        CronIndexProjection(),
     ]
 
 

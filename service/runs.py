@@ -95,6 +95,7 @@ class RunRequest:
     multitask_strategy: str = "reject"  # when another run holds the thread
     wait: bool = False  # instead: wait up to `busy_wait` s for the thread (a decision)
     context: dict[str, Any] | None = None  # the run's `context` (JSON), its nodes' runtime
+    run_id: str | None = None  # given (a cron's firing names its run); else a new one
 
 
 @dataclass(frozen=True)
@@ -264,7 +265,7 @@ class RunManager:
             msg = f"multitask_strategy {request.multitask_strategy!r}"
             raise NotImplementedError(msg)
         stored = StoredRun(
-            run_id=str(uuid4()),
+            run_id=request.run_id or str(uuid4()),
             thread_id=request.thread_id,
             graph_id=request.graph.graph_id,
             assistant_id=request.assistant_id,

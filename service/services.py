@@ -14,6 +14,7 @@ from domain.record.store import backend_of, open_store
 from persistence.key_probe import SQLiteKeyProbe
 from projections.privileges import may_create_tables
 from service.assistant_ids import assistant_id
+from service.cron_scheduler import CronScheduler
 from service.errors import GraphNotServedError, UnknownGraphError
 from service.metrics import Metrics
 from service.notifications.deliveries import DeliveryStore
@@ -48,6 +49,7 @@ class Services:
     # when no target and no webhook host is configured).
     deliveries: DeliveryStore
     notifier: Notifier | None = None
+    scheduler: CronScheduler | None = None  # fires the crons that are due
     worker: RunWorker | None = None  # this process's share of the queue and takeovers
     # Checks API keys on the event loop, where the store's reads never block (an embedded
     # store): a Keyring on a store of its own, used by the loop's thread alone. None: keys
@@ -87,7 +89,7 @@ class Services:
                 settings.base_url,
             )
             notifier.start()
-        return cls(
+        services = cls(
             settings,
             store,
             graphs,
@@ -103,6 +105,9 @@ class Services:
             key_checker=_key_checker(store),
             rate_limiter=RateLimiter.from_settings(settings),
         )
+        services.scheduler = CronScheduler(services, settings.cron_poll_seconds)
+        services.scheduler.start()
+        return services
 
     def graph(self, name_or_assistant_id: str) -> ServedGraph:
         """The served graph named by a graph id or an assistant id; UnknownGraphError
@@ -138,6 +143,8 @@ class Services:
             self.notifier.nudge()
 
     def close(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.stop()
         if self.notifier is not None:
             self.notifier.stop()
         if self.worker is not None:

@@ -74,6 +74,8 @@ class ServerSettings:
     run_lease_seconds: float = 15.0
     # Seconds between a worker's looks at the store's queue and at expired leases.
     run_poll_seconds: float = 1.0
+    # Seconds between the scheduler's looks for crons due (service/cron_scheduler.py).
+    cron_poll_seconds: float = 1.0
     # Per API key and process (service/rate_limit.py): a burst of requests at once, then a rate
     # per second, on the endpoints that start runs and on decisions; a rate of 0 turns it off.
     run_rate_limit: float = DEFAULT_RUN_RATE_LIMIT
@@ -151,7 +153,7 @@ class ServerSettings:
         if workers is not None and workers < 1:
             msg = f"Server setting run_workers must be 1 or more: {workers!r}"
             raise ValueError(msg)
-        for name in ("run_lease_seconds", "run_poll_seconds"):
+        for name in ("run_lease_seconds", "run_poll_seconds", "cron_poll_seconds"):
             seconds = known.get(name)
             if seconds is not None and seconds <= 0:
                 msg = f"Server setting {name} must be a number of seconds above 0: {seconds!r}"

@@ -12,7 +12,17 @@ from api.http.cors import install_cors
 from api.http.input_limits import InputLimitsMiddleware
 from api.http.problems import install_problem_handlers
 from api.http.request_log import RequestLogMiddleware
-from api.http.routes import approvals, assistants, audit, health, runs, store, threads, time_travel
+from api.http.routes import (
+    approvals,
+    assistants,
+    audit,
+    crons,
+    health,
+    runs,
+    store,
+    threads,
+    time_travel,
+)
 from api.ui.mount import install_ui
 from service.services import Services
 
@@ -64,6 +74,7 @@ def create_app(services: Services) -> FastAPI:
     # The LangGraph routes first: a request is matched against the routes in order, and
     # runs and threads are the busiest (no two routers share a method and path).
     for module in (
+        crons,  # before runs: /runs/crons is no run
         runs,
         threads,
         time_travel,

@@ -288,3 +288,59 @@ class StoreNamespaces(LangGraphBody):
     max_depth: int | None = Field(default=None, ge=1)
     limit: int = Field(default=100, ge=1, le=1000)
     offset: int = Field(default=0, ge=0)
+
+
+# -- crons ----------------------------------------------------------------------
+
+
+class CronCreate(LangGraphBody):
+    assistant_id: str
+    schedule: str = Field(description="Five-field cron: minute hour day-of-month month weekday")
+    input: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    webhook: str | None = None
+    multitask_strategy: Literal["reject", "enqueue", "interrupt"] | None = None
+    end_time: str | None = None
+    enabled: bool = True
+    timezone: str | None = Field(default=None, description="IANA time zone; default UTC")
+    on_run_completed: Literal["keep"] | None = Field(
+        default=None, description="`keep` only: a run's thread is kept, as the record is"
+    )
+
+
+class CronUpdate(LangGraphBody):
+    schedule: str | None = None
+    end_time: str | None = None
+    enabled: bool | None = None
+    timezone: str | None = None
+    input: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    webhook: str | None = None
+
+
+class CronSearch(LangGraphBody):
+    assistant_id: str | None = None
+    thread_id: str | None = None
+    enabled: bool | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
+    sort_by: Literal[
+        "cron_id",
+        "assistant_id",
+        "thread_id",
+        "next_run_date",
+        "end_time",
+        "created_at",
+        "updated_at",
+    ] = "created_at"
+    sort_order: Literal["asc", "desc"] = "desc"
+    select: list[str] | None = None
+
+
+class CronCount(LangGraphBody):
+    assistant_id: str | None = None
+    thread_id: str | None = None

@@ -14,5 +14,14 @@ from domain.access.identity import ApiKey, KeyringBootstrap, RefusedAttempt
 from domain.integrity.seal import SealRegister
 from domain.memory.item import MemoryItem
 from domain.record.thread import WorkflowThread
+from domain.schedule.cron import Cron
 
-AGGREGATES = (WorkflowThread, ApiKey, KeyringBootstrap, RefusedAttempt, SealRegister, MemoryItem)
+AGGREGATES = (
+    WorkflowThread,
+    ApiKey,
+    KeyringBootstrap,
+    RefusedAttempt,
+    SealRegister,
+    MemoryItem,
+    Cron,
+)

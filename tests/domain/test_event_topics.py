@@ -46,6 +46,10 @@ RECORDED_TOPICS = {
     "domain.memory.item:MemoryItem.ItemStored",
     "domain.memory.item:MemoryItem.ItemChanged",
     "domain.memory.item:MemoryItem.ItemDeleted",
+    "domain.schedule.cron:Cron.CronScheduled",
+    "domain.schedule.cron:Cron.CronUpdated",
+    "domain.schedule.cron:Cron.CronFired",
+    "domain.schedule.cron:Cron.CronDeleted",
 }
 # Snapshots are a cache, never evidence, but a stored one must still be read back.
 SNAPSHOT_TOPICS = {"eventsourcing.domain:Snapshot"}  # the library's class, not a nested one

@@ -42,6 +42,11 @@ ADDED_SINCE = {
     "domain.memory.item:MemoryItem.ItemStored",
     "domain.memory.item:MemoryItem.ItemChanged",
     "domain.memory.item:MemoryItem.ItemDeleted",
+    # crons'
+    "domain.schedule.cron:Cron.CronScheduled",
+    "domain.schedule.cron:Cron.CronUpdated",
+    "domain.schedule.cron:Cron.CronFired",
+    "domain.schedule.cron:Cron.CronDeleted",
 }
 
 

@@ -18,7 +18,9 @@ from typing import Annotated, Any, TypedDict
 from domain.graph import END, START, CompiledStateGraph, StateGraph
 from domain.memory.items import MemoryItems
 from domain.record.application import Workflows
+from domain.schedule.crons import Crons
 from domain.types import Command, Interrupt, interrupt
+from projections.cron_index import CRONS
 from projections.database import Database
 from projections.memory_items import ITEMS
 from projections.oversight_tables import CANCELLATIONS, FLOW_EDITS, INTERRUPTS, REFUSALS
@@ -178,6 +180,27 @@ def record_history(store: Workflows, prefix: str = "") -> None:
         None, config(f"{prefix}answered", checkpoint_id=checkpoint, fork_thread_id=f"{prefix}fork")
     )
     record_memory(store, prefix)
+    record_crons(store)
+
+
+def record_crons(store: Workflows) -> None:
+    """Crons: one fired twice, one changed, one deleted."""
+    crons, payload = Crons(store), {"input": {"out": []}}
+    fired = crons.schedule(
+        graph_id="pipeline", thread_id=None, schedule="0 * * * *", payload=payload, actor=REVIEWER
+    )
+    for _ in range(2):
+        due = crons.get(fired.cron_id).next_due()
+        assert due is not None
+        crons.fire(fired.cron_id, due)
+    changed = crons.schedule(
+        graph_id="pipeline", thread_id="done", schedule="0 9 * * *", payload=payload, actor=REVIEWER
+    )
+    crons.update(changed.cron_id, {"schedule": "30 9 * * mon-fri"}, REVIEWER)
+    gone = crons.schedule(
+        graph_id="pipeline", thread_id=None, schedule="0 0 1 * *", payload=payload, actor=REVIEWER
+    )
+    crons.delete(gone.cron_id, REVIEWER)
 
 
 def record_memory(store: Workflows, prefix: str = "") -> None:
@@ -204,6 +227,7 @@ READ_MODEL_TABLES = {
     "thread_index": (THREADS,),
     "oversight": (INTERRUPTS, CANCELLATIONS, FLOW_EDITS, REFUSALS),
     "memory_items": (ITEMS,),
+    "cron_index": (CRONS,),
 }
 
 

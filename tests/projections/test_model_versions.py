@@ -24,7 +24,7 @@ from projections.thread_index import ThreadIndexProjection
 from tests.projections.histories import positions, read_models, record_history, rows
 from tests.projections.hold_point_histories import record_hold_points
 
-ALL = ("pending_approvals", "thread_index", "oversight", "memory_items")
+ALL = ("pending_approvals", "thread_index", "oversight", "memory_items", "cron_index")
 WARNING = "read model changed shape: rebuilding it from the log"
 # The first shapes, as the runner before versions created them.
 FIRST_SHAPES = {
@@ -122,6 +122,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
         "thread_index": head,
         "oversight": 0,
         "memory_items": head,
+        "cron_index": head,
     }
     assert versions(upgraded.db) == {
         "pending_approvals": 3,

@@ -15,7 +15,7 @@ import threading
 import pytest
 from eventsourcing.utils import get_topic
 
-from projections import memory_items, oversight, pending_approvals, thread_index
+from projections import cron_index, memory_items, oversight, pending_approvals, thread_index
 from projections.catalog import all_projections
 from projections.database import Database, database_for
 from projections.log_reader import LogReader
@@ -28,6 +28,7 @@ READER_INDEXES = (
     + thread_index.READER_INDEXES
     + oversight.READER_INDEXES
     + memory_items.READER_INDEXES
+    + cron_index.READER_INDEXES
 )
 TOPICS = {get_topic(cls) for p in all_projections() for cls in p.event_classes}
 

@@ -52,7 +52,7 @@ async def info() -> dict[str, Any]:
         "langgraph_py_version": version("langgraph"),
         "flags": {
             "assistants": True,
-            "crons": False,
+            "crons": True,
             "langsmith": False,
             "langsmith_tracing_replicas": False,
             "langsmith_tracing_session_on_runs": False,

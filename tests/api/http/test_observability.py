@@ -73,6 +73,7 @@ def test_readiness_reports_the_store_and_each_read_models_lag(server):
         "thread_index",
         "oversight",
         "memory_items",
+        "cron_index",
     }
     assert body["lag"] >= 0
 

@@ -1,0 +1,1 @@
+"""Scheduled runs (LangGraph's crons): schedules as recorded facts, and their firings."""

@@ -1,0 +1,138 @@
+"""The scheduler: fires the crons that are due and starts their runs, in every server
+process at once.
+
+Each pass asks the crons' read model for those due by now, and fires each through its
+own events (`domain/schedule/crons.py`): of several processes, one records `CronFired`
+and starts the run it names, as the cron's maker (the actor recorded on the cron); the
+others find it fired. The run is an ordinary run of the store's queue: `enqueue` by
+default, so that a cron due while its thread runs waits its turn. A run the thread
+refuses (a thread paused at an interrupt takes no new input) is logged, and the cron
+goes on to its next time.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from domain.engine.runtime import REQUEST_KEY
+from domain.errors import HoldpointError
+from domain.schedule.crons import Crons, Firing
+from projections.cron_index import CronIndex
+from service.assistant_ids import assistant_id
+from service.runs import RunRequest
+
+if TYPE_CHECKING:
+    from service.services import Services
+
+log = structlog.get_logger()
+# What a cron's run may say, as LangGraph's crons take it; anything else is refused when
+# the cron is made (api/http/routes/crons.py), never taken and ignored.
+RUN_FIELDS = ("input", "config", "context", "metadata", "multitask_strategy", "webhook")
+
+
+class CronScheduler:
+    def __init__(self, services: Services, poll: float = 1.0) -> None:
+        self.services = services
+        self.poll = poll
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="holdpoint-crons", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.poll):
+            try:
+                self.run_once()
+            except Exception:  # the next pass tries again; a bug is logged, not fatal
+                log.exception("cron pass failed")
+
+    def run_once(self, now: datetime | None = None) -> list[Firing]:
+        """Fire every cron due by `now` (default: the clock's); the firings this process won."""
+        moment = now or datetime.now(UTC)
+        crons = Crons(self.services.store)
+        won = []
+        for cron_id in CronIndex(self.services.read_models.db).due(moment):
+            firing = crons.fire(cron_id, moment)
+            if firing is not None:
+                won.append(firing)
+                self._start(firing)
+        return won
+
+    def _start(self, firing: Firing) -> None:
+        cron, services = firing.cron, self.services
+        try:
+            services.runs.start(run_request(services, firing))
+        except HoldpointError as error:
+            log.warning(
+                "cron run refused",
+                cron_id=cron.cron_id,
+                run_id=firing.run_id,
+                thread_id=firing.thread_id,
+                error=str(error),
+            )
+            return
+        services.reservations.drop(firing.thread_id)
+        webhook = cron.payload.get("webhook")
+        if webhook:
+            services.watch_run(firing.run_id, webhook)
+        log.info(
+            "cron fired", cron_id=cron.cron_id, run_id=firing.run_id, due_at=str(firing.due_at)
+        )
+
+
+def run_request(services: Services, firing: Firing) -> RunRequest:
+    """The run a firing starts: the cron's input, config and context, as its maker."""
+    cron, payload = firing.cron, firing.cron.payload
+    graph = services.graph(cron.graph_id)
+    user_config: dict[str, Any] = dict(payload.get("config") or {})
+    configurable = {
+        **(user_config.get("configurable") or {}),
+        "thread_id": firing.thread_id,
+        "actor": cron.scheduled_by,
+        REQUEST_KEY: {"action": "cron", "target": firing.thread_id},
+    }
+    reserved = services.reservations.get(firing.thread_id)  # made over HTTP, never run
+    metadata = {
+        **(reserved.metadata if reserved is not None else {}),
+        **cron.metadata,
+        **(payload.get("metadata") or {}),
+    }
+    config: dict[str, Any] = {"configurable": configurable, "metadata": metadata}
+    if "recursion_limit" in user_config:
+        config["recursion_limit"] = user_config["recursion_limit"]
+    return RunRequest(
+        graph=graph,
+        thread_id=firing.thread_id,
+        input=payload.get("input"),
+        config=config,
+        stream_modes=("values",),
+        assistant_id=assistant_id(graph.graph_id),
+        metadata={
+            **metadata,
+            "graph_id": graph.graph_id,
+            "assistant_id": assistant_id(graph.graph_id),
+            "cron_id": cron.cron_id,
+        },
+        kwargs={
+            "input": payload.get("input"),
+            "config": user_config,
+            "context": payload.get("context") or {},
+            "stream_mode": ["values"],
+            "webhook": payload.get("webhook"),
+            "cron_id": cron.cron_id,
+        },
+        multitask_strategy=payload.get("multitask_strategy") or "enqueue",
+        context=payload.get("context"),
+        run_id=firing.run_id,
+    )

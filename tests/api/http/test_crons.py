@@ -1,0 +1,127 @@
+"""LangGraph's crons over HTTP, driven by the official SDK (`client.crons`): made for a
+thread or for new threads, searched, counted, changed and deleted, each on record with
+who; and a due cron fired by the server's scheduler starts its run as the cron's maker,
+once, however many times the scheduler looks."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
+
+from domain.schedule.cron import cron_uuid
+from tests.api.http_harness import running_server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("store")
+    with running_server(f"sqlite:///{folder / 'holdpoint.db'}", cron_poll_seconds=3600) as running:
+        yield running
+
+
+def fire_due(server, cron):
+    """The scheduler's pass at the cron's next run date (no waiting for the clock)."""
+    due = datetime.fromisoformat(cron["next_run_date"].replace("Z", "+00:00"))
+    return server.services.scheduler.run_once(now=due)
+
+
+def wait_for_run(server, thread_id, run_id):
+    deadline = time.monotonic() + 30
+    while (run := server.services.runs.store.get(run_id)) is None or not run.done:
+        assert time.monotonic() < deadline, f"run {run_id} on {thread_id} did not end"
+        time.sleep(0.02)
+    return run
+
+
+def test_a_cron_on_a_thread_is_made_found_and_fired_as_its_maker(server):
+    agent = server.sdk("agent")
+    thread_id = agent.threads.create()["thread_id"]
+    cron = agent.crons.create_for_thread(
+        thread_id, "refund", schedule="*/5 * * * *", input={"refund_amount": 5.0}
+    )
+    assert cron["thread_id"] == thread_id
+    assert cron["user_id"] == "agent"
+    assert cron["next_run_date"].endswith("Z")
+    assert cron["enabled"] is True
+    found = server.sdk("auditor").crons.search(thread_id=thread_id)
+    assert [c["cron_id"] for c in found] == [cron["cron_id"]]
+    assert server.sdk("auditor").crons.count(thread_id=thread_id) == 1
+    # When the scheduler looks at its due time, twice
+    [firing] = fire_due(server, cron)
+    assert fire_due(server, cron) == []
+    # Then one run ran on the thread, by the cron's maker
+    run = wait_for_run(server, thread_id, firing.run_id)
+    assert run.status == "success"
+    started = [e for e in server.store.thread_events(thread_id) if hasattr(e, "actor")]
+    assert started[0].actor["id"] == "agent"
+    assert agent.threads.get_state(thread_id)["values"]["refund_amount"] == 5.0
+    [moved] = server.sdk("auditor").crons.search(thread_id=thread_id)
+    assert moved["next_run_date"] > cron["next_run_date"]
+
+
+def test_a_cron_without_a_thread_runs_on_a_new_thread_each_time(server):
+    agent = server.sdk("agent")
+    cron = agent.crons.create("refund", schedule="0 9 * * *", input={"refund_amount": 1.0})
+    assert cron["thread_id"] is None
+    [first] = fire_due(server, cron)
+    wait_for_run(server, first.thread_id, first.run_id)
+    assert agent.threads.get(first.thread_id)["metadata"]["graph_id"] == "refund"
+
+
+def test_a_cron_is_changed_and_deleted_on_record(server):
+    agent, admin = server.sdk("agent"), server.sdk("admin")
+    cron = agent.crons.create("refund", schedule="0 9 * * *", input={"refund_amount": 2.0})
+    changed = admin.crons.update(cron["cron_id"], schedule="30 8 * * *", enabled=False)
+    assert (changed["schedule"], changed["enabled"], changed["next_run_date"]) == (
+        "30 8 * * *",
+        False,
+        None,
+    )
+    admin.crons.delete(cron["cron_id"])
+    names = [type(e).__name__ for e in server.store.events.get(cron_uuid(cron["cron_id"]))]
+    assert names == ["CronScheduled", "CronUpdated", "CronDeleted"]
+    assert [e.actor["id"] for e in list(server.store.events.get(cron_uuid(cron["cron_id"])))] == [
+        "agent",
+        "admin",
+        "admin",
+    ]
+    with pytest.raises(NotFoundError):
+        admin.crons.delete(cron["cron_id"])
+    assert cron["cron_id"] not in [c["cron_id"] for c in agent.crons.search(limit=100)]
+
+
+def test_what_a_cron_cannot_keep_is_a_422_recording_nothing(server):
+    agent = server.sdk("agent")
+    head = server.head()
+    for bad in (
+        {"schedule": "every day"},
+        {"schedule": "0 9 * * *", "timezone": "Mars/Base"},
+        {"schedule": "0 9 * * *", "interrupt_before": ["node"]},
+        {"schedule": "0 9 * * *", "webhook": "https://evil.example/"},
+        {"schedule": "0 9 * * *", "end_time": datetime(2030, 1, 1)},  # no time zone
+    ):
+        with pytest.raises(UnprocessableEntityError):
+            agent.crons.create("refund", **bad)
+    assert server.head() == head
+    with server.http("reviewer") as reviewer:
+        refused = reviewer.post(
+            "/runs/crons", json={"assistant_id": "refund", "schedule": "* * * * *"}
+        )
+    assert refused.status_code == 403
+
+
+def test_the_scheduler_fires_a_due_cron_by_itself(tmp_path):
+    with running_server(f"sqlite:///{tmp_path / 'h.db'}", cron_poll_seconds=0.05) as server:
+        agent = server.sdk("agent")
+        thread_id = agent.threads.create()["thread_id"]
+        end = datetime.now(UTC) + timedelta(minutes=3)
+        agent.crons.create_for_thread(
+            thread_id, "refund", schedule="* * * * *", input={"refund_amount": 3.0}, end_time=end
+        )
+        deadline = time.monotonic() + 75  # due at the next minute
+        while not server.services.runs.store.of_thread(thread_id, limit=1):
+            assert time.monotonic() < deadline, "the cron did not fire within its minute"
+            time.sleep(0.05)
