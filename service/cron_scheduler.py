@@ -12,6 +12,7 @@ goes on to its next time.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from domain.engine.runtime import REQUEST_KEY
-from domain.errors import HoldpointError
+from domain.errors import CronChangedError, CronNotFoundError, HoldpointError, UnknownKeyError
 from domain.schedule.crons import Crons, Firing
 from projections.cron_index import CronIndex
 from service.assistant_ids import assistant_id
@@ -32,6 +33,8 @@ log = structlog.get_logger()
 # What a cron's run may say, as LangGraph's crons take it; anything else is refused when
 # the cron is made (api/http/routes/crons.py), never taken and ignored.
 RUN_FIELDS = ("input", "config", "context", "metadata", "multitask_strategy", "webhook")
+SCHEDULER = {"id": "holdpoint-scheduler", "role": "system", "authenticated": False, "via": "cron"}
+REVOKED = "the key that made it was revoked"
 
 
 class CronScheduler:
@@ -63,11 +66,33 @@ class CronScheduler:
         crons = Crons(self.services.store)
         won = []
         for cron_id in CronIndex(self.services.read_models.db).due(moment):
+            if self._maker_revoked(crons, cron_id):
+                continue
             firing = crons.fire(cron_id, moment)
             if firing is not None:
                 won.append(firing)
                 self._start(firing)
         return won
+
+    def _maker_revoked(self, crons: Crons, cron_id: str) -> bool:
+        """Whether the key that made the cron was revoked since; if so, the cron is
+        disabled on record, by the scheduler, saying why: a revoked key's authority does
+        not live on in its schedules."""
+        try:
+            cron = crons.get(cron_id)
+        except CronNotFoundError:
+            return True
+        if cron.key_id is None:
+            return False
+        try:
+            revoked = self.services.keyring.get(cron.key_id).revoked
+        except UnknownKeyError:
+            revoked = True
+        if revoked:
+            with contextlib.suppress(CronChangedError, CronNotFoundError):
+                crons.update(cron_id, {"enabled": False}, SCHEDULER | {"reason": REVOKED})
+            log.warning("cron disabled", cron_id=cron_id, why=REVOKED)
+        return revoked
 
     def _start(self, firing: Firing) -> None:
         cron, services = firing.cron, self.services

@@ -61,6 +61,7 @@ class Cron(Aggregate):
         metadata: dict[str, Any]
         enabled: bool
         actor: dict[str, Any]
+        key_id: str | None  # the maker's key: revoked, the cron stops firing
 
     class CronUpdated(Aggregate.Event):
         changes: dict[str, Any]
@@ -101,6 +102,7 @@ class Cron(Aggregate):
         metadata: dict[str, Any],
         enabled: bool,
         actor: dict[str, Any],
+        key_id: str | None,
     ) -> None:
         self.cron_id = cron_id
         self.graph_id = graph_id
@@ -112,6 +114,7 @@ class Cron(Aggregate):
         self.metadata = metadata
         self.enabled = enabled
         self.scheduled_by = actor
+        self.key_id = key_id
         self.deleted = False
         self.last_fired: Cron.CronFired | None = None
 

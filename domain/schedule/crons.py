@@ -49,6 +49,7 @@ class Crons:
         end_time: Any = None,
         metadata: dict[str, Any] | None = None,
         enabled: bool = True,
+        key_id: str | None = None,
     ) -> Cron:
         """A new cron, recorded; InvalidScheduleError for a schedule it cannot keep."""
         parse(schedule, timezone)
@@ -63,6 +64,7 @@ class Crons:
             metadata=to_json(metadata or {}, "The metadata"),
             enabled=enabled,
             actor=to_json(actor, "The actor"),
+            key_id=key_id,
         )
         self.store.save(cron)
         return cron

@@ -245,15 +245,16 @@ class Notifier:
         }
         if secret is not None:
             headers[SIGNATURE_HEADER] = sign(secret, data)
-        try:
-            answer = self._client.post(delivery.url, content=data, headers=headers)
+        try:  # the answer's status only: its body is never read (nor held in memory)
+            with self._client.stream("POST", delivery.url, content=data, headers=headers) as answer:
+                status = answer.status_code
         except httpx.HTTPError as error:
             self._retry_or_fail(delivery, {"error": f"{type(error).__name__}: {error}"[:300]})
             return
-        outcome = {"status": answer.status_code}
-        if answer.is_success:
+        outcome = {"status": status}
+        if 200 <= status < 300:
             self.deliveries.attempted(delivery, DELIVERED, outcome)
-        elif answer.status_code in RETRIED_STATUSES or answer.status_code >= 500:
+        elif status in RETRIED_STATUSES or status >= 500:
             self._retry_or_fail(delivery, outcome)
         else:
             self.deliveries.attempted(delivery, FAILED, outcome)

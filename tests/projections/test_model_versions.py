@@ -93,6 +93,7 @@ def test_a_fresh_store_records_each_models_version_and_warns_of_nothing(store):
         "thread_index": 1,
         "oversight": 3,
         "memory_items": 1,
+        "cron_index": 1,
     }
     assert warned(logs) == []
     runner.close()
@@ -129,6 +130,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
         "thread_index": 1,
         "oversight": 3,
         "memory_items": 1,
+        "cron_index": 1,
     }
     # And its catch-up gives every row a rebuild from zero gives
     upgraded.catch_up()

@@ -160,6 +160,7 @@ def schedule(
         end_time=body.end_time,
         metadata=body.metadata,
         enabled=body.enabled,
+        key_id=principal.key_id,
     )
     note(request, cron_id=cron.cron_id, thread_id=thread_id)
     return cron

@@ -48,6 +48,11 @@ DIFFERENCES: dict[str, dict[str, str]] = {
         "taken_over": "Holdpoint's runs survive crashes: who took it over, when",
     },
     # Fields both have, with values of each server's own
+    "cron values": {
+        "payload": "what each server keeps of the request (LangGraph's adds the schedule, "
+        "the assistant and a configurable cron_id)",
+        "user_id": "Holdpoint's is the key's principal (LangGraph's `langgraph dev`: none)",
+    },
     "run values": {
         "kwargs": "each server's own record of the request (LangGraph's holds its config)",
         "metadata": "LangGraph's adds `created_by`; both have graph_id and assistant_id",
@@ -58,7 +63,7 @@ DIFFERENCES: dict[str, dict[str, str]] = {
 # /info and /ok: what each server says of itself
 SELF_DESCRIPTION = {
     "version": "each server's own version",
-    "flags": "crons are not served by Holdpoint, nor LangSmith tracing",
+    "flags": "each server's own features (Holdpoint: no LangSmith tracing)",
     "host": "`kind`: holdpoint, not self-hosted LangGraph",
     "services": "Holdpoint names its database (skipped unless check_db=1); LangGraph's "
     "in-memory runtime has none",
@@ -110,6 +115,18 @@ def calls(agent: Any, reviewer: Any) -> dict[str, Any]:
     seen["updated"] = agent.threads.update(thread_id, metadata={"ticket": "T-1"})
     seen["count"] = agent.threads.count(metadata={"ticket": "T-1"})
     seen["sorted"] = agent.threads.search(sort_by="updated_at", sort_order="desc", limit=2)
+    store = agent.store
+    store.put_item(["users", "u-1"], "prefs", {"theme": "dark"})
+    seen["item"] = store.get_item(["users", "u-1"], "prefs")
+    seen["items"] = store.search_items(["users"], filter={"theme": "dark"})
+    seen["namespaces"] = store.list_namespaces(prefix=["users"])
+    store.delete_item(["users", "u-1"], "prefs")
+    seen["items deleted"] = store.search_items(["users"])
+    cron = agent.crons.create_for_thread(thread_id, "refund", schedule="0 9 * * *", input={})
+    seen["cron"], seen["crons"] = cron, agent.crons.search(thread_id=thread_id)
+    seen["cron count"] = agent.crons.count(thread_id=thread_id)
+    agent.crons.delete(cron["cron_id"])
+    seen["crons deleted"] = agent.crons.search(thread_id=thread_id)
     http = agent.http.client
     seen["info"] = http.get("/info").json()
     seen["ok"] = http.get("/ok").json()
@@ -212,3 +229,23 @@ def test_info_and_ok_have_the_same_shape(both):
         for key in set(their) & set(SELF_DESCRIPTION):  # other values, the same shape
             if isinstance(their[key], dict) and their[key]:
                 assert set(mine[key]) == set(their[key])
+
+
+def test_the_memory_store_answers_the_same(both):
+    theirs, ours = both
+    for answer in ("item", "items", "namespaces", "items deleted"):
+        assert normalized(ours[answer]) == normalized(theirs[answer]), answer
+
+
+def test_crons_answer_the_same_but_for_the_listed_values(both):
+    theirs, ours = both
+    values = DIFFERENCES["cron values"]
+    for mine, their in [
+        (ours["cron"], theirs["cron"]),
+        *zip(ours["crons"], theirs["crons"], strict=True),
+    ]:
+        assert set(mine) == set(their)
+        assert normalized(without(mine, "cron values")) == normalized(without(their, "cron values"))
+        assert set(values) <= set(mine)
+    assert ours["cron count"] == theirs["cron count"] == 1
+    assert ours["crons deleted"] == theirs["crons deleted"] == []

@@ -218,6 +218,7 @@ def test_every_endpoint_gives_each_role_what_the_permission_table_says(server):
         "assistant_id": "refund",
         "version": "1",
         "namespace": "refund",
+        "cron_id": "0" * 32,
     }
     app = create_app(server.services)
     found = [r for r in routes(app) if r.path not in PUBLIC]

@@ -92,7 +92,7 @@ def test_info_describes_the_server_as_langgraphs_does_without_a_key(server):
     body = info.json()
     assert set(body) == {"version", "langgraph_py_version", "flags", "host"}
     assert body["flags"]["assistants"] is True
-    assert body["flags"]["crons"] is False
+    assert body["flags"]["crons"] is True
     assert body["host"]["kind"] == "holdpoint"
 
 

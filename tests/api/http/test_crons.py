@@ -9,6 +9,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 
 from domain.schedule.cron import cron_uuid
@@ -23,9 +24,12 @@ def server(tmp_path_factory):
 
 
 def fire_due(server, cron):
-    """The scheduler's pass at the cron's next run date (no waiting for the clock)."""
+    """The scheduler's pass at the cron's next run date (no waiting for the clock): this
+    cron's firings (others may be due by then too)."""
     due = datetime.fromisoformat(cron["next_run_date"].replace("Z", "+00:00"))
-    return server.services.scheduler.run_once(now=due)
+    server.services.read_models.catch_up_to_head()  # the scheduler reads the crons' model
+    fired = server.services.scheduler.run_once(now=due)
+    return [firing for firing in fired if firing.cron.cron_id == cron["cron_id"]]
 
 
 def wait_for_run(server, thread_id, run_id):
@@ -125,3 +129,20 @@ def test_the_scheduler_fires_a_due_cron_by_itself(tmp_path):
         while not server.services.runs.store.of_thread(thread_id, limit=1):
             assert time.monotonic() < deadline, "the cron did not fire within its minute"
             time.sleep(0.05)
+
+
+def test_a_cron_whose_makers_key_is_revoked_stops_on_record_and_runs_nothing(server):
+    # Given a cron made by a key of its own, which is then revoked
+    key_info, raw = server.services.keyring.create("temp-agent", "agent", note="cron test")
+    temp = get_sync_client(url=server.url, api_key=raw)
+    thread_id = temp.threads.create()["thread_id"]
+    cron = temp.crons.create_for_thread(thread_id, "refund", schedule="0 9 * * *", input={})
+    server.services.keyring.revoke(key_info.key_id, actor={"id": "admin"}, reason="left")
+    # When it is due, then it does not fire: it is disabled, by the scheduler, saying why
+    assert fire_due(server, cron) == []
+    events = list(server.store.events.get(cron_uuid(cron["cron_id"])))
+    assert [type(e).__name__ for e in events] == ["CronScheduled", "CronUpdated"]
+    assert events[1].changes == {"enabled": False}
+    assert events[1].actor["id"] == "holdpoint-scheduler"
+    assert "revoked" in events[1].actor["reason"]
+    assert server.services.runs.store.of_thread(thread_id, limit=5) == []
