@@ -221,33 +221,10 @@ class CronIndex:
 
 
 def _cron_row(row: Sequence[Any]) -> CronRow:
-    (
-        cron_id,
-        graph_id,
-        thread_id,
-        schedule,
-        timezone,
-        end_time,
-        payload,
-        metadata,
-        enabled,
-        user_id,
-        next_run_date,
-        created_at,
-        updated_at,
-    ) = row
-    return CronRow(
-        cron_id,
-        graph_id,
-        thread_id,
-        schedule,
-        timezone,
-        end_time,
-        json.loads(payload),
-        json.loads(metadata),
-        bool(enabled),
-        user_id,
-        next_run_date,
-        created_at,
-        updated_at,
+    fields = dict(zip(CronRow.__dataclass_fields__, row, strict=True))
+    fields["payload"], fields["metadata"] = (
+        json.loads(fields["payload"]),
+        json.loads(fields["metadata"]),
     )
+    fields["enabled"] = bool(fields["enabled"])
+    return CronRow(**fields)

@@ -248,37 +248,12 @@ def _row(d: Delivery) -> tuple[Any, ...]:
 
 
 def _delivery(row: Any) -> Delivery:
-    (
-        delivery_id,
-        dedupe,
-        target,
-        kind,
-        event,
-        url,
-        body,
-        run_id,
-        status,
-        attempts,
-        next_at,
-        lease_until,
-        attempt_log,
-        created_at,
-        updated_at,
-    ) = row
-    return Delivery(
-        delivery_id,
-        dedupe,
-        target,
-        kind,
-        event,
-        url,
-        None if body is None else json.loads(body),
-        run_id,
-        status,
-        int(attempts),
-        float(next_at),
-        None if lease_until is None else float(lease_until),
-        json.loads(attempt_log),
-        float(created_at),
-        float(updated_at),
-    )
+    fields = dict(zip(Delivery.__dataclass_fields__, row, strict=True))
+    fields["body"] = None if fields["body"] is None else json.loads(fields["body"])
+    fields["attempt_log"] = json.loads(fields["attempt_log"])
+    fields["attempts"] = int(fields["attempts"])
+    for name in ("next_at", "created_at", "updated_at"):
+        fields[name] = float(fields[name])
+    if fields["lease_until"] is not None:
+        fields["lease_until"] = float(fields["lease_until"])
+    return Delivery(**fields)

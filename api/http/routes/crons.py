@@ -186,23 +186,25 @@ def check_webhook(services: Services, url: str) -> None:
 
 
 def cron_json(cron: Cron) -> dict[str, Any]:
+    """A cron as read from its events, as the read model's rows are answered."""
     due = cron.next_due()
-    return {
-        "cron_id": cron.cron_id,
-        "assistant_id": assistant_id(cron.graph_id),
-        "thread_id": cron.thread_id,
-        "on_run_completed": None if cron.thread_id else "keep",
-        "end_time": cron.end_time,
-        "schedule": cron.schedule,
-        "timezone": cron.timezone,
-        "created_at": utc_text(cron.created_on),
-        "updated_at": utc_text(cron.modified_on),
-        "payload": cron.payload,
-        "user_id": cron.scheduled_by.get("id"),
-        "next_run_date": None if due is None else utc_text(due),
-        "metadata": cron.metadata,
-        "enabled": cron.enabled,
-    }
+    return row_json(
+        CronRow(
+            cron.cron_id,
+            cron.graph_id,
+            cron.thread_id,
+            cron.schedule,
+            cron.timezone,
+            cron.end_time,
+            cron.payload,
+            cron.metadata,
+            cron.enabled,
+            cron.scheduled_by.get("id"),
+            None if due is None else utc_text(due),
+            utc_text(cron.created_on),
+            utc_text(cron.modified_on),
+        )
+    )
 
 
 def row_json(row: CronRow) -> dict[str, Any]:
