@@ -283,7 +283,8 @@ def with_thread_ids(problems: list[Problem], scanner: Scanner) -> list[Problem]:
     names = {
         aggregate_id: name
         for aggregate_id, state in scanner.first_events(unnamed).items()
-        if (name := thread_id_of(state)) is not None
+        # a thread's first event names it; another aggregate's (a cron's) may name one too
+        if (name := thread_id_of(state)) is not None and thread_uuid(name).hex == aggregate_id
     }
     return [
         replace(p, thread_id=names.get(p.aggregate_id)) if p.aggregate_id in names else p

@@ -15,19 +15,20 @@ from __future__ import annotations
 import contextlib
 import threading
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import structlog
 
+from domain.access.keyring import Keyring
 from domain.engine.runtime import REQUEST_KEY
 from domain.errors import CronChangedError, CronNotFoundError, HoldpointError, UnknownKeyError
+from domain.record.application import Workflows
 from domain.schedule.crons import Crons, Firing
 from projections.cron_index import CronIndex
 from service.assistant_ids import assistant_id
-from service.runs import RunRequest
-
-if TYPE_CHECKING:
-    from service.services import Services
+from service.read_models import ReadModels
+from service.reservations import Reservations
+from service.runs import RunManager, RunRequest, ServedGraph
 
 log = structlog.get_logger()
 # What a cron's run may say, as LangGraph's crons take it; anything else is refused when
@@ -35,6 +36,20 @@ log = structlog.get_logger()
 RUN_FIELDS = ("input", "config", "context", "metadata", "multitask_strategy", "webhook")
 SCHEDULER = {"id": "holdpoint-scheduler", "role": "system", "authenticated": False, "via": "cron"}
 REVOKED = "the key that made it was revoked"
+
+
+class Services(Protocol):
+    """What the scheduler uses of the server's services (service/services.py)."""
+
+    store: Workflows
+    keyring: Keyring
+    read_models: ReadModels
+    runs: RunManager
+    reservations: Reservations
+
+    def graph(self, name_or_assistant_id: str) -> ServedGraph: ...
+
+    def watch_run(self, run_id: str, url: str) -> None: ...
 
 
 class CronScheduler:
