@@ -38,6 +38,10 @@ LEASES = "holdpoint_thread_leases"
 PENDING, RUNNING, SUCCESS, ERROR = "pending", "running", "success", "error"
 INTERRUPTED = "interrupted"  # cancelled (LangGraph's name for a run stopped on request)
 DONE = (SUCCESS, ERROR, INTERRUPTED)
+# Seconds a run's creation time (this host's clock, microseconds) may be ahead of the
+# database's `NOW` (SQLite's is milliseconds) and the run still count as created: only a
+# run created in the future (`after_seconds`) waits.
+CLOCK_SLACK = 0.05
 # A running run's `output`, until it ends, when a cancel of it was asked: who asked, why.
 CANCEL = "__cancel__"
 # Seconds since the epoch, by the database's clock: every process compares leases on
@@ -171,7 +175,14 @@ class RunStore:
     # -- writing -------------------------------------------------------
 
     def open(
-        self, run: StoredRun, owner: str, ttl: float, *, enqueue: bool, durable: bool = False
+        self,
+        run: StoredRun,
+        owner: str,
+        ttl: float,
+        *,
+        enqueue: bool,
+        durable: bool = False,
+        delayed: bool = False,
     ) -> Opened:
         """Record `run` and claim its thread for `owner`, in one transaction: started
         (running, the lease held for `ttl` s) if no live lease holds the thread; else
@@ -180,13 +191,13 @@ class RunStore:
         `durable`: on PostgreSQL the commit waits for the WAL to reach the disk. A run
         that records its input or answer before any node runs needs no such wait (that
         commit makes the lease durable with it); a continue, which records nothing
-        first, does."""
+        first, does. `delayed`: queued whatever holds the thread (a run for later)."""
         if not enqueue and not durable and self.db.dialect == "postgres":
             return self._open_at_once(run, owner, ttl)
         with self.db.transaction() as cursor:
             if durable and self.db.dialect == "postgres":
                 cursor.execute("SET LOCAL synchronous_commit TO on")
-            if enqueue and self._queued_before(cursor, run.run_thread_id):
+            if delayed or (enqueue and self._queued_before(cursor, run.run_thread_id)):
                 self._insert(cursor, run, PENDING, None)  # behind the runs already waiting
                 return Opened(started=False, queued=True)
             if self._claim(cursor, run.run_thread_id, run.run_id, owner, ttl):
@@ -352,7 +363,8 @@ class RunStore:
 
     def claim_next(self, owner: str, ttl: float, graph_ids: Sequence[str]) -> StoredRun | None:
         """Take the oldest queued run of `graph_ids` whose thread is free and has no older
-        run waiting: its lease claimed and its status running, or None."""
+        run waiting: its lease claimed and its status running, or None. A run created in
+        the future (`after_seconds`) waits until then."""
         if not graph_ids or not self._any_queued():
             return None
         lock = " FOR UPDATE OF r SKIP LOCKED" if self.db.dialect == "postgres" else ""
@@ -362,7 +374,7 @@ class RunStore:
                 cursor.execute("SET LOCAL synchronous_commit TO on")
             cursor.execute(
                 f"SELECT r.run_id, r.run_thread_id FROM {self._runs} r WHERE r.status = %s "
-                f"AND r.graph_id IN ({graphs}) "
+                f"AND r.graph_id IN ({graphs}) AND r.created_at <= {self._now} + {CLOCK_SLACK} "
                 f"AND NOT EXISTS (SELECT 1 FROM {self._leases} l WHERE "
                 f"l.thread_id = r.run_thread_id AND l.expires_at > {self._now}) "
                 f"AND NOT EXISTS (SELECT 1 FROM {self._runs} o WHERE o.status = %s "

@@ -36,6 +36,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 from uuid import uuid4
 
@@ -96,6 +97,7 @@ class RunRequest:
     wait: bool = False  # instead: wait up to `busy_wait` s for the thread (a decision)
     context: dict[str, Any] | None = None  # the run's `context` (JSON), its nodes' runtime
     run_id: str | None = None  # given (a cron's firing names its run); else a new one
+    delay: float = 0.0  # `after_seconds`: queued, and taken no sooner than this from now
 
 
 @dataclass(frozen=True)
@@ -272,7 +274,11 @@ class RunManager:
             request=request_json(request),
             multitask_strategy=request.multitask_strategy,
         )
-        enqueue = request.multitask_strategy == "enqueue" and not request.wait
+        if request.delay > 0:  # as LangGraph's server: a run created so far in the future
+            stored.created_at = stored.updated_at = time.time() + request.delay
+        enqueue = (
+            request.multitask_strategy == "enqueue" or request.delay > 0
+        ) and not request.wait
         interrupt = request.multitask_strategy == "interrupt" and not request.wait
         guarded = not enqueue and request.input is not None and not _from_checkpoint(request)
         deadline = time.monotonic() + (self.busy_wait if request.wait else 0.0)
@@ -291,6 +297,7 @@ class RunManager:
                     self.lease_ttl,
                     enqueue=enqueue,
                     durable=request.input is None,  # a continue records nothing first
+                    delayed=request.delay > 0,
                 )
                 if opened.queued:
                     if self.on_queued is not None:
@@ -542,6 +549,7 @@ class RunManager:
         """The record of a run that waits in the queue: the worker that takes it (here or
         elsewhere) runs it."""
         record = _record_of(request, stored, request.thread_id)
+        record.created_at = record.updated_at = datetime.fromtimestamp(stored.created_at, UTC)
         record.hand_over()
         return record
 

@@ -95,7 +95,6 @@ def graph_input(body: RunCreate) -> Any:
 # LangGraph's run options Holdpoint does not have yet: refused by name when set, never
 # accepted and ignored (the SDKs send none of them unless asked).
 UNSUPPORTED_OPTIONS = {
-    "after_seconds": "runs are not scheduled; start the run when it is due",
     "on_completion": "a stateless run's thread is kept, as the record is append-only",
 }
 
@@ -106,6 +105,24 @@ def refuse_unsupported_options(body: RunCreate) -> None:
         if extra.get(name) is not None and not (name == "on_completion" and extra[name] == "keep"):
             msg = f"Invalid body.{name}: not supported by Holdpoint ({why})"
             raise Problem(422, msg, code="invalid-request")
+
+
+MAX_DELAY_SECONDS = 366 * 86400
+
+
+def after_seconds_of(body: RunCreate) -> float:
+    """`after_seconds`: how long the run waits in the queue before it may be taken."""
+    delay = (body.model_extra or {}).get("after_seconds")
+    if delay is None:
+        return 0.0
+    if (
+        isinstance(delay, bool)
+        or not isinstance(delay, int | float)
+        or not 0 <= delay <= MAX_DELAY_SECONDS
+    ):
+        msg = f"Invalid body.after_seconds: a number of seconds from 0 to {MAX_DELAY_SECONDS}"
+        raise Problem(422, msg, code="invalid-request")
+    return float(delay)
 
 
 def webhook_of(body: RunCreate) -> str | None:
@@ -243,6 +260,7 @@ def prepare_run(
         thread_as_read=thread,
         multitask_strategy=strategy,
         context=body.context,
+        delay=after_seconds_of(body),
     )
     try:  # made the graph's context_schema as it runs; a context that does not fit: 422
         run_context(run_request)

@@ -47,7 +47,7 @@ from domain.errors import HoldpointError
 from service import run_follow
 from service.errors import RunNotActiveError
 from service.rate_limit import RUNS
-from service.run_record import RunRecord
+from service.run_record import PENDING, RunRecord
 from service.run_store import StoredRun
 from service.runs import RunRequest
 from service.services import Services
@@ -91,7 +91,8 @@ async def begin(
         if is_resume(body):
             await run_in_threadpool(record_refused_answer, services, request, principal, error)
         raise
-    services.reservations.drop(record.origin_thread_id)
+    if record.status != PENDING:  # begun: the thread is on record (queued: not yet)
+        services.reservations.drop(record.origin_thread_id)
     note(request, run_id=record.run_id, thread_id=record.thread_id)
     webhook = webhook_of(body)
     if webhook is not None:  # sent once the run has ended (service/notifications)

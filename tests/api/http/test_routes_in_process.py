@@ -134,7 +134,6 @@ def test_a_multitask_strategy_not_supported_is_a_422_naming_those_that_are(app, 
 @pytest.mark.parametrize(
     ("option", "value"),
     [
-        ("after_seconds", 30),
         ("on_completion", "delete"),
     ],
 )
