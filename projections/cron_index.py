@@ -36,6 +36,8 @@ COLUMNS = (
     "user_id",
     "fired_after",
     "next_run_date",
+    "last_run_id",
+    "last_fired_at",
     "created_at",
     "updated_at",
     "deleted",
@@ -45,6 +47,7 @@ SHAPE = TableShape(CRONS, "originator_id", COLUMNS)
 READER_INDEXES = (
     ReaderIndex(f"{CRONS}_due", CRONS, "(next_run_date) WHERE next_run_date IS NOT NULL"),
     ReaderIndex(f"{CRONS}_made", CRONS, "(created_at, cron_id)"),
+    ReaderIndex(f"{CRONS}_fired", CRONS, "(last_fired_at) WHERE last_fired_at IS NOT NULL"),
 )
 SORT_KEYS = (
     "cron_id",
@@ -61,6 +64,7 @@ class CronIndexProjection(Projection):
     name = "cron_index"
     tables = (CRONS,)
     event_classes = (Cron.CronScheduled, Cron.CronUpdated, Cron.CronFired, Cron.CronDeleted)
+    # (CronRunRecovered changes nothing here: the run it starts is the firing's)
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:
         cursor.execute(
@@ -69,6 +73,7 @@ class CronIndexProjection(Projection):
             "graph_id TEXT NOT NULL, thread_id TEXT, schedule TEXT NOT NULL, timezone TEXT, "
             "end_time TEXT, payload TEXT NOT NULL, metadata TEXT NOT NULL, "
             "enabled INTEGER NOT NULL, user_id TEXT, fired_after TEXT, next_run_date TEXT, "
+            "last_run_id TEXT, last_fired_at TEXT, "
             "created_at TEXT NOT NULL, updated_at TEXT NOT NULL, deleted INTEGER NOT NULL, "
             "position BIGINT NOT NULL)"
         )
@@ -101,6 +106,8 @@ class CronIndexProjection(Projection):
                         "enabled": int(event.enabled),
                         "user_id": event.actor.get("id"),
                         "fired_after": None,
+                        "last_run_id": None,
+                        "last_fired_at": None,
                         "created_at": at,
                         "deleted": 0,
                     }
@@ -111,6 +118,7 @@ class CronIndexProjection(Projection):
             if issubclass(entry.cls, Cron.CronUpdated):
                 row.update({name: _column(name, v) for name, v in event.changes.items()})
             elif issubclass(entry.cls, Cron.CronFired):
+                row["last_run_id"], row["last_fired_at"] = event.run_id, at
                 row["fired_after"] = utc_text(
                     max(
                         datetime.fromisoformat(event.due_at), datetime.fromisoformat(event.fired_at)
@@ -174,6 +182,16 @@ class CronIndex:
             write=False,
         )
         return [row[0] for row in rows]
+
+    def fired_between(self, low: datetime, high: datetime) -> list[tuple[str, str]]:
+        """(cron id, run id) of the crons whose last firing was recorded between the two."""
+        rows = self.db.statement(
+            f"SELECT cron_id, last_run_id FROM {self.db.table(CRONS)} "
+            "WHERE last_fired_at >= %s AND last_fired_at <= %s ORDER BY last_fired_at",
+            (utc_text(low), utc_text(high)),
+            write=False,
+        )
+        return [(row[0], row[1]) for row in rows]
 
     def search(
         self,

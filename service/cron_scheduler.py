@@ -7,14 +7,16 @@ and starts the run it names, as the cron's maker (the actor recorded on the cron
 others find it fired. The run is an ordinary run of the store's queue: `enqueue` by
 default, so that a cron due while its thread runs waits its turn. A run the thread
 refuses (a thread paused at an interrupt takes no new input) is logged, and the cron
-goes on to its next time.
+goes on to its next time. A firing whose run is not in the store a minute later (its
+scheduler died between recording the firing and starting the run) is taken up, once, by
+another scheduler (`CronRunRecovered`), which starts that very run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import structlog
@@ -36,6 +38,9 @@ log = structlog.get_logger()
 RUN_FIELDS = ("input", "config", "context", "metadata", "multitask_strategy", "webhook")
 SCHEDULER = {"id": "holdpoint-scheduler", "role": "system", "authenticated": False, "via": "cron"}
 REVOKED = "the key that made it was revoked"
+# A firing whose run is still not in the store this long after (its scheduler died between
+# the two) is taken up by another; firings older than RECOVER_WITHIN are not looked at.
+RECOVER_AFTER, RECOVER_WITHIN = timedelta(seconds=60), timedelta(hours=1)
 
 
 class Services(Protocol):
@@ -80,13 +85,23 @@ class CronScheduler:
         moment = now or datetime.now(UTC)
         crons = Crons(self.services.store)
         won = []
-        for cron_id in CronIndex(self.services.read_models.db).due(moment):
+        index = CronIndex(self.services.read_models.db)
+        for cron_id in index.due(moment):
             if self._maker_revoked(crons, cron_id):
                 continue
             firing = crons.fire(cron_id, moment)
             if firing is not None:
                 won.append(firing)
                 self._start(firing)
+        stranded = index.fired_between(moment - RECOVER_WITHIN, moment - RECOVER_AFTER)
+        for cron_id, run_id in stranded:
+            if self.services.runs.store.get(run_id) is not None:
+                continue  # started, as it should be
+            taken = crons.recover(cron_id, run_id, SCHEDULER)
+            if taken is not None:
+                log.warning("cron run recovered", cron_id=cron_id, run_id=run_id)
+                won.append(taken)
+                self._start(taken)
         return won
 
     def _maker_revoked(self, crons: Crons, cron_id: str) -> bool:

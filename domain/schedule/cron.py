@@ -4,8 +4,9 @@ Who scheduled it, what it runs and when are recorded when it is made (`CronSched
 each change (`CronUpdated`) and its end (`CronDeleted`) with who made them. Each time
 it is due, one `CronFired` names the due time, the run it starts and the thread that
 run is on: appended at the cron's next version, so that of several schedulers (server
-processes) seeing it due at once exactly one fires it, and a restarted scheduler finds
-the firing it must still start.
+processes) seeing it due at once exactly one fires it. A firing whose run was never
+started (its scheduler died between the two) is taken up once, by one scheduler, as
+`CronRunRecovered`.
 """
 
 from __future__ import annotations
@@ -80,6 +81,16 @@ class Cron(Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.last_fired = self
 
+    class CronRunRecovered(Aggregate.Event):
+        """A firing whose run was never started (its scheduler died between the two),
+        taken up by another scheduler, which starts that run."""
+
+        run_id: str
+        actor: dict[str, Any]
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.recovered_run_id = self.run_id
+
     class CronDeleted(Aggregate.Event):
         actor: dict[str, Any]
 
@@ -117,6 +128,7 @@ class Cron(Aggregate):
         self.key_id = key_id
         self.deleted = False
         self.last_fired: Cron.CronFired | None = None
+        self.recovered_run_id: str | None = None
 
     def next_due(self) -> datetime | None:
         """When it is next due: after its last firing's due time (or the time it fired, if
@@ -156,6 +168,15 @@ class Cron(Aggregate):
             run_id=run_id,
             thread_id=thread_id,
         )
+
+    def recover(self, run_id: str, actor: dict[str, Any]) -> None:
+        """Record that its last firing's run, never started, is taken up (once)."""
+        fired = self.last_fired
+        if fired is None or fired.run_id != run_id or self.recovered_run_id == run_id:
+            raise InvalidScheduleError(
+                f"run {run_id!r} is not a firing of {self.cron_id!r} to take up"
+            )
+        self.trigger_event(self.CronRunRecovered, run_id=run_id, actor=actor)
 
     def delete(self, actor: dict[str, Any]) -> None:
         if not self.deleted:

@@ -105,6 +105,23 @@ class Crons:
             return None  # another scheduler fired it
         return Firing(cron, run_id, thread_id, due, recordings[-1].notification.id)
 
+    def recover(self, cron_id: str, run_id: str, actor: dict[str, Any]) -> Firing | None:
+        """Take up the cron's last firing, whose run `run_id` was never started; None if
+        it is not that firing's, or another scheduler took it up first."""
+        cron = self._read(cron_id)
+        fired = None if cron is None else cron.last_fired
+        if cron is None or fired is None or fired.run_id != run_id:
+            return None  # not the cron's last firing (it fired again since)
+        if cron.recovered_run_id == run_id:
+            return None  # taken up already
+        cron.recover(run_id, to_json(actor, "The actor"))
+        try:
+            recordings = self.store.save(cron)
+        except IntegrityError:
+            return None  # another scheduler took it up
+        due = datetime.fromisoformat(fired.due_at)
+        return Firing(cron, run_id, fired.thread_id, due, recordings[-1].notification.id)
+
     def _save(self, cron: Cron) -> None:
         if not cron.pending_events:
             return  # nothing changed: nothing to record

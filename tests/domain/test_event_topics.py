@@ -50,6 +50,7 @@ RECORDED_TOPICS = {
     "domain.schedule.cron:Cron.CronUpdated",
     "domain.schedule.cron:Cron.CronFired",
     "domain.schedule.cron:Cron.CronDeleted",
+    "domain.schedule.cron:Cron.CronRunRecovered",
 }
 # Snapshots are a cache, never evidence, but a stored one must still be read back.
 SNAPSHOT_TOPICS = {"eventsourcing.domain:Snapshot"}  # the library's class, not a nested one

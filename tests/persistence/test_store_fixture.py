@@ -47,6 +47,7 @@ ADDED_SINCE = {
     "domain.schedule.cron:Cron.CronUpdated",
     "domain.schedule.cron:Cron.CronFired",
     "domain.schedule.cron:Cron.CronDeleted",
+    "domain.schedule.cron:Cron.CronRunRecovered",
 }
 
 

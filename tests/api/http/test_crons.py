@@ -13,6 +13,7 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 
 from domain.schedule.cron import cron_uuid
+from domain.schedule.crons import Crons
 from tests.api.http_harness import running_server
 
 
@@ -146,3 +147,30 @@ def test_a_cron_whose_makers_key_is_revoked_stops_on_record_and_runs_nothing(ser
     assert events[1].actor["id"] == "holdpoint-scheduler"
     assert "revoked" in events[1].actor["reason"]
     assert server.services.runs.store.of_thread(thread_id, limit=5) == []
+
+
+def test_a_firing_whose_run_never_started_is_taken_up_once_by_another_scheduler(server):
+    # Given a cron whose scheduler recorded its firing and died before starting the run
+    agent = server.sdk("agent")
+    thread_id = agent.threads.create()["thread_id"]
+    cron = agent.crons.create_for_thread(
+        thread_id, "refund", schedule="0 9 * * *", input={"refund_amount": 7.0}
+    )
+    due = datetime.fromisoformat(cron["next_run_date"].replace("Z", "+00:00"))
+    stranded = Crons(server.store).fire(cron["cron_id"], due)
+    assert server.services.runs.store.get(stranded.run_id) is None
+    server.services.read_models.catch_up_to_head()
+    # When another scheduler looks a minute later, twice
+    later = datetime.now(UTC) + timedelta(seconds=61)
+    taken = [
+        f for f in server.services.scheduler.run_once(now=later) if f.run_id == stranded.run_id
+    ]
+    again = [
+        f for f in server.services.scheduler.run_once(now=later) if f.run_id == stranded.run_id
+    ]
+    # Then that very run starts, once, and the taking up is on record
+    assert len(taken) == 1
+    assert again == []
+    assert wait_for_run(server, thread_id, stranded.run_id).status == "success"
+    names = [type(e).__name__ for e in server.store.events.get(cron_uuid(cron["cron_id"]))]
+    assert names == ["CronScheduled", "CronFired", "CronRunRecovered"]

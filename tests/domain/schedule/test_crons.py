@@ -134,3 +134,13 @@ def test_a_cron_that_cannot_be_kept_is_refused_recording_nothing(store, crons, o
     with pytest.raises(InvalidScheduleError, match=says):
         make(crons, **overrides)
     assert store.recorder.max_notification_id() == head
+
+
+def test_a_firing_whose_run_never_started_is_taken_up_once(store, crons):
+    cron = make(crons)
+    firing = crons.fire(cron.cron_id, cron.next_due())
+    taken = [Crons(store).recover(cron.cron_id, firing.run_id, ADMIN) for _ in range(2)]
+    assert [t is not None for t in taken] == [True, False]
+    assert (taken[0].run_id, taken[0].thread_id) == (firing.run_id, firing.thread_id)
+    assert crons.recover(cron.cron_id, "another-run", ADMIN) is None
+    assert kinds(store, cron) == ["CronScheduled", "CronFired", "CronRunRecovered"]
