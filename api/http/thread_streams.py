@@ -125,8 +125,10 @@ async def thread_sse(
 
 
 class _Runs:
-    """The thread's runs still to follow: at first, those not ended and those created
-    since the stream was joined; once one was followed, those created after it."""
+    """The thread's runs still to follow: any not followed yet that has not ended; and
+    of those that ended, those created since the stream was joined, or once one was
+    followed, since that one. A run created for later (`after_seconds`) is followed
+    once its time has come, so that the runs before it are not held up."""
 
     def __init__(self, services: Services, thread_id: str, joined_at: float) -> None:
         self.services = services
@@ -153,10 +155,13 @@ class _Runs:
 
     def _next(self) -> StoredRun | None:
         newest = self.services.runs.store.of_thread(self.thread_id, limit=RUNS_LOOKED_AT)
-        waiting = [run for run in newest if run.run_id not in self.seen and self._due(run)]
+        now = time.time()
+        waiting = [run for run in newest if run.run_id not in self.seen and self._due(run, now)]
         return min(waiting, key=lambda run: (run.created_at, run.run_id), default=None)
 
-    def _due(self, run: StoredRun) -> bool:
-        if self.since is not None:
-            return run.created_at >= self.since
-        return not run.done or run.created_at >= self.joined_at
+    def _due(self, run: StoredRun, now: float) -> bool:
+        if run.created_at > now:
+            return False  # created for later: not yet
+        if not run.done:
+            return True
+        return run.created_at >= (self.joined_at if self.since is None else self.since)

@@ -159,3 +159,22 @@ def test_deleting_a_thread_is_refused_and_changes_nothing(server):
     assert f"/threads/{thread_id}/cancel" in refused.json()["detail"]
     assert server.event_count(thread_id) == before
     assert agent.threads.get(thread_id)["status"] == "interrupted"
+
+
+def test_a_run_created_for_later_does_not_hold_up_the_runs_before_it(server):
+    agent = server.sdk("agent")
+    thread_id = agent.threads.create()["thread_id"]
+    agent.runs.wait(thread_id, "refund", input={"refund_amount": 1.0})  # the thread exists
+    with (
+        server.http("auditor") as http,
+        http.stream("GET", f"/threads/{thread_id}/stream") as joined,
+    ):
+        # Given a run for a second from now, and then one for now
+        later = agent.runs.create(
+            thread_id, "refund", input={"refund_amount": 2.0}, after_seconds=1
+        )
+        now = agent.runs.create(thread_id, "refund", input={"refund_amount": 3.0})
+        events = until_runs_end(sse(joined), runs=2)
+    # Then the stream has the run for now first, then the later one once it ran
+    ends = [e["data"]["run_id"] for e in events if e["data"].get("status") == "run_done"]
+    assert ends == [now["run_id"], later["run_id"]]
