@@ -73,8 +73,37 @@ await agent.runs.cancel(working, run.run_id);
 await agent.runs.join(working, run.run_id);
 const stopped = await agent.runs.get(working, run.run_id);
 
+// LangGraph's long-term memory store and crons, as a JS client calls them
+await agent.store.putItem(["users", "js"], "prefs", { theme: "dark" });
+const item = await agent.store.getItem(["users", "js"], "prefs");
+const items = await agent.store.searchItems(["users"], { filter: { theme: "dark" } });
+await agent.store.deleteItem(["users", "js"], "prefs");
+const cron = await agent.crons.createForThread(threadId, "refund_approval", {
+  schedule: "0 9 * * 1-5",
+  input: { refund_amount: 10.0, approved: false },
+});
+const crons = await agent.crons.search({ threadId });
+await agent.crons.delete(cron.cron_id);
+
+// A thread's stream, resumed after the first run's start: the rest of that run
+const threadStream = [];
+const controller = new AbortController();
+for await (const part of agent.threads.joinStream(threadId, {
+  lastEventId: `${runId}:0`,
+  signal: controller.signal,
+})) {
+  threadStream.push(part);
+  if (part.id === `${runId}:end`) break;
+}
+controller.abort();
+
 console.log(
   JSON.stringify({
+    item,
+    items,
+    cron,
+    crons,
+    threadStream,
     info,
     threadId,
     started,

@@ -93,3 +93,15 @@ def test_the_js_sdk_runs_the_refund_story(server):
     assert seen["resolved"]["status"] == "cancelled"
     assert seen["stopped"]["status"] == "interrupted"
     watcher.join(10)
+    # The memory store, crons and a thread's stream, as LangGraph's server answers them
+    assert (seen["item"]["value"], seen["item"]["createdAt"]) == (
+        {"theme": "dark"},
+        seen["item"]["created_at"],
+    )
+    assert [i["key"] for i in seen["items"]["items"]] == ["prefs"]
+    assert seen["cron"]["schedule"] == "0 9 * * 1-5"
+    assert [c["cron_id"] for c in seen["crons"]] == [seen["cron"]["cron_id"]]
+    run_id = seen["started"][0]["data"]["run_id"]
+    stream = seen["threadStream"]
+    assert stream[-1]["data"] == {"status": "run_done", "run_id": run_id}
+    assert all(p["id"].startswith(f"{run_id}:") for p in stream)
