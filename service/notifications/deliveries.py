@@ -143,10 +143,10 @@ class DeliveryStore:
         """Make due the webhooks of runs that have ended; how many."""
         done = ", ".join(f"'{status}'" for status in DONE)
         with self.db.transaction() as cursor:
-            cursor.execute(
+            cursor.execute(  # a lookup of each waiting row's run, by its key
                 f"UPDATE {self._table} SET status = '{PENDING}', next_at = {self._now} "
-                f"WHERE status = '{WAITING}' AND run_id IN "
-                f"(SELECT run_id FROM {self.db.table(RUNS)} WHERE status IN ({done}))"
+                f"WHERE status = '{WAITING}' AND EXISTS (SELECT 1 FROM {self.db.table(RUNS)} r "
+                f"WHERE r.run_id = {self._table}.run_id AND r.status IN ({done}))"
             )
             return cursor.rowcount
 

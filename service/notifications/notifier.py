@@ -53,6 +53,9 @@ log = structlog.get_logger()
 MARK = "interrupts"
 SCAN_LIMIT = 500
 RETRIED_STATUSES = {408, 429}
+# The queue's rows follow the log a little behind: an interrupt raised just before a pass
+# may reach the queue after it, so each pass looks back this far for ones raised since.
+NEAR_SLACK_SECONDS = 60.0
 EVENTS = {
     "InterruptRaised": "interrupt.raised",
     "InterruptAssigned": "interrupt.assigned",
@@ -83,6 +86,7 @@ class Notifier:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        self._near_mark: tuple[str, str] | None = None  # the last pass's window end, time
         self._client = httpx.Client(timeout=settings.timeout_seconds, follow_redirects=False)
 
     # -- the worker -------------------------------------------------------
@@ -142,13 +146,19 @@ class Notifier:
         wanting = [t for t in self.settings.targets if t.wants("interrupt.near_deadline")]
         if not wanting:
             return
-        soon = datetime.now(UTC) + timedelta(seconds=self.settings.near_deadline_seconds)
+        now = datetime.now(UTC)
+        soon = utc_text(now + timedelta(seconds=self.settings.near_deadline_seconds))
+        # Those whose deadline came into the window since the last pass, and those raised
+        # since with a deadline in it already (a first pass: all in it; deduplicated)
+        last_soon, last_pass = self._near_mark or (utc_text(now), "")
         rows = self.read_models.statement(
             "SELECT interrupt_id, thread_id, graph_id, node, due_by, required_role, assigned_to "
-            f"FROM {self.read_models.table(QUEUE)} WHERE due_by IS NOT NULL AND due_by <= %s",
-            (utc_text(soon),),
+            f"FROM {self.read_models.table(QUEUE)} WHERE due_by IS NOT NULL AND due_by <= %s "
+            "AND (due_by > %s OR (raised_at >= %s AND due_by > %s))",
+            (soon, last_soon, last_pass, utc_text(now)),
             write=False,
         )
+        self._near_mark = (soon, utc_text(now - timedelta(seconds=NEAR_SLACK_SECONDS)))
         made: list[Delivery] = []
         for interrupt_id, thread_id, graph_id, node, due_by, role, assignee in rows:
             notice = {
