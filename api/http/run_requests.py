@@ -132,9 +132,9 @@ def webhook_of(body: RunCreate) -> str | None:
     return webhook
 
 
-def check_webhook(services: Services, body: RunCreate) -> None:
-    """A run's webhook: a host the server may call (service/notifications/hosts.py)."""
-    webhook = webhook_of(body)
+def check_webhook(services: Services, webhook: str | None) -> None:
+    """A run's (or a cron's) webhook: a host the server may call, or a 422 saying why
+    not (service/notifications/hosts.py)."""
     if webhook is None:
         return
     try:

@@ -15,9 +15,11 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from projections.database import Cursor, Database
+from projections.timestamps import utc_text
 from service.run_store import DONE, NOW, RUNS
 
 DELIVERIES = "holdpoint_deliveries"
@@ -222,9 +224,7 @@ class DeliveryStore:
 
 
 def _iso(seconds: float) -> str:
-    return (
-        time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int(seconds % 1 * 1e6):06d}Z"
-    )
+    return utc_text(datetime.fromtimestamp(seconds, UTC))
 
 
 def _row(d: Delivery) -> tuple[Any, ...]:

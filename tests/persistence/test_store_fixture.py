@@ -38,16 +38,8 @@ ADDED_SINCE = {
     "domain.thread:WorkflowThread.InterruptSuperseded",
     "domain.thread:WorkflowThread.CheckpointSaved",
     "domain.thread:WorkflowThread.WritesSaved",
-    # the long-term memory store's
-    "domain.memory.item:MemoryItem.ItemStored",
-    "domain.memory.item:MemoryItem.ItemChanged",
-    "domain.memory.item:MemoryItem.ItemDeleted",
-    # crons'
-    "domain.schedule.cron:Cron.CronScheduled",
-    "domain.schedule.cron:Cron.CronUpdated",
-    "domain.schedule.cron:Cron.CronFired",
-    "domain.schedule.cron:Cron.CronDeleted",
-    "domain.schedule.cron:Cron.CronRunRecovered",
+} | {  # aggregates added since: the memory store's items, crons
+    topic for topic in RECORDED_TOPICS if topic.startswith(("domain.memory.", "domain.schedule."))
 }
 
 

@@ -18,6 +18,7 @@ from api.http.auth import Reader, Runner, note
 from api.http.deps import ServicesDep
 from api.http.problems import Problem, problem_responses
 from api.http.routes.threads import not_found
+from api.http.run_requests import check_webhook
 from api.http.schemas import CronCount, CronCreate, CronSearch, CronUpdate
 from domain.access.identity import Principal
 from domain.schedule.cron import Cron
@@ -26,11 +27,9 @@ from projections.cron_index import CronIndex, CronRow
 from projections.timestamps import utc_text
 from service.assistant_ids import assistant_id
 from service.cron_scheduler import RUN_FIELDS
-from service.notifications.hosts import HostRefusedError, check_url
 from service.services import Services
 
 router = APIRouter(tags=["crons (LangGraph)"])
-PAYLOAD_FIELDS = ("input", "config", "context", "metadata", "webhook", "multitask_strategy")
 CHANGED_RUN_FIELDS = ("input", "config", "context", "webhook")
 
 
@@ -75,8 +74,7 @@ def update_cron(
     crons = Crons(services.store)
     cron = crons.get(cron_id)
     given = body.model_dump(exclude_unset=True)
-    if "webhook" in given and given["webhook"] is not None:
-        check_webhook(services, given["webhook"])
+    check_webhook(services, given.get("webhook"))
     changes: dict[str, Any] = {
         k: given[k] for k in ("schedule", "end_time", "enabled", "timezone") if k in given
     }
@@ -145,11 +143,8 @@ def schedule(
 ) -> Cron:
     refuse_extra(body.model_extra)
     graph = services.graph(body.assistant_id)
-    if body.webhook is not None:
-        check_webhook(services, body.webhook)
-    payload = {
-        name: getattr(body, name) for name in PAYLOAD_FIELDS if getattr(body, name) is not None
-    }
+    check_webhook(services, body.webhook)
+    payload = {name: getattr(body, name) for name in RUN_FIELDS if getattr(body, name) is not None}
     cron = Crons(services.store).schedule(
         graph_id=graph.graph_id,
         thread_id=thread_id,
@@ -174,15 +169,6 @@ def refuse_extra(extra: dict[str, Any] | None) -> None:
                 f"Invalid body.{name}: not taken by a cron's run (it takes {', '.join(RUN_FIELDS)})"
             )
             raise Problem(422, msg, code="invalid-request")
-
-
-def check_webhook(services: Services, url: str) -> None:
-    try:
-        check_url(url, services.settings.notifications)
-    except HostRefusedError as error:
-        raise Problem(
-            422, f"Invalid body.webhook: not called, {error}", code="invalid-request"
-        ) from None
 
 
 def cron_json(cron: Cron) -> dict[str, Any]:

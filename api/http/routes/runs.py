@@ -78,7 +78,7 @@ async def begin(
     await throttle_async(services, request, principal, RUNS)
 
     def prepare() -> RunRequest:
-        check_webhook(services, body)
+        check_webhook(services, webhook_of(body))
         run_request = prepare_run(services, request, principal, thread_id, body, streamed=streamed)
         note(request, thread_id=run_request.thread_id)
         return run_request

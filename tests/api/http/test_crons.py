@@ -6,6 +6,7 @@ once, however many times the scheduler looks."""
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,7 +15,7 @@ from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 
 from domain.schedule.cron import cron_uuid
 from domain.schedule.crons import Crons
-from tests.api.http_harness import running_server
+from tests.api.http_harness import postgres_schema_url, running_server
 
 
 @pytest.fixture(scope="module")
@@ -174,3 +175,30 @@ def test_a_firing_whose_run_never_started_is_taken_up_once_by_another_scheduler(
     assert wait_for_run(server, thread_id, stranded.run_id).status == "success"
     names = [type(e).__name__ for e in server.store.events.get(cron_uuid(cron["cron_id"]))]
     assert names == ["CronScheduled", "CronFired", "CronRunRecovered"]
+
+
+def test_two_servers_on_one_postgresql_store_fire_a_due_cron_once():
+    # Given two servers on one PostgreSQL store, each with its own scheduler
+    with (
+        postgres_schema_url() as url,
+        running_server(url, cron_poll_seconds=3600) as one,
+        running_server(url, cron_poll_seconds=3600) as two,
+    ):
+        agent = one.sdk("agent")
+        thread_id = agent.threads.create()["thread_id"]
+        cron = agent.crons.create_for_thread(
+            thread_id, "refund", schedule="*/10 * * * *", input={"refund_amount": 4.0}
+        )
+        due = datetime.fromisoformat(cron["next_run_date"].replace("Z", "+00:00"))
+        for server in (one, two):
+            server.services.read_models.catch_up_to_head()
+        # When both look at its due time at once
+        with ThreadPoolExecutor(2) as pool:
+            fired = list(pool.map(lambda s: s.services.scheduler.run_once(now=due), (one, two)))
+        # Then exactly one fired it, and its one run ran
+        ours = [f for found in fired for f in found if f.cron.cron_id == cron["cron_id"]]
+        assert len(ours) == 1
+        assert wait_for_run(one, thread_id, ours[0].run_id).status == "success"
+        assert len(one.services.runs.store.of_thread(thread_id, limit=10)) == 1
+        names = [type(e).__name__ for e in one.store.events.get(cron_uuid(cron["cron_id"]))]
+        assert names == ["CronScheduled", "CronFired"]
