@@ -422,3 +422,47 @@ class CronChangedError(HoldpointError):
     def __init__(self, cron_id: str) -> None:
         super().__init__(f"Cron {cron_id!r} changed meanwhile; nothing was recorded, try again")
         self.cron_id = cron_id
+
+
+class InvalidAssistantError(InvalidUpdateError):
+    """An assistant's fields that the record does not take."""
+
+
+class AssistantNotFoundError(HoldpointError, LookupError):
+    """No assistant with that id (or it was deleted)."""
+
+    def __init__(self, assistant_id: str) -> None:
+        super().__init__(f"Assistant {assistant_id!r} not found")
+        self.assistant_id = assistant_id
+
+
+class AssistantExistsError(HoldpointError):
+    """An assistant with that id is already on record (create with if_exists "raise")."""
+
+    def __init__(self, assistant_id: str) -> None:
+        super().__init__(
+            f"Assistant {assistant_id!r} already exists: update it, or create with "
+            '"if_exists": "do_nothing"'
+        )
+        self.assistant_id = assistant_id
+
+
+class AssistantVersionNotFoundError(HoldpointError, LookupError):
+    def __init__(self, assistant_id: str, version: int, versions: Sequence[int]) -> None:
+        super().__init__(
+            f"Version {version} not found for assistant {assistant_id!r}: it has versions "
+            f"{', '.join(map(str, versions))}"
+        )
+        self.assistant_id = assistant_id
+        self.version = version
+
+
+class AssistantChangedError(HoldpointError):
+    """The assistant was changed by another writer at the same time; nothing of ours was
+    recorded."""
+
+    def __init__(self, assistant_id: str) -> None:
+        super().__init__(
+            f"Assistant {assistant_id!r} changed meanwhile; nothing was recorded, try again"
+        )
+        self.assistant_id = assistant_id

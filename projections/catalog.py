@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from domain.record.application import Workflows
+from projections.assistant_index import AssistantIndexProjection
 from projections.cron_index import CronIndexProjection
 from projections.memory_items import MemoryItemsProjection
 from projections.oversight import OversightProjection
@@ -19,6 +20,7 @@ def all_projections() -> list[Projection]:
         OversightProjection(),
         MemoryItemsProjection(),
         CronIndexProjection(),
+        AssistantIndexProjection(),
     ]
 
 

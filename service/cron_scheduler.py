@@ -27,7 +27,7 @@ from domain.errors import CronChangedError, CronNotFoundError, HoldpointError, U
 from domain.record.application import Workflows
 from domain.schedule.crons import Crons, Firing
 from projections.cron_index import CronIndex
-from service.assistant_ids import assistant_id
+from service.assistant_catalog import Found, run_config
 from service.read_models import ReadModels
 from service.reservations import Reservations
 from service.runs import RunManager, RunRequest, ServedGraph
@@ -52,7 +52,9 @@ class Services(Protocol):
     runs: RunManager
     reservations: Reservations
 
-    def graph(self, name_or_assistant_id: str) -> ServedGraph: ...
+    def assistant(self, name_or_assistant_id: str, version: int | None = None) -> Found: ...
+
+    def graph_of(self, found: Found) -> ServedGraph: ...
 
     def watch_run(self, run_id: str, url: str) -> None: ...
 
@@ -149,8 +151,11 @@ class CronScheduler:
 def run_request(services: Services, firing: Firing) -> RunRequest:
     """The run a firing starts: the cron's input, config and context, as its maker."""
     cron, payload = firing.cron, firing.cron.payload
-    graph = services.graph(cron.graph_id)
-    user_config: dict[str, Any] = dict(payload.get("config") or {})
+    assistant = services.assistant(payload.get("assistant_id") or cron.graph_id)
+    graph = services.graph_of(assistant)
+    user_config, context = run_config(
+        assistant, dict(payload.get("config") or {}), payload.get("context")
+    )
     configurable = {
         **(user_config.get("configurable") or {}),
         "thread_id": firing.thread_id,
@@ -162,6 +167,7 @@ def run_request(services: Services, firing: Firing) -> RunRequest:
         **(reserved.metadata if reserved is not None else {}),
         **cron.metadata,
         **(payload.get("metadata") or {}),
+        **assistant.run_keys(),
     }
     config: dict[str, Any] = {"configurable": configurable, "metadata": metadata}
     if "recursion_limit" in user_config:
@@ -172,22 +178,22 @@ def run_request(services: Services, firing: Firing) -> RunRequest:
         input=payload.get("input"),
         config=config,
         stream_modes=("values",),
-        assistant_id=assistant_id(graph.graph_id),
+        assistant_id=assistant.assistant_id,
         metadata={
             **metadata,
             "graph_id": graph.graph_id,
-            "assistant_id": assistant_id(graph.graph_id),
+            "assistant_id": assistant.assistant_id,
             "cron_id": cron.cron_id,
         },
         kwargs={
             "input": payload.get("input"),
-            "config": user_config,
+            "config": payload.get("config") or {},
             "context": payload.get("context") or {},
             "stream_mode": ["values"],
             "webhook": payload.get("webhook"),
             "cron_id": cron.cron_id,
         },
         multitask_strategy=payload.get("multitask_strategy") or "enqueue",
-        context=payload.get("context"),
+        context=context,
         run_id=firing.run_id,
     )

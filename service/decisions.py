@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.access.identity import Principal
+from domain.assistants.assistant import ASSISTANT_KEYS
 from domain.engine.runtime import REQUEST_KEY
 from domain.errors import (
     ConcurrentUpdateError,
@@ -35,7 +36,8 @@ from domain.oversight.hold_points import NO_VALUE, answer_value
 from domain.record.hashing import canonical_json, to_json
 from domain.record.thread import WorkflowThread
 from domain.types import Command
-from service.assistant_ids import assistant_id
+from service import assistant_catalog
+from service.assistant_catalog import run_config
 from service.errors import (
     IdempotencyKeyReusedError,
     InterruptNeverRaisedError,
@@ -45,7 +47,7 @@ from service.errors import (
 )
 from service.runs import RunRequest
 from service.services import Services
-from service.wire import iso
+from service.wire import iso, thread_assistant_id
 
 ATTEMPTS = 3  # a claim that lost to an unrelated write on the thread is tried again
 LOST_RACE = (
@@ -125,7 +127,10 @@ def decide(services: Services, actor: Principal, decision: Decision, action: str
         )
         resume = {interrupt_id: to_json(value, "The resume value")}
         graph = services.graph_of_thread(thread.graph_id, thread_id)
+        assistant = assistant_catalog.of_thread(services.store, thread.metadata)
+        config, context = ({}, None) if assistant is None else run_config(assistant, {}, None)
         configurable = {
+            **(config.get("configurable") or {}),
             "thread_id": thread_id,
             "actor": actor.as_actor(),
             "decision": decision.decision,
@@ -138,10 +143,20 @@ def decide(services: Services, actor: Principal, decision: Decision, action: str
             graph=graph,
             thread_id=thread_id,
             input=Command(resume=resume),
-            config={"configurable": configurable},
+            config={
+                **config,
+                "configurable": configurable,
+                # the thread's assistant, as it stands: a decision never changes it
+                "metadata": {
+                    key: thread.metadata[key]
+                    for key in ASSISTANT_KEYS
+                    if thread.metadata.get(key) is not None
+                },
+            },
             stream_modes=(),
-            assistant_id=assistant_id(graph.graph_id),
+            assistant_id=thread_assistant_id(thread),
             metadata={"graph_id": graph.graph_id, "decision": decision.decision},
+            context=context,
             wait=True,  # for a run that holds the thread: its end may decide the question
         )
         try:

@@ -86,22 +86,26 @@ class LangGraphApp:
             GRAPH_KEY: {"digest": self.digest, "channels": self.channels},
         }
         given = {key: value for key, value in config.items() if key != SUBGRAPHS_KEY}
+        metadata = config.get("metadata") or {}
         return {
             **given,
             "configurable": configurable,
-            "metadata": {**(config.get("metadata") or {}), **self._server_keys(given_configurable)},
+            "metadata": {**metadata, **self._server_keys(given_configurable, metadata)},
         }
 
-    def _server_keys(self, configurable: dict[str, Any]) -> dict[str, Any]:
+    def _server_keys(
+        self, configurable: dict[str, Any], metadata: dict[str, Any]
+    ) -> dict[str, Any]:
         """What LangGraph's server adds to a run's checkpoint metadata, recorded with each
-        checkpoint (CheckpointSaved): the run, the thread, the graph, the assistant, and
-        the user (the key's principal)."""
+        checkpoint (CheckpointSaved): the run, the thread, the graph, the assistant (one
+        with recorded configuration names itself in the run's `metadata`, with its
+        version), and the user (the key's principal)."""
         actor = configurable.get("actor") or {}
         keys = {
             "run_id": configurable.get("run_id"),
             "thread_id": configurable.get("thread_id"),
             "graph_id": self.graph_id,
-            "assistant_id": assistant_id(self.graph_id),
+            "assistant_id": metadata.get("assistant_id") or assistant_id(self.graph_id),
             "user_id": actor.get("id") if isinstance(actor, dict) else None,
         }
         return {key: value for key, value in keys.items() if value is not None}

@@ -85,6 +85,9 @@ class LangGraphRun:
             if thread.status == INTERRUPTED:
                 raise ThreadInterruptedError(self.thread_id, list(thread.interrupts))
             self.input = graph_input
+        thread.use_assistant(self.config.get("metadata") or {}, self.actor)
+        if thread.pending_events:  # the run's assistant, recorded as the run claims the thread
+            self.position = self.store.record(thread, guard=guard)
         self.thread = thread
         return []
 
@@ -113,6 +116,7 @@ class LangGraphRun:
         )
         before = set(thread.interrupts)
         thread.answer_resume(command.resume, caller, self.app.oversight)
+        thread.use_assistant(self.config.get("metadata") or {}, self.actor)
         self.position = self.store.record(thread, guard=guard)
         answered = before - set(thread.interrupts)
         return LangGraphCommand(resume={i: v for i, v in _answers(thread).items() if i in answered})

@@ -13,7 +13,8 @@ from domain.record.application import Workflows
 from domain.record.store import backend_of, open_store
 from persistence.key_probe import SQLiteKeyProbe
 from projections.privileges import may_create_tables
-from service.assistant_ids import assistant_id
+from service import assistant_catalog
+from service.assistant_catalog import Found
 from service.cron_scheduler import CronScheduler
 from service.errors import GraphNotServedError, UnknownGraphError
 from service.metrics import Metrics
@@ -109,21 +110,36 @@ class Services:
         services.scheduler.start()
         return services
 
-    def graph(self, name_or_assistant_id: str) -> ServedGraph:
-        """The served graph named by a graph id or an assistant id; UnknownGraphError
-        otherwise."""
-        graph = self.graphs.get(name_or_assistant_id)
-        if graph is not None:
-            return graph
-        for name, candidate in self.graphs.items():
-            if assistant_id(name) == name_or_assistant_id:
-                return candidate
-        msg = (
-            f"Invalid assistant: {name_or_assistant_id!r}. Must be either:\n"
-            "- A valid assistant UUID, or\n"
-            f"- One of the registered graphs: {', '.join(sorted(self.graphs))}"
+    def assistant(self, name_or_assistant_id: str, version: int | None = None) -> Found:
+        """The assistant named by a served graph's name or an assistant id, at `version`
+        (its latest if None); UnknownGraphError if there is none."""
+        found = assistant_catalog.find(
+            self.store, self.graphs, self.started_at, name_or_assistant_id, version
         )
-        raise UnknownGraphError(msg)
+        if found is None:
+            msg = (
+                f"Invalid assistant: {name_or_assistant_id!r}. Must be either:\n"
+                "- A valid assistant UUID, or\n"
+                f"- One of the registered graphs: {', '.join(sorted(self.graphs))}"
+            )
+            raise UnknownGraphError(msg)
+        return found
+
+    def graph(self, name_or_assistant_id: str) -> ServedGraph:
+        """The served graph of the assistant named by a graph's name or an assistant id;
+        UnknownGraphError if there is none."""
+        return self.graph_of(self.assistant(name_or_assistant_id))
+
+    def graph_of(self, found: Found) -> ServedGraph:
+        """The assistant's graph; GraphNotServedError if this server does not serve it."""
+        graph = self.graphs.get(found.graph_id)
+        if graph is None:
+            msg = (
+                f"Assistant {found.assistant_id!r} runs graph {found.graph_id!r}, which this "
+                f"server does not serve (it serves {', '.join(sorted(self.graphs))})"
+            )
+            raise GraphNotServedError(msg)
+        return graph
 
     def graph_of_thread(self, graph_id: str, thread_id: str) -> ServedGraph:
         graph = self.graphs.get(graph_id)

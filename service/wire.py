@@ -18,11 +18,14 @@ from langgraph.types import Interrupt as LangGraphInterrupt
 from langgraph.types import Send
 from pydantic import BaseModel
 
+from domain.assistants.assistant import AssistantVersion
 from domain.record.langgraph_record import LANGGRAPH
 from domain.record.thread import WorkflowThread
 from domain.record.thread_state import CANCELLED, FAILED, IDLE, INTERRUPTED, RUNNING
 from domain.types import Interrupt, StateSnapshot
+from projections.timestamps import utc_text_or_none
 from saver.values import from_record
+from service.assistant_catalog import Found
 from service.assistant_ids import assistant_id
 from service.langgraph_app import LangGraphApp
 
@@ -45,18 +48,35 @@ def iso(moment: datetime | str | None) -> str | None:
     return moment.isoformat()
 
 
-def assistant_json(graph_id: str, created_at: datetime) -> dict[str, Any]:
+def assistant_json(found: Found) -> dict[str, Any]:
+    """An assistant at a version, as LangGraph's server answers it."""
+    version = found.version
     return {
-        "assistant_id": assistant_id(graph_id),
-        "graph_id": graph_id,
-        "config": {},
-        "context": {},
-        "metadata": {"created_by": "system"},
-        "name": graph_id,
-        "created_at": iso(created_at),
-        "updated_at": iso(created_at),
-        "version": 1,
-        "description": None,
+        "assistant_id": version.assistant_id,
+        "graph_id": version.graph_id,
+        "config": version.config,
+        "context": version.context,
+        "metadata": version.metadata,
+        "name": version.name,
+        "created_at": utc_text_or_none(found.created_at),
+        "updated_at": utc_text_or_none(found.updated_at),
+        "version": version.version,
+        "description": version.description,
+    }
+
+
+def assistant_version_json(version: AssistantVersion) -> dict[str, Any]:
+    """One of an assistant's versions, as LangGraph's server lists them."""
+    return {
+        "assistant_id": version.assistant_id,
+        "version": version.version,
+        "graph_id": version.graph_id,
+        "config": version.config,
+        "context": version.context,
+        "metadata": version.metadata,
+        "created_at": utc_text_or_none(version.created_at),
+        "name": version.name,
+        "description": version.description,
     }
 
 
@@ -118,11 +138,15 @@ def shown_payload(graph: object, payload: Any) -> Any:
 
 
 def thread_metadata(thread: WorkflowThread) -> dict[str, Any]:
-    return {
-        **thread.metadata,
-        "graph_id": thread.graph_id,
-        "assistant_id": assistant_id(thread.graph_id),
-    }
+    """The thread's metadata as LangGraph's server shows it: with its graph, and the
+    assistant that last ran it (a served graph's own unless one with recorded
+    configuration did: then its version too)."""
+    metadata = {key: value for key, value in thread.metadata.items() if value is not None}
+    return {**metadata, "graph_id": thread.graph_id, "assistant_id": thread_assistant_id(thread)}
+
+
+def thread_assistant_id(thread: WorkflowThread) -> str:
+    return str(thread.metadata.get("assistant_id") or assistant_id(thread.graph_id))
 
 
 def thread_json(thread: WorkflowThread, *, busy: bool = False) -> dict[str, Any]:
@@ -187,7 +211,7 @@ def server_keys(thread: WorkflowThread | None) -> dict[str, Any]:
     return {
         "thread_id": thread.thread_id,
         "graph_id": thread.graph_id,
-        "assistant_id": assistant_id(thread.graph_id),
+        "assistant_id": thread_assistant_id(thread),
     }
 
 

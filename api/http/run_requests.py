@@ -23,13 +23,15 @@ from api.http.auth import Permission, action_of
 from api.http.problems import Problem
 from api.http.schemas import RunCreate
 from domain.access.identity import Principal
+from domain.assistants.assistant import ASSISTANT_KEYS
 from domain.engine.runtime import REQUEST_KEY
 from domain.errors import HoldpointError, ThreadNotFoundError
 from domain.record.thread_ids import thread_id_problem
 from domain.types import Command
-from service.assistant_ids import assistant_id
+from service.assistant_catalog import Found, run_config
 from service.langgraph_app import SUBGRAPHS_KEY, LangGraphApp
 from service.notifications.hosts import HostRefusedError, check_url
+from service.reservations import Reservation
 from service.runs import STRATEGIES, RunRequest, ServedGraph, run_context
 from service.services import Services
 
@@ -180,7 +182,8 @@ def prepare_run(
     domain's, checked as the run begins.
     """
     refuse_unsupported_options(body)
-    graph = services.graph(body.assistant_id)
+    assistant = services.assistant(body.assistant_id)
+    graph = services.graph_of(assistant)
     if body.interrupt_before or body.interrupt_after:
         msg = (
             "Invalid body.interrupt_before: static breakpoints are not supported; "
@@ -213,7 +216,51 @@ def prepare_run(
             f"{thread.graph_id!r}, not {graph.graph_id!r}"
         )
         raise Problem(422, msg, code="invalid-request")
-    user_config = dict(body.config or {})
+    config, context = _config(request, principal, thread_id, body, assistant, reservation)
+    if body.stream_subgraphs:
+        if not isinstance(graph, LangGraphApp):
+            msg = "Invalid body.stream_subgraphs: the native engine's graphs have no subgraphs"
+            raise Problem(422, msg, code="invalid-request")
+        config[SUBGRAPHS_KEY] = True
+    run_request = RunRequest(
+        graph=graph,
+        thread_id=thread_id,
+        input=run_input,
+        config=config,
+        stream_modes=modes,
+        assistant_id=assistant.assistant_id,
+        metadata={
+            **(body.metadata or {}),
+            "graph_id": graph.graph_id,
+            "assistant_id": assistant.assistant_id,
+            **assistant.run_keys(),
+        },
+        kwargs=_kwargs(body, modes, stateless),
+        streamed=streamed,
+        thread_as_read=thread,
+        multitask_strategy=strategy,
+        context=context,
+        delay=after_seconds_of(body),
+    )
+    try:  # made the graph's context_schema as it runs; a context that does not fit: 422
+        run_context(run_request)
+    except (TypeError, ValueError) as error:
+        msg = f"Invalid body.context: it does not fit the graph's context_schema ({error})"
+        raise Problem(422, msg, code="invalid-request") from None
+    return run_request
+
+
+def _config(
+    request: Request,
+    principal: Principal,
+    thread_id: str,
+    body: RunCreate,
+    assistant: Found,
+    reservation: Reservation | None,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The run's config and context: the caller's over its assistant's, with what the
+    run records (its thread, actor, request and metadata)."""
+    user_config, context = run_config(assistant, dict(body.config or {}), body.context)
     configurable = {
         key: value
         for key, value in (user_config.get("configurable") or {}).items()
@@ -233,41 +280,13 @@ def prepare_run(
     if key and is_resume(body):
         configurable["idempotency_key"] = key
     thread_metadata = dict(reservation.metadata if reservation else body.metadata or {})
-    for name in ("graph_id", "assistant_id"):
+    for name in ("graph_id", *ASSISTANT_KEYS):
         thread_metadata.pop(name, None)
+    thread_metadata.update(assistant.run_keys())  # recorded on the thread it runs
     config: dict[str, Any] = {"configurable": configurable, "metadata": thread_metadata}
-    if body.stream_subgraphs:
-        if not isinstance(graph, LangGraphApp):
-            msg = "Invalid body.stream_subgraphs: the native engine's graphs have no subgraphs"
-            raise Problem(422, msg, code="invalid-request")
-        config[SUBGRAPHS_KEY] = True
     if "recursion_limit" in user_config:
         config["recursion_limit"] = user_config["recursion_limit"]
-    run_request = RunRequest(
-        graph=graph,
-        thread_id=thread_id,
-        input=run_input,
-        config=config,
-        stream_modes=modes,
-        assistant_id=assistant_id(graph.graph_id),
-        metadata={
-            **(body.metadata or {}),
-            "graph_id": graph.graph_id,
-            "assistant_id": assistant_id(graph.graph_id),
-        },
-        kwargs=_kwargs(body, modes, stateless),
-        streamed=streamed,
-        thread_as_read=thread,
-        multitask_strategy=strategy,
-        context=body.context,
-        delay=after_seconds_of(body),
-    )
-    try:  # made the graph's context_schema as it runs; a context that does not fit: 422
-        run_context(run_request)
-    except (TypeError, ValueError) as error:
-        msg = f"Invalid body.context: it does not fit the graph's context_schema ({error})"
-        raise Problem(422, msg, code="invalid-request") from None
-    return run_request
+    return config, context
 
 
 def _kwargs(body: RunCreate, modes: tuple[str, ...], stateless: bool) -> dict[str, Any]:

@@ -128,6 +128,32 @@ class AssistantSearch(LangGraphBody):
     )
 
 
+class AssistantCreate(LangGraphBody):
+    graph_id: str = Field(min_length=1, max_length=256)
+    assistant_id: str | None = Field(default=None, description="A UUID (default: a new one)")
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    if_exists: Literal["raise", "do_nothing"] = "raise"
+    name: str | None = Field(default=None, max_length=256)
+    description: str | None = Field(default=None, max_length=4096)
+
+
+class AssistantUpdate(LangGraphBody):
+    graph_id: str | None = Field(default=None, min_length=1, max_length=256)
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    name: str | None = Field(default=None, max_length=256)
+    description: str | None = Field(default=None, max_length=4096)
+
+
+class AssistantVersions(LangGraphBody):
+    metadata: dict[str, Any] | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
+
+
 class AssistantCount(LangGraphBody):
     graph_id: str | None = None
     name: str | None = None

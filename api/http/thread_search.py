@@ -15,11 +15,11 @@ from typing import Any
 
 import structlog
 
-from api.http.problems import Problem
 from api.http.schemas import ThreadCount, ThreadSearch
 from domain.errors import ThreadUnreadableError
 from domain.record.thread import WorkflowThread
 from projections.thread_index import ThreadIndex
+from service.errors import UnknownGraphError
 from service.services import Services
 from service.wire import WIRE_TO_INDEX_STATUS, reserved_thread_json, thread_json
 
@@ -41,9 +41,12 @@ def search_threads(services: Services, body: ThreadSearch) -> list[dict[str, Any
     assistant = metadata.pop("assistant_id", None)
     if assistant is not None:
         try:
-            graph_id = services.graph(str(assistant)).graph_id
-        except Problem:
+            named = services.assistant(str(assistant))
+        except UnknownGraphError:
             return []
+        graph_id = named.graph_id
+        if named.recorded:  # the threads it ran last, as their metadata records
+            metadata["assistant_id"] = named.assistant_id
     wanted = body.offset + body.limit
     if body.ids:
         threads = [_readable(services, thread_id) for thread_id in body.ids]

@@ -164,6 +164,8 @@ class Run:
             self._begin_continue()
         else:
             self._begin_input(graph_input)
+        if self.thread is not None:
+            self.thread.use_assistant(self.config.get("metadata") or {}, self.actor)
         self._commit(guard)
         return self._values_chunk()
 

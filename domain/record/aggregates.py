@@ -11,6 +11,7 @@ that never imported the seal's module.
 from __future__ import annotations
 
 from domain.access.identity import ApiKey, KeyringBootstrap, RefusedAttempt
+from domain.assistants.assistant import Assistant
 from domain.integrity.seal import SealRegister
 from domain.memory.item import MemoryItem
 from domain.record.thread import WorkflowThread
@@ -24,4 +25,5 @@ AGGREGATES = (
     SealRegister,
     MemoryItem,
     Cron,
+    Assistant,
 )

@@ -13,6 +13,7 @@ import hashlib
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Self
 
+from domain.assistants.assistant import ASSISTANT_KEYS
 from domain.errors import (
     InvalidUpdateError,
     RunNotInProgressError,
@@ -250,7 +251,7 @@ class ThreadCommands(ThreadState):
         """Merge `metadata` (JSON) into the thread's metadata (MetadataUpdated); nothing is
         recorded when it changes nothing. `graph_id` and `assistant_id` are the graph's:
         InvalidUpdateError."""
-        reserved = sorted({"graph_id", "assistant_id"} & set(metadata))
+        reserved = sorted({"graph_id", *ASSISTANT_KEYS} & set(metadata))
         if reserved:
             msg = f"metadata.{reserved[0]} is the thread's graph's and cannot be set"
             raise InvalidUpdateError(msg)
@@ -260,6 +261,15 @@ class ThreadCommands(ThreadState):
         )
         if changed:
             self._record(self.MetadataUpdated, actor=actor, metadata=changed)
+
+    def use_assistant(self, run_metadata: dict[str, Any], actor: dict[str, Any]) -> None:
+        """A run by an assistant with recorded configuration names the assistant and its
+        version in its metadata (ASSISTANT_KEYS): recorded on the thread (MetadataUpdated,
+        with the run's input or answer) when they differ from the thread's. A run by a
+        served graph's own assistant names none, and clears a recorded one's."""
+        wanted = {key: run_metadata.get(key) for key in ASSISTANT_KEYS}
+        if any(self.metadata.get(key) != value for key, value in wanted.items()):
+            self._record(self.MetadataUpdated, actor=actor, metadata=wanted)
 
     def record_run_cancelled(self, run_id: str, actor: dict[str, Any], reason: str | None) -> None:
         """A run stopped at a step's end on `actor`'s request (RunCancelled), recorded by

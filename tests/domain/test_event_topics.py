@@ -51,6 +51,10 @@ RECORDED_TOPICS = {
     "domain.schedule.cron:Cron.CronFired",
     "domain.schedule.cron:Cron.CronDeleted",
     "domain.schedule.cron:Cron.CronRunRecovered",
+    "domain.assistants.assistant:Assistant.AssistantCreated",
+    "domain.assistants.assistant:Assistant.AssistantUpdated",
+    "domain.assistants.assistant:Assistant.LatestVersionSelected",
+    "domain.assistants.assistant:Assistant.AssistantDeleted",
 }
 # Snapshots are a cache, never evidence, but a stored one must still be read back.
 SNAPSHOT_TOPICS = {"eventsourcing.domain:Snapshot"}  # the library's class, not a nested one

@@ -38,8 +38,10 @@ ADDED_SINCE = {
     "domain.thread:WorkflowThread.InterruptSuperseded",
     "domain.thread:WorkflowThread.CheckpointSaved",
     "domain.thread:WorkflowThread.WritesSaved",
-} | {  # aggregates added since: the memory store's items, crons
-    topic for topic in RECORDED_TOPICS if topic.startswith(("domain.memory.", "domain.schedule."))
+} | {  # aggregates added since: the memory store's items, crons, assistants
+    topic
+    for topic in RECORDED_TOPICS
+    if topic.startswith(("domain.memory.", "domain.schedule.", "domain.assistants."))
 }
 
 

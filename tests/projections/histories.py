@@ -15,11 +15,13 @@ import operator
 from datetime import datetime
 from typing import Annotated, Any, TypedDict
 
+from domain.assistants.assistants import Assistants
 from domain.graph import END, START, CompiledStateGraph, StateGraph
 from domain.memory.items import MemoryItems
 from domain.record.application import Workflows
 from domain.schedule.crons import Crons
 from domain.types import Command, Interrupt, interrupt
+from projections.assistant_index import ASSISTANTS
 from projections.cron_index import CRONS
 from projections.database import Database
 from projections.memory_items import ITEMS
@@ -181,6 +183,18 @@ def record_history(store: Workflows, prefix: str = "") -> None:
     )
     record_memory(store, prefix)
     record_crons(store)
+    record_assistants(store)
+
+
+def record_assistants(store: Workflows) -> None:
+    """Assistants: one changed twice and set back to its first version, one deleted."""
+    assistants = Assistants(store)
+    kept = assistants.create(graph_id="pipeline", actor=REVIEWER, context={"tier": "gold"})
+    assistants.update(kept.assistant_id, {"name": "Gold"}, REVIEWER)
+    assistants.update(kept.assistant_id, {"metadata": {"team": "ops"}}, REVIEWER)
+    assistants.set_latest(kept.assistant_id, 1, REVIEWER)
+    gone = assistants.create(graph_id="pipeline", actor=REVIEWER)
+    assistants.delete(gone.assistant_id, REVIEWER)
 
 
 def record_crons(store: Workflows) -> None:
@@ -230,6 +244,7 @@ READ_MODEL_TABLES = {
     "oversight": (INTERRUPTS, CANCELLATIONS, FLOW_EDITS, REFUSALS),
     "memory_items": (ITEMS,),
     "cron_index": (CRONS,),
+    "assistant_index": (ASSISTANTS,),
 }
 
 

@@ -21,10 +21,16 @@ from projections.oversight_tables import FLOW_EDITS, INTERRUPTS, REFUSALS
 from projections.pending_approvals import QUEUE
 from projections.runner import ProjectionRunner
 from projections.thread_index import ThreadIndexProjection
-from tests.projections.histories import positions, read_models, record_history, rows
+from tests.projections.histories import (
+    READ_MODEL_TABLES,
+    positions,
+    read_models,
+    record_history,
+    rows,
+)
 from tests.projections.hold_point_histories import record_hold_points
 
-ALL = ("pending_approvals", "thread_index", "oversight", "memory_items", "cron_index")
+ALL = tuple(READ_MODEL_TABLES)
 WARNING = "read model changed shape: rebuilding it from the log"
 # The first shapes, as the runner before versions created them.
 FIRST_SHAPES = {
@@ -94,6 +100,7 @@ def test_a_fresh_store_records_each_models_version_and_warns_of_nothing(store):
         "oversight": 3,
         "memory_items": 1,
         "cron_index": 1,
+        "assistant_index": 1,
     }
     assert warned(logs) == []
     runner.close()
@@ -124,6 +131,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
         "oversight": 0,
         "memory_items": head,
         "cron_index": head,
+        "assistant_index": head,
     }
     assert versions(upgraded.db) == {
         "pending_approvals": 3,
@@ -131,6 +139,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
         "oversight": 3,
         "memory_items": 1,
         "cron_index": 1,
+        "assistant_index": 1,
     }
     # And its catch-up gives every row a rebuild from zero gives
     upgraded.catch_up()

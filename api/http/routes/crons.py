@@ -142,9 +142,12 @@ def schedule(
     body: CronCreate,
 ) -> Cron:
     refuse_extra(body.model_extra)
-    graph = services.graph(body.assistant_id)
+    assistant = services.assistant(body.assistant_id)
+    graph = services.graph_of(assistant)
     check_webhook(services, body.webhook)
     payload = {name: getattr(body, name) for name in RUN_FIELDS if getattr(body, name) is not None}
+    if assistant.recorded:  # its runs take its configuration, at its latest version then
+        payload["assistant_id"] = assistant.assistant_id
     cron = Crons(services.store).schedule(
         graph_id=graph.graph_id,
         thread_id=thread_id,
@@ -196,7 +199,7 @@ def cron_json(cron: Cron) -> dict[str, Any]:
 def row_json(row: CronRow) -> dict[str, Any]:
     return {
         "cron_id": row.cron_id,
-        "assistant_id": assistant_id(row.graph_id),
+        "assistant_id": row.payload.get("assistant_id") or assistant_id(row.graph_id),
         "thread_id": row.thread_id,
         "on_run_completed": None if row.thread_id else "keep",
         "end_time": row.end_time,

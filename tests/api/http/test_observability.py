@@ -74,6 +74,7 @@ def test_readiness_reports_the_store_and_each_read_models_lag(server):
         "oversight",
         "memory_items",
         "cron_index",
+        "assistant_index",
     }
     assert body["lag"] >= 0
 

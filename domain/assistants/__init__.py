@@ -1,0 +1,1 @@
+"""Assistants: a served graph with recorded configuration, in versions."""
