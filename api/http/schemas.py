@@ -121,8 +121,8 @@ class AssistantSearch(LangGraphBody):
     metadata: dict[str, Any] | None = None
     limit: int = Field(default=10, ge=1, le=1000)
     offset: int = Field(default=0, ge=0)
-    sort_by: Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"] = "graph_id"
-    sort_order: Literal["asc", "desc"] = "asc"
+    sort_by: Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"] = "created_at"
+    sort_order: Literal["asc", "desc"] = "desc"  # as LangGraph's server: the newest first
     select: list[ASSISTANT_FIELDS] | None = Field(
         default=None, description="The fields of each assistant to answer with (default: all)"
     )

@@ -57,14 +57,12 @@ def search_assistants(
     body: Annotated[AssistantSearch | None, Body()] = None,
 ) -> list[dict[str, Any]]:
     """Filters: `graph_id`, `name` (a part of it, any case), `metadata` (contained); in
-    the order of `sort_by` and `sort_order` (then the graph's name and the id); paged
-    with `limit` and `offset`."""
+    the order of `sort_by` and `sort_order` (default: the newest first; ties by the
+    graph's name, then the id); paged with `limit` and `offset`."""
     query = body or AssistantSearch()
     found = matching(services, query)
-    found.sort(
-        key=lambda a: (a[query.sort_by], a["graph_id"], a["assistant_id"]),
-        reverse=query.sort_order == "desc",
-    )
+    found.sort(key=lambda a: (a["graph_id"], a["assistant_id"]))  # ties: by graph, then id
+    found.sort(key=lambda a: a[query.sort_by], reverse=query.sort_order == "desc")
     page = found[query.offset : query.offset + query.limit]
     if query.offset + query.limit < len(found):
         response.headers["X-Pagination-Next"] = str(query.offset + query.limit)

@@ -47,6 +47,11 @@ DIFFERENCES: dict[str, dict[str, str]] = {
         "attempt": "Holdpoint's runs survive crashes: the attempt that ran it",
         "taken_over": "Holdpoint's runs survive crashes: who took it over, when",
     },
+    "assistant's thread": {
+        "config": "LangGraph's server copies the assistant's config onto the thread; "
+        "Holdpoint's thread records the assistant's id and version, whose event holds it",
+        "assistant_version": "that version, in the thread's metadata",
+    },
     # Fields both have, with values of each server's own
     "cron values": {
         "payload": "what each server keeps of the request (LangGraph's adds the schedule, "
@@ -127,9 +132,30 @@ def calls(agent: Any, reviewer: Any) -> dict[str, Any]:
     seen["cron count"] = agent.crons.count(thread_id=thread_id)
     agent.crons.delete(cron["cron_id"])
     seen["crons deleted"] = agent.crons.search(thread_id=thread_id)
+    seen.update(assistant_calls(agent))
     http = agent.http.client
     seen["info"] = http.get("/info").json()
     seen["ok"] = http.get("/ok").json()
+    return seen
+
+
+def assistant_calls(agent: Any) -> dict[str, Any]:
+    """An assistant made, changed, set back, run, searched and deleted."""
+    made = agent.assistants.create(
+        "refund", context={"tier": "gold"}, metadata={"team": "ops"}, name="Gold desk"
+    )
+    mine = made["assistant_id"]
+    seen = {"assistant made": made}
+    seen["assistant updated"] = agent.assistants.update(mine, metadata={"floor": 2})
+    seen["assistant versions"] = agent.assistants.get_versions(mine)
+    seen["assistant latest"] = agent.assistants.set_latest(mine, 1)
+    thread_id = agent.threads.create()["thread_id"]
+    seen["assistant run"] = agent.runs.wait(thread_id, mine, input=REFUND_INPUT)
+    seen["assistant thread"] = agent.threads.get(thread_id)
+    seen["assistants named"] = agent.assistants.search(name="gold")
+    seen["assistant count"] = agent.assistants.count(graph_id="refund")
+    agent.assistants.delete(mine)
+    seen["assistants left"] = agent.assistants.search(graph_id="refund")
     return seen
 
 
@@ -249,3 +275,26 @@ def test_crons_answer_the_same_but_for_the_listed_values(both):
         assert set(values) <= set(mine)
     assert ours["cron count"] == theirs["cron count"] == 1
     assert ours["crons deleted"] == theirs["crons deleted"] == []
+
+
+def test_assistants_made_changed_run_and_deleted_answer_the_same(both):
+    theirs, ours = both
+    for answer in (
+        "assistant made",
+        "assistant updated",
+        "assistant versions",
+        "assistant latest",
+        "assistant run",
+        "assistants named",
+        "assistant count",
+        "assistants left",
+    ):
+        assert normalized(ours[answer]) == normalized(theirs[answer]), answer
+    mine, their = ours["assistant thread"], theirs["assistant thread"]
+    differences = DIFFERENCES["assistant's thread"]
+    assert mine["metadata"].pop("assistant_version") == 1
+    assert normalized(mine["metadata"]) == normalized(their["metadata"])
+    assert their["config"] == {"configurable": {"tier": "gold"}}
+    assert normalized(without(mine, "thread", *differences)) == normalized(
+        without(their, "thread", *differences)
+    )

@@ -111,7 +111,7 @@ def test_search_and_count_list_the_recorded_beside_the_served(server):
     nested = agent.assistants.search(metadata={"region": {"eu": True}})
     assert [a["assistant_id"] for a in nested] == [made["assistant_id"]]
     assert agent.assistants.count(graph_id=GRAPH) == len(of_graph)
-    newest = agent.assistants.search(sort_by="created_at", sort_order="desc", limit=1)
+    newest = agent.assistants.search(limit=1)  # as LangGraph's server: the newest first
     assert newest[0]["assistant_id"] == made["assistant_id"]
 
 

@@ -47,7 +47,7 @@ def test_assistants_are_sorted_as_asked_and_paged(server):
     assert [a["graph_id"] for a in everyone] == names
     descending = agent.assistants.search(limit=1000, sort_by="name", sort_order="desc")
     assert [a["name"] for a in descending] == names[::-1]
-    second = agent.assistants.search(limit=1, offset=1, sort_by="assistant_id")
+    second = agent.assistants.search(limit=1, offset=1, sort_by="assistant_id", sort_order="asc")
     assert second == sorted(everyone, key=lambda a: a["assistant_id"])[1:2]
 
 
