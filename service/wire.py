@@ -49,19 +49,12 @@ def iso(moment: datetime | str | None) -> str | None:
 
 
 def assistant_json(found: Found) -> dict[str, Any]:
-    """An assistant at a version, as LangGraph's server answers it."""
-    version = found.version
+    """An assistant at a version, as LangGraph's server answers it: the version's fields,
+    with the assistant's own times."""
     return {
-        "assistant_id": version.assistant_id,
-        "graph_id": version.graph_id,
-        "config": version.config,
-        "context": version.context,
-        "metadata": version.metadata,
-        "name": version.name,
+        **assistant_version_json(found.version),
         "created_at": utc_text_or_none(found.created_at),
         "updated_at": utc_text_or_none(found.updated_at),
-        "version": version.version,
-        "description": version.description,
     }
 
 
