@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from domain.record.application import Workflows
 from projections.assistant_index import AssistantIndexProjection
+from projections.change_log import ChangeLogProjection
 from projections.cron_index import CronIndexProjection
 from projections.memory_items import MemoryItemsProjection
 from projections.oversight import OversightProjection
@@ -21,6 +22,7 @@ def all_projections() -> list[Projection]:
         MemoryItemsProjection(),
         CronIndexProjection(),
         AssistantIndexProjection(),
+        ChangeLogProjection(),
     ]
 
 

@@ -22,6 +22,7 @@ from domain.record.application import Workflows
 from domain.schedule.crons import Crons
 from domain.types import Command, Interrupt, interrupt
 from projections.assistant_index import ASSISTANTS
+from projections.change_log import CHANGES
 from projections.cron_index import CRONS
 from projections.database import Database
 from projections.memory_items import ITEMS
@@ -245,6 +246,7 @@ READ_MODEL_TABLES = {
     "memory_items": (ITEMS,),
     "cron_index": (CRONS,),
     "assistant_index": (ASSISTANTS,),
+    "change_log": (CHANGES,),
 }
 
 

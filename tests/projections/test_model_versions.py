@@ -101,6 +101,7 @@ def test_a_fresh_store_records_each_models_version_and_warns_of_nothing(store):
         "memory_items": 1,
         "cron_index": 1,
         "assistant_index": 1,
+        "change_log": 1,
     }
     assert warned(logs) == []
     runner.close()
@@ -132,6 +133,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
         "memory_items": head,
         "cron_index": head,
         "assistant_index": head,
+        "change_log": head,
     }
     assert versions(upgraded.db) == {
         "pending_approvals": 3,
@@ -140,6 +142,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
         "memory_items": 1,
         "cron_index": 1,
         "assistant_index": 1,
+        "change_log": 1,
     }
     # And its catch-up gives every row a rebuild from zero gives
     upgraded.catch_up()

@@ -18,6 +18,7 @@ from api.http.routes.threads import thread_or_404
 from api.presenters.audit_timeline import jsonable, recorded_events, timeline
 from integrity.reporting import verdict_data
 from integrity.verify_log import scan_log, verify_thread_events
+from projections.change_log import ChangeLog
 from projections.oversight_report import oversight_report
 from projections.report_formats import FORMATS
 
@@ -69,6 +70,30 @@ def refusals(
     items = [jsonable(asdict(item)) for item in services.keyring.refusals(limit, after)]
     next_after = items[-1]["position"] if len(items) == limit else None
     return {"data": items, "next_after": next_after}
+
+
+@router.get(
+    "/audit/changes",
+    summary="Changes outside threads: the memory store, crons and assistants, with who",
+    responses=problem_responses(403),
+)
+def changes(
+    services: ServicesDep,
+    _: Auditor,
+    kind: Annotated[Literal["memory", "cron", "assistant"] | None, Query()] = None,
+    actor: Annotated[str | None, Query(description="a principal's id")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    after: Annotated[int | None, Query(ge=0, description="a `position` from the last page")] = None,
+) -> dict[str, Any]:
+    """Each recorded change that belongs to no thread (a thread's own are in its
+    `/threads/{id}/audit`): what changed (`subject`), the event, who made it and what it
+    says. Oldest first; page on with `after` = the last item's `position`."""
+    services.read_models.catch_up_to_head()
+    found = ChangeLog(services.read_models.db).changes(
+        kind=kind, actor_id=actor, after=after, limit=limit
+    )
+    items = [change.json() for change in found]
+    return {"data": items, "next_after": items[-1]["position"] if len(items) == limit else None}
 
 
 @router.get(

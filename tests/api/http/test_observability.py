@@ -75,6 +75,7 @@ def test_readiness_reports_the_store_and_each_read_models_lag(server):
         "memory_items",
         "cron_index",
         "assistant_index",
+        "change_log",
     }
     assert body["lag"] >= 0
 
