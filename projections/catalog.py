@@ -6,6 +6,7 @@ from domain.record.application import Workflows
 from projections.assistant_index import AssistantIndexProjection
 from projections.change_log import ChangeLogProjection
 from projections.cron_index import CronIndexProjection
+from projections.decision_register import DecisionRegisterProjection
 from projections.memory_items import MemoryItemsProjection
 from projections.oversight import OversightProjection
 from projections.pending_approvals import PendingApprovalsProjection
@@ -23,6 +24,7 @@ def all_projections() -> list[Projection]:
         CronIndexProjection(),
         AssistantIndexProjection(),
         ChangeLogProjection(),
+        DecisionRegisterProjection(),
     ]
 
 

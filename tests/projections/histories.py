@@ -25,6 +25,7 @@ from projections.assistant_index import ASSISTANTS
 from projections.change_log import CHANGES
 from projections.cron_index import CRONS
 from projections.database import Database
+from projections.decision_register import DECISIONS, QUESTIONS
 from projections.memory_items import ITEMS
 from projections.oversight_tables import CANCELLATIONS, FLOW_EDITS, INTERRUPTS, REFUSALS
 from projections.pending_approvals import COUNTS, QUEUE
@@ -247,6 +248,7 @@ READ_MODEL_TABLES = {
     "cron_index": (CRONS,),
     "assistant_index": (ASSISTANTS,),
     "change_log": (CHANGES,),
+    "decision_register": (DECISIONS, QUESTIONS),
 }
 
 

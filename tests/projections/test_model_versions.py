@@ -102,6 +102,7 @@ def test_a_fresh_store_records_each_models_version_and_warns_of_nothing(store):
         "cron_index": 1,
         "assistant_index": 1,
         "change_log": 1,
+        "decision_register": 1,
     }
     assert warned(logs) == []
     runner.close()
@@ -134,6 +135,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
         "cron_index": head,
         "assistant_index": head,
         "change_log": head,
+        "decision_register": head,
     }
     assert versions(upgraded.db) == {
         "pending_approvals": 3,
@@ -143,6 +145,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
         "cron_index": 1,
         "assistant_index": 1,
         "change_log": 1,
+        "decision_register": 1,
     }
     # And its catch-up gives every row a rebuild from zero gives
     upgraded.catch_up()

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 
 from api.http.auth import Auditor
 from api.http.deps import ServicesDep
@@ -19,8 +19,10 @@ from api.presenters.audit_timeline import jsonable, recorded_events, timeline
 from integrity.reporting import verdict_data
 from integrity.verify_log import scan_log, verify_thread_events
 from projections.change_log import ChangeLog
+from projections.decision_register import DecisionRegister, register_csv
 from projections.oversight_report import oversight_report
 from projections.report_formats import FORMATS
+from projections.timestamps import utc_text
 
 router = APIRouter(tags=["audit"])
 MEDIA_TYPES = {"json": "application/json", "csv": "text/csv", "html": "text/html"}
@@ -208,6 +210,43 @@ def report(
         now=now,
     )
     return Response(FORMATS[format](figures), media_type=MEDIA_TYPES[format])
+
+
+@router.get(
+    "/reports/decisions",
+    summary="The decision register: one row per decision on an interrupt, as JSON or CSV",
+    responses=problem_responses(403, 422),
+    response_class=Response,
+)
+def decision_register(
+    services: ServicesDep,
+    _: Auditor,
+    since: Annotated[str | None, Query(description="ISO 8601; default: the first")] = None,
+    until: Annotated[str | None, Query(description="ISO 8601, excluded; default: now")] = None,
+    graph_id: str | None = None,
+    format: Literal["json", "csv"] = "json",  # noqa: A002 - the query parameter's name
+    wait_for: WaitFor = None,
+) -> Response:
+    """Each answer, each approval of several (four eyes) and each decision a deadline's
+    rule made, oldest first: thread, graph, interrupt, node, the digest of the question
+    decided, who decided in which role, the decision (`by`: answer, approval or
+    deadline), the reason, when the question was raised, the seconds it took, and the
+    deadline that stood."""
+    start, end = _moment("since", since), _moment("until", until)
+    if start is not None and end is not None and start >= end:
+        raise Problem(422, "Invalid query.since: it must be before until", code="invalid-request")
+    if wait_for is None:
+        services.read_models.catch_up_to_head()
+    else:
+        services.read_models.wait_for(wait_for)
+    found = DecisionRegister(services.read_models.db).decisions(
+        since=None if start is None else utc_text(start),
+        until=None if end is None else utc_text(end),
+        graph_id=graph_id,
+    )
+    if format == "csv":
+        return Response(register_csv(found), media_type=MEDIA_TYPES["csv"])
+    return JSONResponse({"decisions": [asdict(decision) for decision in found]})
 
 
 @router.get(

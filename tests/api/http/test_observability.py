@@ -76,6 +76,7 @@ def test_readiness_reports_the_store_and_each_read_models_lag(server):
         "cron_index",
         "assistant_index",
         "change_log",
+        "decision_register",
     }
     assert body["lag"] >= 0
 
