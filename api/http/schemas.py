@@ -278,7 +278,9 @@ class AssignBody(BaseModel):
 class CancelBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    reason: str | None = Field(default=None, max_length=4000)
+    reason: str | None = Field(
+        default=None, max_length=4000, description="Why it is stopped: required (422 without)"
+    )
 
 
 # -- the memory store (LangGraph's long-term memory) -------------------------------

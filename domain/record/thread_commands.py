@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Self
 from domain.assistants.assistant import ASSISTANT_KEYS
 from domain.errors import (
     InvalidUpdateError,
+    ReasonRequiredError,
     RunNotInProgressError,
     ThreadBusyError,
     ThreadCancelledError,
@@ -242,9 +243,14 @@ class ThreadCommands(ThreadState):
         )
 
     def cancel(self, actor: dict[str, Any], reason: str | None) -> None:
-        """A human stopped the thread for good; ThreadCancelledError if it already was."""
+        """A human stopped the thread for good, saying why (the Art. 14(4)(e) stop: a
+        reason is required, ReasonRequiredError without one); ThreadCancelledError if it
+        already was."""
         if self.status == CANCELLED:
             raise ThreadCancelledError(self.thread_id)
+        if reason is None or not reason.strip():
+            msg = f"Stopping thread {self.thread_id!r} needs a reason: say why it is stopped"
+            raise ReasonRequiredError(msg)
         self._record(self.ThreadCancelled, step=self.step, actor=actor, reason=reason)
 
     def update_metadata(self, metadata: dict[str, Any], actor: dict[str, Any]) -> None:

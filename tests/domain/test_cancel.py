@@ -5,7 +5,7 @@ from typing import Annotated, TypedDict
 
 import pytest
 
-from domain.errors import ThreadCancelledError, ThreadNotFoundError
+from domain.errors import ReasonRequiredError, ThreadCancelledError, ThreadNotFoundError
 from domain.graph import END, START, StateGraph
 from domain.record.thread import WorkflowThread
 from domain.types import Command, interrupt
@@ -51,18 +51,28 @@ def test_cancelling_a_paused_thread_withdraws_its_interrupts(store):
 
 def test_a_cancelled_thread_cannot_be_resumed_or_cancelled_again(store):
     graph = paused_graph(store)
-    store.cancel("t", REVIEWER, None)
+    store.cancel("t", REVIEWER, "duplicate")
     before = stored(store)
     with pytest.raises(ThreadCancelledError):
         graph.invoke(Command(resume=True), {"configurable": {"thread_id": "t"}})
     with pytest.raises(ThreadCancelledError):
-        store.cancel("t", REVIEWER, None)
+        store.cancel("t", REVIEWER, "again")
     with pytest.raises(ThreadCancelledError):
         graph.update_state({"configurable": {"thread_id": "t"}}, {"log": ["x"]})
     assert stored(store) == before
 
 
+@pytest.mark.parametrize("reason", [None, "", "   "])
+def test_a_stop_without_a_reason_is_refused_and_records_nothing(store, reason):
+    paused_graph(store)
+    before = stored(store)
+    with pytest.raises(ReasonRequiredError, match="needs a reason"):
+        store.cancel("t", REVIEWER, reason)
+    assert stored(store) == before
+    assert store.thread("t").status == "interrupted"
+
+
 def test_cancelling_an_unknown_thread_is_an_error(store):
     with pytest.raises(ThreadNotFoundError):
-        store.cancel("nope", REVIEWER, None)
+        store.cancel("nope", REVIEWER, "stop")
     assert store.thread("nope") is None

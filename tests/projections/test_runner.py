@@ -148,8 +148,8 @@ def test_the_lag_counts_the_events_recorded_since_the_last_catch_up(store, runne
     caught = runner.head()
 
     # When two cancellations (one event each) are recorded
-    store.cancel("t1", REVIEWER, None)
-    store.cancel("t2", REVIEWER, None)
+    store.cancel("t1", REVIEWER, "stopped")
+    store.cancel("t2", REVIEWER, "stopped")
 
     # Then
     assert runner.head() == caught + 2
@@ -163,7 +163,7 @@ def test_waiting_for_a_position_no_one_applies_returns_false_after_the_timeout(s
     # Given a cancellation that no runner catches up with
     ask_for(approval_graph(store), "t1")
     runner.catch_up()
-    position = store.cancel("t1", REVIEWER, None)
+    position = store.cancel("t1", REVIEWER, "stopped")
 
     # When
     started = time.monotonic()

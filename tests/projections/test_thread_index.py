@@ -239,7 +239,7 @@ def threads(store, runner):
     refunds.invoke(
         {"amount": 3.0, "decision": None}, config("r-stopped", metadata={"customer": "globex"})
     )
-    store.cancel("r-stopped", REVIEWER, None)
+    store.cancel("r-stopped", REVIEWER, "stopped")
     pipeline_graph(store).invoke({"out": []}, config("p-done", metadata={"customer": "acme"}))
     with pytest.raises(ValueError, match="ledger"):
         failing_graph(store, [True]).invoke({"out": []}, config("f-failed"))

@@ -253,6 +253,20 @@ def test_unknown_and_cancelled_interrupts_are_refused_and_recorded(server):
     assert refusals[-1]["target"] == interrupt_id
 
 
+def test_a_stop_without_a_reason_is_a_422_and_the_thread_stays_paused(server):
+    thread_id, interrupt_id = paused_refund(server)
+    head = server.head()
+    with server.http("reviewer") as reviewer:
+        for body in ({}, {"reason": None}, {"reason": "  "}):
+            refused = reviewer.post(f"/threads/{thread_id}/cancel", json=body)
+            assert refused.status_code == 422
+            assert refused.json()["type"].endswith("reason-required")
+            assert "needs a reason" in refused.json()["detail"]
+        queue = reviewer.get("/approvals").json()["data"]
+    assert server.head() == head
+    assert interrupt_id in {row["interrupt_id"] for row in queue}
+
+
 def test_a_resume_through_a_run_on_a_cancelled_thread_is_refused_and_recorded(server):
     # Given a paused thread the reviewer cancelled
     thread_id, _interrupt = paused_refund(server)
