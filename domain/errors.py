@@ -466,3 +466,19 @@ class AssistantChangedError(HoldpointError):
             f"Assistant {assistant_id!r} changed meanwhile; nothing was recorded, try again"
         )
         self.assistant_id = assistant_id
+
+
+class GraphSuspendedError(HoldpointError):
+    """The graph is suspended: it takes no new run and no resume until the suspension is
+    lifted."""
+
+    def __init__(self, graph_id: str, by: str | None, reason: str) -> None:
+        super().__init__(
+            f"Graph {graph_id!r} is suspended (by {by}: {reason}): it takes no new run and "
+            "no resume until an admin lifts the suspension"
+        )
+        self.graph_id = graph_id
+
+
+class SuspensionStateError(HoldpointError):
+    """A suspension of a graph that already is suspended, or a lift of one that is not."""

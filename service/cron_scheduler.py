@@ -24,6 +24,7 @@ import structlog
 from domain.access.keyring import Keyring
 from domain.engine.runtime import REQUEST_KEY
 from domain.errors import CronChangedError, CronNotFoundError, HoldpointError, UnknownKeyError
+from domain.oversight.suspensions import Suspensions
 from domain.record.application import Workflows
 from domain.schedule.crons import Crons, Firing
 from projections.cron_index import CronIndex
@@ -89,7 +90,7 @@ class CronScheduler:
         won = []
         index = CronIndex(self.services.read_models.db)
         for cron_id in index.due(moment):
-            if self._maker_revoked(crons, cron_id):
+            if self._maker_revoked(crons, cron_id) or self._graph_suspended(crons, cron_id):
                 continue
             firing = crons.fire(cron_id, moment)
             if firing is not None:
@@ -125,6 +126,15 @@ class CronScheduler:
                 crons.update(cron_id, {"enabled": False}, SCHEDULER | {"reason": REVOKED})
             log.warning("cron disabled", cron_id=cron_id, why=REVOKED)
         return revoked
+
+    def _graph_suspended(self, crons: Crons, cron_id: str) -> bool:
+        """Whether the cron's graph is suspended: then it fires nothing, and stays due, to
+        fire once when the suspension is lifted (as times missed while no server ran)."""
+        try:
+            graph_id = crons.get(cron_id).graph_id
+        except CronNotFoundError:
+            return True
+        return Suspensions(self.services.store).suspended(graph_id) is not None
 
     def _start(self, firing: Firing) -> None:
         cron, services = firing.cron, self.services

@@ -154,6 +154,7 @@ class RunManager:
         lease_ttl: float,
         turn: float = 0.0,
         on_finish: Callable[[RunOutcome], None] | None = None,
+        admit: Callable[[str], None] | None = None,
     ) -> None:
         # Whole runs, from the request's checks on (`launch`): one after another on a lead
         # thread, beside it on helpers once graph code or a wait for a thread has taken
@@ -169,6 +170,9 @@ class RunManager:
         self.busy_wait = busy_wait
         self.keep = keep
         self.on_finish = on_finish
+        # Raises if a graph may take no run now (a suspended graph: GraphSuspendedError);
+        # asked before a run begins, as it is asked for and as a queued one is taken.
+        self.admit = admit or (lambda _graph_id: None)
         self._records: OrderedDict[str, RunRecord] = OrderedDict()
         self._held: dict[str, Begun] = {}  # by run id: the runs whose lease this process holds
         self._guard = threading.Lock()
@@ -266,6 +270,7 @@ class RunManager:
         if request.multitask_strategy not in STRATEGIES:
             msg = f"multitask_strategy {request.multitask_strategy!r}"
             raise NotImplementedError(msg)
+        self.admit(request.graph.graph_id)
         stored = StoredRun(
             run_id=request.run_id or str(uuid4()),
             thread_id=request.thread_id,
@@ -347,6 +352,8 @@ class RunManager:
         `refusal_ends_run` (a queued run, whose caller has gone), ended with the error."""
         config = with_run_id(request.config, stored.run_id)
         try:
+            if refusal_ends_run:  # a queued run, taken now: its graph may have been suspended
+                self.admit(request.graph.graph_id)
             run = new_run(request.graph, config, request.stream_modes, run_context(request))
             chunks = run.begin(request.input, request.thread_as_read, guard)
             if guard is not None and not guard.applied:  # it committed nothing: claim now

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
 from domain.access.keyring import Keyring
+from domain.oversight.suspensions import Suspensions
 from domain.record.application import Workflows
 from domain.record.store import backend_of, open_store
 from persistence.key_probe import SQLiteKeyProbe
@@ -189,6 +190,7 @@ def build_runs(
     side_tables = side_tables_for(store)
     runs = RunManager(
         store=RunStore(side_tables, create=prepare(store, side_tables)),
+        admit=Suspensions(store).check,
         workers=settings.run_workers,
         busy_wait=settings.busy_wait_timeout,
         keep=settings.runs_kept,

@@ -34,6 +34,7 @@ class Permission(StrEnum):
     CANCEL = "cancel threads"
     QUEUE = "read the approval queue"
     AUDIT = "read events, audit timelines, refusals, reports and metrics"
+    LIFT = "lift a graph's suspension"
 
 
 PERMISSIONS: dict[Permission, tuple[str, ...]] = {
@@ -43,6 +44,7 @@ PERMISSIONS: dict[Permission, tuple[str, ...]] = {
     Permission.CANCEL: ("reviewer", "admin"),
     Permission.QUEUE: ("reviewer", "auditor", "admin"),
     Permission.AUDIT: ("auditor", "admin"),
+    Permission.LIFT: ("admin",),
 }
 
 
@@ -258,3 +260,4 @@ RunnerOrCanceller = Annotated[Principal, requires(Permission.RUN, Permission.CAN
 Canceller = Annotated[Principal, requires(Permission.CANCEL)]
 QueueReader = Annotated[Principal, requires(Permission.QUEUE)]
 Auditor = Annotated[Principal, requires(Permission.AUDIT)]
+Lifter = Annotated[Principal, requires(Permission.LIFT)]

@@ -156,6 +156,8 @@ _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
     (errors.ReasonRequiredError, 422, "reason-required"),
     (errors.DecisionContradictionError, 422, "decision-contradicts-resume"),
     (errors.InvalidThreadIdError, 422, "invalid-request"),
+    (errors.GraphSuspendedError, 409, "graph-suspended"),
+    (errors.SuspensionStateError, 409, "suspension-state"),
     (errors.InvalidAssistantError, 422, "invalid-request"),
     (errors.AssistantNotFoundError, 404, "assistant-not-found"),
     (errors.AssistantExistsError, 409, "assistant-exists"),

@@ -14,6 +14,7 @@ from domain.access.identity import ApiKey, KeyringBootstrap, RefusedAttempt
 from domain.assistants.assistant import Assistant
 from domain.integrity.seal import SealRegister
 from domain.memory.item import MemoryItem
+from domain.oversight.suspension import GraphSuspension
 from domain.record.thread import WorkflowThread
 from domain.schedule.cron import Cron
 
@@ -26,4 +27,5 @@ AGGREGATES = (
     MemoryItem,
     Cron,
     Assistant,
+    GraphSuspension,
 )

@@ -55,6 +55,9 @@ RECORDED_TOPICS = {
     "domain.assistants.assistant:Assistant.AssistantUpdated",
     "domain.assistants.assistant:Assistant.LatestVersionSelected",
     "domain.assistants.assistant:Assistant.AssistantDeleted",
+    "domain.oversight.suspension:GraphSuspension.GraphSuspended",
+    "domain.oversight.suspension:GraphSuspension.GraphResuspended",
+    "domain.oversight.suspension:GraphSuspension.SuspensionLifted",
 }
 # Snapshots are a cache, never evidence, but a stored one must still be read back.
 SNAPSHOT_TOPICS = {"eventsourcing.domain:Snapshot"}  # the library's class, not a nested one

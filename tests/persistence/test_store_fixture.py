@@ -38,10 +38,12 @@ ADDED_SINCE = {
     "domain.thread:WorkflowThread.InterruptSuperseded",
     "domain.thread:WorkflowThread.CheckpointSaved",
     "domain.thread:WorkflowThread.WritesSaved",
-} | {  # aggregates added since: the memory store's items, crons, assistants
+} | {  # aggregates added since: memory items, crons, assistants, suspensions
     topic
     for topic in RECORDED_TOPICS
-    if topic.startswith(("domain.memory.", "domain.schedule.", "domain.assistants."))
+    if topic.startswith(
+        ("domain.memory.", "domain.schedule.", "domain.assistants.", "domain.oversight.suspension")
+    )
 }
 
 

@@ -18,6 +18,7 @@ from typing import Annotated, Any, TypedDict
 from domain.assistants.assistants import Assistants
 from domain.graph import END, START, CompiledStateGraph, StateGraph
 from domain.memory.items import MemoryItems
+from domain.oversight.suspensions import Suspensions
 from domain.record.application import Workflows
 from domain.schedule.crons import Crons
 from domain.types import Command, Interrupt, interrupt
@@ -186,6 +187,15 @@ def record_history(store: Workflows, prefix: str = "") -> None:
     record_memory(store, prefix)
     record_crons(store)
     record_assistants(store)
+    record_suspensions(store)
+
+
+def record_suspensions(store: Workflows) -> None:
+    """A graph suspended, lifted, suspended again and lifted again."""
+    suspensions = Suspensions(store)
+    for _ in range(2):
+        suspensions.suspend("pipeline", REVIEWER, "checking its refunds")
+        suspensions.lift("pipeline", REVIEWER, "checked")
 
 
 def record_assistants(store: Workflows) -> None:

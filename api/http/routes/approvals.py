@@ -8,7 +8,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from api.http.auth import PERMISSIONS, Canceller, Decider, Permission, QueueReader, note, throttle
+from api.http.auth import (
+    PERMISSIONS,
+    Canceller,
+    Decider,
+    Lifter,
+    Permission,
+    QueueReader,
+    note,
+    throttle,
+)
 from api.http.decisions import decide, locate
 from api.http.deps import ServicesDep
 from api.http.positions import set_position
@@ -16,6 +25,7 @@ from api.http.problems import Problem, problem_responses
 from api.http.responses import ApprovalsPage, Assignment, Cancellation, Decision, answers
 from api.http.schemas import AssignBody, CancelBody, DecisionBody
 from domain.oversight.reviews import review_of
+from domain.oversight.suspensions import Suspensions
 from projections.pending_approvals import PendingApproval, PendingApprovals
 from service.rate_limit import DECISIONS
 from service.services import Services
@@ -75,10 +85,13 @@ def list_approvals(
         limit=limit,
         after=cursor,
     )
+    suspensions = Suspensions(services.store)
+    suspended = {graph: suspensions.suspended(graph) for graph in {i.graph_id for i in page.items}}
     data = [
         {
             **asdict(item),
             **shown(services, item),
+            "graph_suspended": suspended[item.graph_id],
             "links": {
                 "decision": f"/approvals/{item.interrupt_id}/decision",
                 "assign": f"/approvals/{item.interrupt_id}/assign",
@@ -189,6 +202,43 @@ def _check_reviewer(services: Services, reviewer_id: str) -> None:
             f"decide ({', '.join(deciders)})"
         )
         raise Problem(422, msg, code="invalid-request")
+
+
+@router.post(
+    "/graphs/{graph_id}/suspend",
+    summary="Suspend a graph: no new run and no resume of it until lifted (recorded)",
+    responses=problem_responses(403, 404, 409, 422),
+)
+def suspend_graph(
+    graph_id: str, body: CancelBody, request: Request, services: ServicesDep, principal: Canceller
+) -> dict[str, Any]:
+    """The stop button for a whole graph: `{"reason": "..."}` (required). Runs already
+    under way go to their end; stop one with its thread's cancel."""
+    graph_or_404(services, graph_id)
+    note(request, graph_id=graph_id)
+    Suspensions(services.store).suspend(graph_id, principal.as_actor(), body.reason)
+    return {"graph_id": graph_id, "suspended": Suspensions(services.store).suspended(graph_id)}
+
+
+@router.post(
+    "/graphs/{graph_id}/lift",
+    summary="Lift a graph's suspension (admins; recorded)",
+    responses=problem_responses(403, 404, 409, 422),
+)
+def lift_suspension(
+    graph_id: str, body: CancelBody, request: Request, services: ServicesDep, principal: Lifter
+) -> dict[str, Any]:
+    """`{"reason": "..."}` (required). Its crons fire once for the times missed."""
+    graph_or_404(services, graph_id)
+    note(request, graph_id=graph_id)
+    Suspensions(services.store).lift(graph_id, principal.as_actor(), body.reason)
+    return {"graph_id": graph_id, "suspended": None}
+
+
+def graph_or_404(services: Services, graph_id: str) -> None:
+    if graph_id not in services.graphs:
+        msg = f"Graph {graph_id!r} not found: serving {', '.join(sorted(services.graphs))}"
+        raise Problem(404, msg, code="graph-not-found")
 
 
 @router.post(

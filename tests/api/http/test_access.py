@@ -219,6 +219,7 @@ def test_every_endpoint_gives_each_role_what_the_permission_table_says(server):
         "version": "1",
         "namespace": "refund",
         "cron_id": "0" * 32,
+        "graph_id": "refund",
     }
     app = create_app(server.services)
     found = [r for r in routes(app) if r.path not in PUBLIC]
