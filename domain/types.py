@@ -94,8 +94,9 @@ def interrupt(
     role a reviewer must hold to answer; `deadline` (seconds or a timedelta),
     after which the deadline worker records InterruptExpired and applies
     `on_expiry`: "reject" (the default: the node gets False), "approve"
-    (True), or "escalate:ROLE" (the interrupt stays open, now for ROLE, with
-    a fresh deadline of the same length); `reason_required`, whether every
+    (True), "escalate:ROLE" (the interrupt stays open, now for ROLE, with
+    a fresh deadline of the same length), or a chain ending in a terminal rule,
+    "escalate:manager,then:reject" (see `expiry_rule`); `reason_required`, whether every
     answer must give a reason (the API answers 422 to one without);
     `approvals`, how many different principals must approve (2: four eyes;
     default: the graph's, see `CompiledStateGraph.set_oversight`), a rejection
@@ -163,10 +164,35 @@ def checked_decision_values(values: Any) -> dict[str, Any]:
 
 
 def expiry_rule(on_expiry: str) -> dict[str, Any]:
-    if on_expiry in ("reject", "approve"):
-        return {"action": "decide", "decision": on_expiry, "resume": on_expiry == "approve"}
-    action, _, role = on_expiry.partition(":")
-    if action == "escalate" and role:
-        return {"action": "escalate", "role": role}
-    msg = f'on_expiry must be "reject", "approve" or "escalate:ROLE", not {on_expiry!r}'
-    raise InvalidUpdateError(msg)
+    """What a deadline's expiry does, as JSON: decide ("reject", "approve"), or escalate
+    to a role ("escalate:ROLE"), or a chain of escalations that ends in a terminal rule
+    ("escalate:manager,then:reject"; "escalate:reviewer,escalate:admin,then:approve"),
+    each step with a fresh deadline of the same length. A chain without a terminal rule
+    repeats its last escalation, at most MAX_ESCALATIONS times in all: the last leaves
+    the question open for its role with no deadline."""
+    steps = [step.strip() for step in on_expiry.split(",")]
+    *escalations, last = steps
+    rule = _last_rule(last, bool(escalations), on_expiry)
+    for step in reversed(escalations):
+        action, _, role = step.partition(":")
+        if action != "escalate" or not role:
+            raise InvalidUpdateError(_expiry_problem(on_expiry))
+        rule = {"action": "escalate", "role": role, "then": rule}
+    return rule
+
+
+def _last_rule(step: str, chained: bool, on_expiry: str) -> dict[str, Any]:
+    action, _, what = step.partition(":")
+    decision = what if chained and action == "then" else step if not chained else ""
+    if decision in ("reject", "approve"):
+        return {"action": "decide", "decision": decision, "resume": decision == "approve"}
+    if action == "escalate" and what:
+        return {"action": "escalate", "role": what}
+    raise InvalidUpdateError(_expiry_problem(on_expiry))
+
+
+def _expiry_problem(on_expiry: str) -> str:
+    return (
+        'on_expiry must be "reject", "approve", "escalate:ROLE", or escalations ending in '
+        f'a terminal rule ("escalate:manager,then:reject"), not {on_expiry!r}'
+    )

@@ -345,6 +345,9 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
                 record = thread.interrupts[self.interrupt_id]
                 record["required_role"] = self.rule["role"]
                 record["due_by"] = self.new_due_by
+                record["escalations"] = record.get("escalations", 0) + 1
+                if "then" in self.rule:  # the chain's next step, with the same deadline
+                    record["on_expiry"] = {**self.rule["then"], "seconds": self.rule["seconds"]}
                 return
             record = thread.interrupts.pop(self.interrupt_id)
             answer = answer_record(self.rule["resume"], record_digest(record), self.interrupt_id)

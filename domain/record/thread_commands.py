@@ -32,6 +32,11 @@ from domain.record.thread_state import CANCELLED, IDLE, INTERRUPTED, ThreadState
 _UNSET = object()  # a metadata key the thread does not have
 
 
+# Escalations of one question by a rule without a terminal step: after the last, it stays
+# open for its role with no deadline (an escalation never repeats without end).
+MAX_ESCALATIONS = 3
+
+
 def _due(moment: datetime, seconds: float) -> str:
     return (moment + timedelta(seconds=seconds)).isoformat()
 
@@ -383,7 +388,11 @@ class ThreadCommands(ThreadState):
         if due_by is None or datetime.fromisoformat(due_by) > now:
             return False
         rule = record["on_expiry"]
-        new_due_by = _due(now, rule["seconds"]) if rule["action"] == "escalate" else None
+        new_due_by = None  # decided, or escalated for the last time: no deadline after
+        if rule["action"] == "escalate" and (
+            "then" in rule or record.get("escalations", 0) + 1 < MAX_ESCALATIONS
+        ):
+            new_due_by = _due(now, rule["seconds"])
         self._record(
             self.InterruptExpired,
             interrupt_id=interrupt_id,
