@@ -238,7 +238,8 @@ class ThreadExistsError(HoldpointError):
 class AuthenticationError(HoldpointError):
     """The API key of a request is missing, unknown or revoked.
 
-    `reason` is the refusal's code: "no_key", "unknown_key" or "revoked_key".
+    `reason` is the refusal's code: "no_key", "unknown_key", "revoked_key" or
+    "expired_key".
     """
 
     reason = "unknown_key"
@@ -263,6 +264,22 @@ class UnknownKeyError(AuthenticationError, LookupError):
     def __init__(self, key_id: str | None, message: str | None = None) -> None:
         super().__init__(message or f"No API key {key_id!r} exists")
         self.key_id = key_id
+
+
+class KeyExpiredError(AuthenticationError):
+    """The API key's validity ended: it no longer authenticates anyone."""
+
+    reason = "expired_key"
+
+    def __init__(self, key_id: str, expires_at: str) -> None:
+        super().__init__(
+            f"The API key {key_id} expired at {expires_at}; ask an admin for a new key"
+        )
+        self.key_id = key_id
+
+
+class InvalidKeyExpiryError(HoldpointError, ValueError):
+    """A key's expiry that is not a time in the future."""
 
 
 class KeyRevokedError(AuthenticationError):

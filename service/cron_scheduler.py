@@ -38,7 +38,7 @@ log = structlog.get_logger()
 # the cron is made (api/http/routes/crons.py), never taken and ignored.
 RUN_FIELDS = ("input", "config", "context", "metadata", "multitask_strategy", "webhook")
 SCHEDULER = {"id": "holdpoint-scheduler", "role": "system", "authenticated": False, "via": "cron"}
-REVOKED = "the key that made it was revoked"
+REVOKED = "the key that made it was revoked or has expired"
 # A firing whose run is still not in the store this long after (its scheduler died between
 # the two) is taken up by another; firings older than RECOVER_WITHIN are not looked at.
 RECOVER_AFTER, RECOVER_WITHIN = timedelta(seconds=60), timedelta(hours=1)
@@ -118,7 +118,7 @@ class CronScheduler:
         if cron.key_id is None:
             return False
         try:
-            revoked = self.services.keyring.get(cron.key_id).revoked
+            revoked = not self.services.keyring.get(cron.key_id).valid  # revoked or expired
         except UnknownKeyError:
             revoked = True
         if revoked:

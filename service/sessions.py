@@ -37,7 +37,7 @@ from typing import Any
 
 from domain.access.identity import Principal
 from domain.access.keyring import Keyring
-from domain.errors import KeyRevokedError
+from domain.errors import KeyExpiredError, KeyRevokedError
 from projections.database import Cursor, Database
 from service.errors import SessionNotFoundError
 
@@ -112,10 +112,12 @@ class SessionInfo:
 
 def principal_of(keyring: Keyring, key_id: str) -> Principal:
     """Who a session's key belongs to, read from the store now; raises UnknownKeyError
-    (the key is gone or damaged) or KeyRevokedError."""
+    (the key is gone or damaged), KeyRevokedError or KeyExpiredError."""
     info = keyring.get(key_id)
     if info.revoked_at is not None:
         raise KeyRevokedError(key_id, info.revoked_at.isoformat())
+    if info.expires_at is not None and info.expired():
+        raise KeyExpiredError(key_id, info.expires_at.isoformat())
     return Principal(id=info.principal_id, role=info.role, key_id=info.key_id)
 
 

@@ -42,6 +42,13 @@ def register(commands: Commands) -> None:
     create.add_argument("--principal", required=True, metavar="ID", help="who the key is for")
     create.add_argument("--role", required=True, metavar="ROLE", help=f"one of {', '.join(ROLES)}")
     create.add_argument("--note", metavar="TEXT", help="what the key is for")
+    create.add_argument(
+        "--expires",
+        metavar="WHEN",
+        type=_moment,
+        help="when it stops working, in every process: an ISO 8601 date or time "
+        "(UTC when it names no zone), e.g. 2027-06-30",
+    )
     create.set_defaults(handler=keys_create)
 
     listing = key_commands.add_parser("list", help="every key, newest first, revoked ones too")
@@ -58,9 +65,10 @@ def register(commands: Commands) -> None:
 def keys_create(args: argparse.Namespace) -> int:
     with open_store() as store:
         info, raw = Keyring(store).create(
-            args.principal, args.role, actor=local_actor(), note=args.note
+            args.principal, args.role, actor=local_actor(), note=args.note, expires_at=args.expires
         )
-    _say(f"Created key {info.key_id} for {info.principal_id} (role {info.role}).")
+    until = f", valid until {_when(info.expires_at)} UTC" if info.expires_at else ""
+    _say(f"Created key {info.key_id} for {info.principal_id} (role {info.role}){until}.")
     _say("Store it now: it is shown only this once.")
     _say(raw)
     return 0
@@ -69,14 +77,18 @@ def keys_create(args: argparse.Namespace) -> int:
 def keys_list(_: argparse.Namespace) -> int:
     with open_store(existing=True) as store:
         keys = Keyring(store).list()
-    _say(f"{'key id':<14} {'principal':<24} {'role':<10} {'created (UTC)':<20} revoked (UTC)")
+    _say(
+        f"{'key id':<14} {'principal':<24} {'role':<10} {'created (UTC)':<20} "
+        f"{'revoked (UTC)':<20} expires (UTC)"
+    )
     for key in keys:
         revoked = _when(key.revoked_at) if key.revoked_at else "-"
+        expires = _when(key.expires_at) if key.expires_at else "-"
         _say(
             f"{key.key_id:<14} {key.principal_id:<24} {key.role:<10} "
-            f"{_when(key.created_at):<20} {revoked}"
+            f"{_when(key.created_at):<20} {revoked:<20} {expires}"
         )
-    _say(f"{len(keys)} keys, {sum(not k.revoked for k in keys)} active")
+    _say(f"{len(keys)} keys, {sum(k.valid for k in keys)} active")
     return 0
 
 
@@ -85,6 +97,16 @@ def keys_revoke(args: argparse.Namespace) -> int:
         info = Keyring(store).revoke(args.key_id, actor=local_actor(), reason=args.reason)
     _say(f"Revoked key {info.key_id} of {info.principal_id} (role {info.role}).")
     return 0
+
+
+def _moment(text: str) -> datetime:
+    """An ISO 8601 date or time; UTC when it names no zone."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        msg = f"not an ISO 8601 date or time: {text!r} (e.g. 2027-06-30)"
+        raise argparse.ArgumentTypeError(msg) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _when(moment: datetime) -> str:

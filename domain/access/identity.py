@@ -33,6 +33,7 @@ REFUSAL_REASONS = (
     "no_key",
     "unknown_key",
     "revoked_key",
+    "expired_key",
     "wrong_role",
     "separation_of_duties",
     "stale_interrupt",
@@ -150,6 +151,7 @@ class ApiKey(Aggregate):
         digest: str
         actor: dict[str, Any] | None
         note: str | None
+        expires_at: str | None = None  # ISO 8601, UTC: it authenticates no one from then
 
     class KeyRevoked(Aggregate.Event):
         actor: dict[str, Any] | None
@@ -172,8 +174,10 @@ class ApiKey(Aggregate):
         digest: str,
         actor: dict[str, Any] | None,
         note: str | None,
+        expires_at: str | None = None,
     ) -> None:
         self.key_id = key_id
+        self.expires_at = expires_at
         self.principal_id = principal_id
         self.role = role
         self.digest = digest

@@ -34,7 +34,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -56,7 +56,13 @@ from domain.access.identity import (
     new_key,
     parse_key,
 )
-from domain.errors import KeyRevokedError, MissingKeyError, UnknownKeyError
+from domain.errors import (
+    InvalidKeyExpiryError,
+    KeyExpiredError,
+    KeyRevokedError,
+    MissingKeyError,
+    UnknownKeyError,
+)
 from domain.record.application import UNDECODABLE, Workflows, fold_events
 from domain.record.hashing import to_json
 
@@ -89,10 +95,19 @@ class KeyInfo:
     note: str | None
     created_by: dict[str, Any] | None = None
     revoke_reason: str | None = None
+    expires_at: datetime | None = None
 
     @property
     def revoked(self) -> bool:
         return self.revoked_at is not None
+
+    def expired(self, now: datetime | None = None) -> bool:
+        return self.expires_at is not None and (now or datetime.now(UTC)) >= self.expires_at
+
+    @property
+    def valid(self) -> bool:
+        """Neither revoked nor expired: it authenticates its principal."""
+        return not self.revoked and not self.expired()
 
 
 @dataclass(frozen=True)
@@ -116,6 +131,7 @@ class _CachedKey:
     digest: str
     principal: Principal
     revoked_at: datetime | None
+    expires_at: datetime | None
 
 
 class KeyProbe(Protocol):
@@ -139,6 +155,18 @@ class RecorderProbe:
         """Nothing of its own to close."""
 
 
+def check_expiry(expires_at: datetime | None) -> str | None:
+    """A key's expiry as recorded (ISO 8601, UTC); InvalidKeyExpiryError unless it is a
+    moment with its time zone, in the future."""
+    if expires_at is None:
+        return None
+    if expires_at.tzinfo is None:
+        raise InvalidKeyExpiryError(f"A key's expiry names its time zone: {expires_at}")
+    if expires_at <= datetime.now(UTC):
+        raise InvalidKeyExpiryError(f"A key's expiry must be in the future, not {expires_at}")
+    return expires_at.astimezone(UTC).isoformat()
+
+
 def key_info(key: ApiKey) -> KeyInfo:
     return KeyInfo(
         key_id=key.key_id,
@@ -150,6 +178,7 @@ def key_info(key: ApiKey) -> KeyInfo:
         note=key.note,
         created_by=key.created_by,
         revoke_reason=key.revoke_reason,
+        expires_at=None if key.expires_at is None else datetime.fromisoformat(key.expires_at),
     )
 
 
@@ -174,12 +203,16 @@ class Keyring:
         *,
         actor: dict[str, Any] | None = None,
         note: str | None = None,
+        expires_at: datetime | None = None,
     ) -> tuple[KeyInfo, str]:
-        """Make a key for a principal: its info and the raw key, shown only now.
+        """Make a key for a principal: its info and the raw key, shown only now. From
+        `expires_at` on (a moment with its time zone, in the future), it authenticates
+        no one.
 
-        Raises InvalidPrincipalError or InvalidRoleError, recording nothing.
+        Raises InvalidPrincipalError, InvalidRoleError or InvalidKeyExpiryError,
+        recording nothing.
         """
-        key, raw = self._new_key(principal_id, role, actor, note)
+        key, raw = self._new_key(principal_id, role, actor, note, check_expiry(expires_at))
         self._save_new(key)
         return key_info(key), raw
 
@@ -204,6 +237,8 @@ class Keyring:
             raise UnknownKeyError(key_id, _NOT_VALID.format(key_id))
         if cached.revoked_at is not None:
             raise KeyRevokedError(key_id, cached.revoked_at.isoformat())
+        if cached.expires_at is not None and datetime.now(UTC) >= cached.expires_at:
+            raise KeyExpiredError(key_id, cached.expires_at.isoformat())
         return cached.principal
 
     def revoke(
@@ -300,7 +335,12 @@ class Keyring:
     # -- inside ----------------------------------------------------------
 
     def _new_key(
-        self, principal_id: str, role: str, actor: dict[str, Any] | None, note: str | None
+        self,
+        principal_id: str,
+        role: str,
+        actor: dict[str, Any] | None,
+        note: str | None,
+        expires_at: str | None = None,
     ) -> tuple[ApiKey, str]:
         check_principal_id(principal_id)
         check_role(role)
@@ -312,6 +352,7 @@ class Keyring:
             digest=key_digest(secret),
             actor=to_json(actor, "The actor"),
             note=note,
+            expires_at=expires_at,
         )
         return key, format_key(key_id, secret)
 
@@ -346,7 +387,10 @@ class Keyring:
         key = self._key(key_id)
         if key is None:
             return None
-        fresh = _CachedKey(key.id, key.version, key.digest, key.principal(), key.revoked_at)
+        expires_at = None if key.expires_at is None else datetime.fromisoformat(key.expires_at)
+        fresh = _CachedKey(
+            key.id, key.version, key.digest, key.principal(), key.revoked_at, expires_at
+        )
         self._cache[key_id] = fresh
         return fresh
 

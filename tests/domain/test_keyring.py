@@ -9,6 +9,7 @@ the same store object, the only way to share it).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,11 @@ from domain.access.identity import ApiKey, Principal, key_uuid, parse_key
 from domain.access.keyring import KeyInfo, Keyring
 from domain.errors import (
     AuthenticationError,
+    InvalidKeyExpiryError,
     InvalidPrincipalError,
     InvalidRoleError,
     KeyAlreadyRevokedError,
+    KeyExpiredError,
     KeyRevokedError,
     MissingKeyError,
     UnknownKeyError,
@@ -441,3 +444,39 @@ def test_a_cached_key_whose_revocation_is_damaged_is_refused(damageable):
     # Then the key is refused: a revocation that cannot be read is never taken for none
     with pytest.raises(UnknownKeyError, match="its record in the store cannot be read"):
         keyring.authenticate(raw)
+
+
+class _Later(datetime):
+    """The keyring's clock, two days on."""
+
+    @classmethod
+    def now(cls, tz: tzinfo | None = None) -> datetime:  # type: ignore[override]
+        return datetime.now(tz) + timedelta(days=2)
+
+
+def test_a_key_stops_authenticating_at_its_expiry(keyring, monkeypatch):
+    expiry = datetime.now(UTC) + timedelta(days=1)
+    info, raw = keyring.create("rita", "reviewer", expires_at=expiry)
+    assert keyring.authenticate(raw).id == "rita"
+    assert (info.expires_at, info.valid) == (expiry, True)
+    [created] = keyring.store.events.get(key_uuid(info.key_id))
+    assert created.expires_at == expiry.isoformat()
+
+    monkeypatch.setattr("domain.access.keyring.datetime", _Later)
+    with pytest.raises(KeyExpiredError, match="expired at") as refused:
+        keyring.authenticate(raw)
+    assert refused.value.reason == "expired_key"
+    [listed] = keyring.list()
+    assert not listed.valid
+
+
+@pytest.mark.parametrize(
+    "expiry",
+    [datetime.now(UTC) - timedelta(minutes=1), datetime(2099, 1, 1)],  # past; no time zone
+)
+def test_an_expiry_in_the_past_or_without_a_zone_is_refused_recording_nothing(
+    keyring, store, expiry
+):
+    with pytest.raises(InvalidKeyExpiryError):
+        keyring.create("rita", "reviewer", expires_at=expiry)
+    assert keyring.list() == []

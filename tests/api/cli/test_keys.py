@@ -73,11 +73,21 @@ def test_list_shows_keys_newest_first_and_revoke_stops_a_key_at_once(sqlite_url)
 
     listing = ok(sqlite_url, "keys", "list")
     assert listing[0].startswith("key id ")
-    assert listing[0].split()[2:] == ["principal", "role", "created", "(UTC)", "revoked", "(UTC)"]
+    assert listing[0].split()[2:] == [
+        "principal",
+        "role",
+        "created",
+        "(UTC)",
+        "revoked",
+        "(UTC)",
+        "expires",
+        "(UTC)",
+    ]
     assert listing[1].split()[:3] == [amy_id, "amy", "agent"]
-    assert listing[1].endswith(" -")
+    assert listing[1].split()[-2:] == ["-", "-"]  # neither revoked nor expiring
     assert listing[2].split()[:3] == [rita_id, "rita", "reviewer"]
-    assert not listing[2].endswith(" -")
+    assert listing[2].split()[-1] == "-"
+    assert listing[2].split()[-2] != "-"
     assert listing[-1] == "2 keys, 1 active"
 
 
@@ -117,3 +127,35 @@ def test_the_raw_key_is_not_in_the_store_file(sqlite_url):
     stored = b"".join(path.read_bytes() for path in files)
     assert b"rita" in stored  # the scan reads the store
     assert secret.encode() not in stored
+
+
+def test_a_key_made_with_an_expiry_says_so_and_a_past_one_is_refused(sqlite_url):
+    made = ok(
+        sqlite_url,
+        "keys",
+        "create",
+        "--principal",
+        "tess",
+        "--role",
+        "agent",
+        "--expires",
+        "2099-06-30",
+    )
+    assert made[0].endswith("valid until 2099-06-30 00:00:00 UTC.")
+    listing = ok(sqlite_url, "keys", "list")
+    assert listing[1].split()[-2:] == ["2099-06-30", "00:00:00"]
+    assert listing[-1] == "1 keys, 1 active"
+
+    past = refused(
+        sqlite_url,
+        "keys",
+        "create",
+        "--principal",
+        "tess",
+        "--role",
+        "agent",
+        "--expires",
+        "2020-01-01",
+    )
+    assert past.startswith("holdpoint: error: A key's expiry must be in the future")
+    assert ok(sqlite_url, "keys", "list")[-1] == "1 keys, 1 active"
