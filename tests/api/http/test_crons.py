@@ -15,6 +15,7 @@ from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 
 from domain.schedule.cron import cron_uuid
 from domain.schedule.crons import Crons
+from tests.api.http.test_key_expiry import Later
 from tests.api.http_harness import postgres_schema_url, running_server
 
 
@@ -147,6 +148,22 @@ def test_a_cron_whose_makers_key_is_revoked_stops_on_record_and_runs_nothing(ser
     assert events[1].changes == {"enabled": False}
     assert events[1].actor["id"] == "holdpoint-scheduler"
     assert "revoked" in events[1].actor["reason"]
+    assert server.services.runs.store.of_thread(thread_id, limit=5) == []
+
+
+def test_a_cron_whose_makers_key_has_expired_stops_on_record_and_runs_nothing(server, monkeypatch):
+    # Given a cron made by a key valid for a day, and the clock past its expiry
+    expiry = datetime.now(UTC) + timedelta(days=1)
+    _info, raw = server.services.keyring.create("brief-agent", "agent", expires_at=expiry)
+    temp = get_sync_client(url=server.url, api_key=raw)
+    thread_id = temp.threads.create()["thread_id"]
+    cron = temp.crons.create_for_thread(thread_id, "refund", schedule="0 9 * * *", input={})
+    monkeypatch.setattr("domain.access.keyring.datetime", Later)
+    # When it is due, then it does not fire: it is disabled on record, saying why
+    assert fire_due(server, cron) == []
+    events = list(server.store.events.get(cron_uuid(cron["cron_id"])))
+    assert [type(e).__name__ for e in events] == ["CronScheduled", "CronUpdated"]
+    assert "expired" in events[1].actor["reason"]
     assert server.services.runs.store.of_thread(thread_id, limit=5) == []
 
 

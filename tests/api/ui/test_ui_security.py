@@ -4,6 +4,7 @@ are the API's own (same checks, same records). No browser needed."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -12,6 +13,7 @@ from domain.oversight.hold_points import question_digest
 from domain.record.thread import WorkflowThread
 from service.sessions import session_hash
 from tests.api.http.test_access import captured_logs  # noqa: F401 - a fixture
+from tests.api.http.test_key_expiry import Later
 from tests.api.ui.story import decided, paused
 from tests.api.ui.ui_client import UiClient, csrf_of, idempotency_key_of
 
@@ -255,6 +257,24 @@ def test_a_revoked_key_ends_its_sessions_at_once(server, ui):
     assert "revoked" in answer.headers["location"]
     assert [r["reason"] for r in refusals(server)[before:]] == ["revoked_key"]
     assert ui.get("/ui/inbox").status_code == 303
+
+
+def test_an_expired_key_ends_its_sessions(server, ui, monkeypatch):
+    # Given a reviewer signed in with a key valid for a day
+    expiry = datetime.now(UTC) + timedelta(days=1)
+    _info, key = server.services.keyring.create("reviewer-expiring", "reviewer", expires_at=expiry)
+    ui.sign_in(key)
+    assert ui.get("/ui/inbox").status_code == 200
+    before = len(refusals(server))
+
+    # When the clock passes its expiry
+    monkeypatch.setattr("domain.access.keyring.datetime", Later)
+
+    # Then the next page is refused, recorded, and the session ends
+    answer = ui.get("/ui/inbox")
+    assert answer.status_code == 303
+    assert "expired" in answer.headers["location"]
+    assert [r["reason"] for r in refusals(server)[before:]] == ["expired_key"]
 
 
 def test_sign_out_ends_the_session_on_the_server(server, ui):
