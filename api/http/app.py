@@ -34,8 +34,9 @@ Human oversight for workflow graphs. Two families of endpoints:
 * **Oversight**: the approval queue, decisions by authenticated reviewers, the stop
   button, each thread's events and audit timeline, refused attempts, the Article 14 report.
 
-Every endpoint but `/healthz`, `/readyz`, `/ok`, `/info` and these docs needs an API key, as
-`Authorization: Bearer <key>` or `x-api-key: <key>`. Errors are RFC 9457 problem details.
+Every endpoint but `/healthz`, `/readyz`, `/ok`, `/info`, `/schemas/events` and these docs
+needs an API key, as `Authorization: Bearer <key>` or `x-api-key: <key>`. Errors are
+RFC 9457 problem details.
 Commands answer with `X-Holdpoint-Position`; reads of read models take `wait_for`.
 """
 

@@ -33,7 +33,7 @@ from tests.api.http_graphs import served_test_graphs
 from tests.conftest import POSTGRES_URL, require_postgres
 
 # The endpoints that answer without a key (health, and LangGraph's server's /ok and /info).
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/ok", "/info"})
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/ok", "/info", "/schemas/events"})
 PRINCIPALS = {
     "agent": "agent",
     "agent2": "agent",

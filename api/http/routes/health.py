@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from api.http.auth import Auditor
 from api.http.deps import ServicesDep
 from api.http.problems import problem_responses
+from integrity.event_schemas import catalogue
 from projections.quarantine import Quarantine
 from service.metrics import CONTENT_TYPE
 
@@ -131,3 +132,15 @@ def readyz(services: ServicesDep) -> JSONResponse:
 )
 def metrics(services: ServicesDep, _: Auditor) -> Response:
     return Response(services.metrics.exposition(), media_type=CONTENT_TYPE)
+
+
+@router.get(
+    "/schemas/events",
+    summary="The JSON Schema of every recorded event (published, versioned; no key needed)",
+)
+def event_schemas() -> dict[str, Any]:
+    """As `docs/schemas/events.json`: each event's stored state, by topic."""
+    return EVENT_SCHEMAS
+
+
+EVENT_SCHEMAS = catalogue()
