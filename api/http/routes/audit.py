@@ -23,6 +23,7 @@ from projections.decision_register import DecisionRegister, register_csv
 from projections.oversight_report import oversight_report
 from projections.report_formats import FORMATS
 from projections.timestamps import utc_text
+from service.services import Services
 
 router = APIRouter(tags=["audit"])
 MEDIA_TYPES = {"json": "application/json", "csv": "text/csv", "html": "text/html"}
@@ -174,6 +175,14 @@ def _moment(name: str, text: str | None) -> datetime | None:
     return moment
 
 
+def caught_up(services: Services, wait_for: int | None) -> None:
+    """The read models up to `wait_for`, or to everything recorded before the request."""
+    if wait_for is None:
+        services.read_models.catch_up_to_head()
+    else:
+        services.read_models.wait_for(wait_for)
+
+
 @router.get(
     "/reports/oversight",
     summary="The Article 14 oversight report for a period, as JSON, CSV or HTML",
@@ -197,10 +206,7 @@ def report(
     start = _moment("since", since) or end - timedelta(days=30)
     if start >= end:
         raise Problem(422, "Invalid query.since: it must be before until", code="invalid-request")
-    if wait_for is None:
-        services.read_models.catch_up_to_head()
-    else:
-        services.read_models.wait_for(wait_for)
+    caught_up(services, wait_for)
     figures = oversight_report(
         services.read_models.db,
         since=start,
@@ -235,10 +241,7 @@ def decision_register(
     start, end = _moment("since", since), _moment("until", until)
     if start is not None and end is not None and start >= end:
         raise Problem(422, "Invalid query.since: it must be before until", code="invalid-request")
-    if wait_for is None:
-        services.read_models.catch_up_to_head()
-    else:
-        services.read_models.wait_for(wait_for)
+    caught_up(services, wait_for)
     found = DecisionRegister(services.read_models.db).decisions(
         since=None if start is None else utc_text(start),
         until=None if end is None else utc_text(end),
