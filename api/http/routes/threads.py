@@ -39,6 +39,7 @@ from domain.engine.runtime import REQUEST_KEY
 from domain.errors import ConcurrentUpdateError, ReasonRequiredError
 from domain.history import state_snapshots as snapshots
 from domain.history.forks import fork_at_version
+from domain.oversight.suspensions import Suspensions
 from domain.record.langgraph_record import LANGGRAPH
 from domain.record.thread import WorkflowThread
 from service.langgraph_app import LangGraphApp
@@ -360,6 +361,9 @@ async def update_state(
         msg = f"Thread {thread_id!r} has not run yet, so it has no graph: run it first"
         raise Problem(409, msg, code="thread-has-no-graph")
     graph = services.graph_of_thread(thread.graph_id, thread_id)
+    # An edit moves a thread on (as_node: past a hold point) as a run would: not while its
+    # graph is suspended. Mark as resolved above, a stop, still is.
+    await run_in_threadpool(Suspensions(services.store).check, thread.graph_id)
     checkpoint_id = body.checkpoint_id or (
         body.checkpoint.checkpoint_id if body.checkpoint else None
     )

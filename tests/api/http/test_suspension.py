@@ -1,6 +1,6 @@
 """Suspending a graph over HTTP (Art. 14(4)(e) for a whole graph): given a refund paused at
-its interrupt, when a reviewer suspends the graph, then no new run, no decision and no
-resume of it is taken (409, recording nothing), the queue shows who suspended it and
+its interrupt, when a reviewer suspends the graph, then no new run, no decision, no
+resume and no edit of it is taken (409, recording nothing), the queue shows who suspended it and
 why, only an admin lifts it, and the decision then goes through."""
 
 from __future__ import annotations
@@ -49,7 +49,9 @@ def test_a_suspended_graph_takes_no_run_decision_or_resume_until_an_admin_lifts_
         suspended_problem(reviewer.post(f"/approvals/{interrupt_id}/decision", json=decision))
         resume = {"assistant_id": "refund", "command": {"resume": {interrupt_id: True}}}
         suspended_problem(reviewer.post(f"/threads/{thread_id}/runs/wait", json=resume))
-        assert server.head() == head  # the three refusals recorded nothing
+        edit = {"values": {"approved": True}, "as_node": "check_and_process", "reason": "ok"}
+        suspended_problem(reviewer.post(f"/threads/{thread_id}/state", json=edit))
+        assert server.head() == head  # the four refusals recorded nothing
         not_theirs = reviewer.post("/graphs/refund/lift", json={"reason": "fixed"})
     assert not_theirs.status_code == 403  # recorded as a refused attempt, as every 403
     with server.http("admin") as admin:
