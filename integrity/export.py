@@ -11,6 +11,7 @@ bundle in which nothing was found wrong still fails to prove.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,7 @@ from domain.record.application import Workflows
 from domain.record.thread_uuids import thread_uuid
 from integrity.ranges import ScanPlan
 from integrity.reporting import ranges_text
-from integrity.scan import scanner_for
+from integrity.scan import Scanner, scanner_for
 from integrity.sealing import compare, latest_seal
 from integrity.signing import (
     KEY_VARIABLE,
@@ -61,36 +62,102 @@ def export_thread(
     scanner = scanner_for(store)
     try:
         head = scanner.head()
-        rows = scanner.aggregate_rows(thread_uuid(thread_id).hex, head)
+        rows = thread_rows(scanner, thread_id, head)
     finally:
         scanner.close()
-    if not rows or not any(row[3] in THREAD_TOPICS for row in rows):
-        raise ThreadNotFoundError(thread_id)
     document = latest_seal(store)
-    if key is not None and document is not None and document.get("public_key") != public_hex(key):
-        msg = (
-            f"the key of {KEY_VARIABLE} ({key_id(public_hex(key))}) did not sign the latest "
-            f"seal (key {document.get('key_id')}), and a check refuses a bundle whose head "
-            "and seal are signed by different keys: run `holdpoint seal` with it, then export"
-        )
-        raise SealKeyError(msg)
-    proofs: dict[int, Proof] = {}
+    check_seal_key(document, key)
     if document is None:
         _, problems = verify_thread_events(store, thread_id)
-    else:
-        problems = _seal_problems(document)
-        if not problems:
-            seal = Seal.from_document(document)
-            plan = ScanPlan(leaves_upto=seal.position)
-            scan = scan_log(store, plan=plan, jobs=jobs, progress=progress, upto=head)
-            problems = scan.verdict.problems + compare(store, seal, scan)
-            if not problems:
-                proofs = _proofs(seal, scan.verdict.gaps, scan.leaves, rows)
+        return (None, problems) if problems else (thread_bundle(thread_id, rows, None, key), [])
+    verified, problems = verify_against_seal(store, document, head, jobs=jobs, progress=progress)
+    if verified is None:
+        return None, problems
+    return thread_bundle(thread_id, rows, verified, key), []
+
+
+@dataclass(frozen=True)
+class VerifiedLog:
+    """The log up to `head`, verified against the latest seal (`document`): the tree
+    that every thread's inclusion proofs are cut from, built once."""
+
+    document: dict[str, Any]
+    seal: Seal
+    head: int
+    gaps: list[tuple[int, int]]
+    tree: MerkleTree
+
+    def proofs(self, rows: list[Any]) -> dict[int, Proof]:
+        """The inclusion proof of each of `rows` the seal covers, by position."""
+        proofs = {}
+        for row in rows:
+            position = row[0]
+            if position <= self.seal.position:
+                index = present_before(position, self.gaps)
+                path = self.tree.inclusion_proof(index)
+                proofs[position] = (index, [node.hex() for node in path])
+        return proofs
+
+
+def thread_rows(scanner: Scanner, thread_id: str, head: int) -> list[Any]:
+    """The thread's rows up to `head`; ThreadNotFoundError if it has none."""
+    rows = scanner.aggregate_rows(thread_uuid(thread_id).hex, head)
+    if not rows or not any(row[3] in THREAD_TOPICS for row in rows):
+        raise ThreadNotFoundError(thread_id)
+    return rows
+
+
+def check_seal_key(document: dict[str, Any] | None, key: Ed25519PrivateKey | None) -> None:
+    """SealKeyError unless `key` (if any) signed the latest seal `document` (if any): a
+    check refuses what is signed by one key and sealed by another."""
+    if key is None or document is None or document.get("public_key") == public_hex(key):
+        return
+    msg = (
+        f"the key of {KEY_VARIABLE} ({key_id(public_hex(key))}) did not sign the latest "
+        f"seal (key {document.get('key_id')}), and a check refuses a bundle whose head "
+        "and seal are signed by different keys: run `holdpoint seal` with it, then export"
+    )
+    raise SealKeyError(msg)
+
+
+def verify_against_seal(
+    store: Workflows,
+    document: dict[str, Any],
+    head: int,
+    *,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+) -> tuple[VerifiedLog | None, list[Problem]]:
+    """Verify the whole log up to `head` and against the seal `document`: the verified
+    log, or None with the problems found."""
+    problems = _seal_problems(document)
     if problems:
         return None, problems
+    seal = Seal.from_document(document)
+    plan = ScanPlan(leaves_upto=seal.position)
+    scan = scan_log(store, plan=plan, jobs=jobs, progress=progress, upto=head)
+    problems = scan.verdict.problems + compare(store, seal, scan)
+    if problems:
+        return None, problems
+    gaps = scan.verdict.gaps
+    present = present_before(seal.position + 1, gaps)
+    return VerifiedLog(document, seal, head, gaps, MerkleTree(scan.leaves[: present * 32])), []
+
+
+def thread_bundle(
+    thread_id: str,
+    rows: list[Any],
+    verified: VerifiedLog | None,
+    key: Ed25519PrivateKey | None,
+) -> dict[str, Any]:
+    """The thread's bundle, with proofs against the verified log's seal (if any) and,
+    given `key`, its head signed as exported now."""
     exported_at = datetime.now(UTC)
     signed = None if key is None else sign(head_statement(thread_id, rows, exported_at), key)
-    return build_bundle(thread_id, rows, document, proofs, exported_at, signed), []
+    if verified is None:
+        return build_bundle(thread_id, rows, None, {}, exported_at, signed)
+    proofs = verified.proofs(rows)
+    return build_bundle(thread_id, rows, verified.document, proofs, exported_at, signed)
 
 
 def _seal_problems(document: dict[str, Any]) -> list[Problem]:
@@ -100,20 +167,6 @@ def _seal_problems(document: dict[str, Any]) -> list[Problem]:
         return [Problem(FORGED, f"the latest recorded seal is malformed: {error}")]
     problem = signature_problem(document)
     return [] if problem is None else [Problem(FORGED, f"the latest recorded seal: {problem}")]
-
-
-def _proofs(
-    seal: Seal, gaps: list[tuple[int, int]], leaves: bytes, rows: list[Any]
-) -> dict[int, Proof]:
-    present = present_before(seal.position + 1, gaps)
-    tree = MerkleTree(leaves[: present * 32])
-    proofs = {}
-    for row in rows:
-        position = row[0]
-        if position <= seal.position:
-            index = present_before(position, gaps)
-            proofs[position] = (index, [node.hex() for node in tree.inclusion_proof(index)])
-    return proofs
 
 
 def write_bundle(bundle: dict[str, Any], path: Path) -> None:
