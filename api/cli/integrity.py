@@ -18,7 +18,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from api.cli.options import Commands, UsageError, add_json_option
+from api.cli.options import (
+    Commands,
+    UsageError,
+    add_graph_filter,
+    add_json_option,
+    add_period_options,
+    period,
+)
 from api.cli.progress import ProgressBar
 from domain.errors import ThreadNotFoundError
 from domain.record.store import open_store
@@ -67,7 +74,8 @@ def register(commands: Commands) -> None:
             "sealed. With --bundle: check an evidence bundle, without the database; it fails "
             "if any of its events is not covered by a valid seal (see --allow-unsealed), and "
             "says whether anything shows that its last events were not cut off (see "
-            "--require-complete). Exit status 0 if everything holds, 1 if not (each problem is "
+            "--require-complete). With --export: check a folder of bundles and its manifest. "
+            "Exit status 0 if everything holds, 1 if not (each problem is "
             "listed with its thread, version and position), 2 for a usage error."
         ),
     )
@@ -82,20 +90,28 @@ def register(commands: Commands) -> None:
         "--bundle", metavar="FILE", help="an evidence bundle from `holdpoint export`"
     )
     verify.add_argument(
+        "--export",
+        metavar="DIR",
+        help="a folder from `holdpoint export --since/--until/--graph`: the manifest's "
+        "signature, each file's SHA-256 and each bundle (as --bundle checks one), and no "
+        "file the manifest does not list; without the database",
+    )
+    verify.add_argument(
         "--allow-unsealed",
         action="store_true",
-        help="with --bundle: accept events no valid seal covers (a bundle with no seal, or "
-        "events after the seal's position), checked as a hash chain only, which whoever edits "
-        "the file can recompute; without it such a bundle fails (run `holdpoint seal`, then "
-        "export again)",
+        help="with --bundle or --export: accept events no valid seal covers (a bundle with no "
+        "seal, or events after the seal's position), checked as a hash chain only, which "
+        "whoever edits the file can recompute; without it such a bundle fails (run "
+        "`holdpoint seal`, then export again)",
     )
     verify.add_argument(
         "--require-complete",
         action="store_true",
         help="with --bundle: also fail unless the bundle shows that it ends where the thread "
         "did when exported: by a head signed with the seal key (export with "
-        f"{KEY_VARIABLE} set), or a sealed ThreadCancelled as its last event. No proof can "
-        "show events recorded after the export",
+        f"{KEY_VARIABLE} set), or a sealed ThreadCancelled as its last event; with --export: "
+        "so must every bundle, and the manifest must be signed (its list of threads is then "
+        "proven whole). No proof can show events recorded after the export",
     )
     verify.add_argument(
         "--public-key",
@@ -140,7 +156,7 @@ def register(commands: Commands) -> None:
 
     export = commands.add_parser(
         "export",
-        help="write a thread's self-contained evidence bundle (events, seal, proofs, decisions)",
+        help="write a thread's self-contained evidence bundle, or a period's or graph's bundles",
         description=(
             "Write one thread's evidence bundle: its events exactly as stored, the latest seal "
             "with a Merkle inclusion proof for each event it covers, the graph and its digest, "
@@ -150,11 +166,29 @@ def register(commands: Commands) -> None:
             "with that key, which must be the latest seal's: a check then tells the bundle from "
             "one with its last events cut off. `holdpoint verify --bundle FILE` checks a bundle "
             "with no database; it fails if an event was recorded after the latest seal: run "
-            "`holdpoint seal` first."
+            "`holdpoint seal` first. With --since, --until and/or --graph instead of THREAD: "
+            "a bundle for each thread with any event recorded at or after --since and before "
+            "--until (either may be left open), begun under --graph if given, written to the "
+            "folder --out (new or empty) with manifest.json listing each file and its SHA-256, "
+            "the seal, the period and the graph, signed with the seal key if set. The log is "
+            "verified once, and a seal is required. `holdpoint verify --export DIR` checks the "
+            "folder."
         ),
     )
-    export.add_argument("thread", metavar="THREAD", help="the thread to export")
-    export.add_argument("--out", metavar="FILE", required=True, help="where to write the bundle")
+    export.add_argument("thread", nargs="?", metavar="THREAD", help="the thread to export")
+    add_period_options(
+        export,
+        since="export the threads with an event recorded at or after this ISO 8601 time "
+        "(UTC when no offset is given)",
+        until="... and before this one (excluded)",
+    )
+    add_graph_filter(export)
+    export.add_argument(
+        "--out",
+        metavar="FILE",
+        required=True,
+        help="where to write the bundle; with a period or graph, the folder to write to",
+    )
     export.add_argument("--jobs", type=_jobs, metavar="N", help=jobs_help)
     export.set_defaults(handler=_export)
 
@@ -212,10 +246,18 @@ def _emit(data: dict[str, Any], lines: list[str], problems: list[Problem], *, as
 
 
 def _verify(args: argparse.Namespace) -> int:
+    if args.bundle is not None and args.export is not None:
+        msg = "--bundle checks one bundle and --export a folder of them: give one"
+        raise UsageError(msg)
     if args.bundle is not None:
         return _verify_bundle(args)
+    if args.export is not None:
+        return _verify_export(args)
     if args.allow_unsealed or args.require_complete:
-        msg = "--allow-unsealed and --require-complete check a bundle: give them with --bundle"
+        msg = (
+            "--allow-unsealed and --require-complete check bundles: give them with --bundle "
+            "or --export"
+        )
         raise UsageError(msg)
     if args.thread is not None and args.seal is not None:
         msg = "--seal checks the whole log: give no THREAD with it"
@@ -361,6 +403,12 @@ def _export(args: argparse.Namespace) -> int:
     from integrity.export import export_thread, write_bundle  # noqa: PLC0415
     from integrity.signing import load_private_key  # noqa: PLC0415
 
+    chosen = args.since is not None or args.until is not None or args.graph is not None
+    if chosen == (args.thread is not None):
+        msg = "give a THREAD, or a period and/or a graph (--since, --until, --graph), not both"
+        raise UsageError(msg)
+    if chosen:
+        return _export_period(args)
     out = _writable(args.out)
     key = load_private_key() if os.environ.get(KEY_VARIABLE) else None
     with open_store(existing=True) as store:
@@ -408,3 +456,97 @@ def _export(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _export_period(args: argparse.Namespace) -> int:
+    from integrity.period_export import Period, empty_folder, export_period  # noqa: PLC0415
+    from integrity.signing import load_private_key  # noqa: PLC0415
+
+    since, until = period(args)
+    chosen = Period(since, until, args.graph)
+    folder = empty_folder(args.out)
+    key = load_private_key() if os.environ.get(KEY_VARIABLE) else None
+    with open_store(existing=True) as store:
+        bar = ProgressBar()
+        try:
+            with _whole_log():
+                done, problems = export_period(
+                    store, chosen, folder, key=key, jobs=args.jobs, progress=bar
+                )
+        finally:
+            bar.finish()
+    if done is None:
+        print(f"Refused to export: {len(problems)} problem{'s' * (len(problems) != 1)}:")
+        _print_problems(problems)
+        print("Nothing was written.")
+        return 1
+    manifest = done.manifest
+    threads, seal = manifest["threads"], manifest["seal"]
+    if not threads:
+        print(f"No thread matches: {folder}/manifest.json says so, and lists none.")
+    else:
+        events = sum(entry["events"] for entry in threads)
+        print(
+            f"Wrote {len(threads)} bundle{'s' * (len(threads) != 1)} ({events:,} events) and "
+            f"the manifest to {folder}, proven against the seal at position {seal['position']:,}."
+        )
+    if done.unsealed_threads:
+        print(
+            f"{len(done.unsealed_threads)} of the threads have events recorded after the "
+            "latest seal, and `holdpoint verify --export` refuses their bundles (unless "
+            "--allow-unsealed): run `holdpoint seal`, then export again, to cover them.",
+            file=sys.stderr,
+        )
+    if "signature" in manifest:
+        print(f"The manifest is signed with key {manifest['key_id']}.")
+    else:
+        print(
+            f"{KEY_VARIABLE} is not set: the manifest is not signed, so nothing shows that no "
+            "bundle was dropped from the folder, and no bundle's head is signed.",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _verify_export(args: argparse.Namespace) -> int:
+    from integrity.period_export import verify_export  # noqa: PLC0415
+
+    if args.thread is not None or args.seal is not None:
+        msg = "--export checks a folder alone: give no THREAD and no --seal with it"
+        raise UsageError(msg)
+    trusted, trusted_by = _trusted_key(args.public_key)
+    verdict = verify_export(
+        args.export,
+        trusted,
+        allow_unsealed=args.allow_unsealed,
+        require_complete=args.require_complete,
+    )
+    manifest = verdict.manifest
+    count = len(manifest["threads"])
+    data = {
+        "ok": verdict.ok,
+        "threads": count,
+        "period": manifest.get("period"),
+        "seal": manifest["seal"],
+        "signed_by": verdict.signed_by,
+        "trusted_by": trusted_by,
+        "failures": verdict.failures,
+    }
+    if args.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return 0 if verdict.ok else 1
+    print(
+        f"Checked the manifest and its {count} bundle{'s' * (count != 1)} in {args.export}, "
+        f"against the seal at position {manifest['seal'].get('position')} (the key trusted: "
+        f"{trusted_by})."
+    )
+    if verdict.signed_by is not None:
+        print(f"The manifest is signed by key {verdict.signed_by}: its list of threads is whole.")
+    elif "signature" not in manifest:
+        print("NOT SIGNED: the manifest proves nothing of its list (a bundle may be missing).")
+    if verdict.failures:
+        print(f"FAILED: {len(verdict.failures)} problem{'s' * (len(verdict.failures) != 1)}:")
+        for failure in verdict.failures:
+            print(f"  {failure}")
+    print("OK" if verdict.ok else "FAILED")
+    return 0 if verdict.ok else 1
