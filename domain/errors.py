@@ -499,3 +499,16 @@ class GraphSuspendedError(HoldpointError):
 
 class SuspensionStateError(HoldpointError):
     """A suspension of a graph that already is suspended, or a lift of one that is not."""
+
+
+class ReadNotRecordedError(HoldpointError):
+    """A read could not be recorded (other writers kept appending to the reader's log
+    first), so it is not served: a read that leaves no record is not made."""
+
+    def __init__(self, actor_id: str, attempts: int) -> None:
+        super().__init__(
+            f"The read by {actor_id!r} could not be recorded after {attempts} attempts "
+            "(other requests of the same reader were being recorded); nothing was shown, "
+            "try again"
+        )
+        self.actor_id = actor_id

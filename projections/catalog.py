@@ -11,6 +11,7 @@ from projections.memory_items import MemoryItemsProjection
 from projections.oversight import OversightProjection
 from projections.pending_approvals import PendingApprovalsProjection
 from projections.projection import Projection
+from projections.read_records import ReadRecordsProjection
 from projections.runner import ProjectionRunner
 from projections.thread_index import ThreadIndexProjection
 
@@ -25,6 +26,7 @@ def all_projections() -> list[Projection]:
         AssistantIndexProjection(),
         ChangeLogProjection(),
         DecisionRegisterProjection(),
+        ReadRecordsProjection(),
     ]
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from projections.database import Cursor, Database
 from projections.hold_point_report import hold_point_figures, unapplied
+from projections.read_records import read_figures
 from projections.report_scope import ReportScope
 from projections.timestamps import utc_text
 
@@ -79,6 +80,7 @@ def oversight_report(
         backlog = _backlog(cursor, scope, now)
         ran_past = unapplied(cursor, scope)
         reviewed = _reviewed_actions(cursor, scope)
+        reads = read_figures(cursor, db, scope.start, scope.end, graph_id)
     return {
         "period": {
             "since": scope.start,
@@ -108,6 +110,7 @@ def oversight_report(
         **hold_points,
         "reviewed_actions": reviewed,
         "backlog": backlog,
+        "reads": reads,
         "coverage": {
             "raised": raised,
             **{name: outcomes[name] for name in COVERAGE},

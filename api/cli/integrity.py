@@ -74,7 +74,8 @@ def register(commands: Commands) -> None:
             "sealed. With --bundle: check an evidence bundle, without the database; it fails "
             "if any of its events is not covered by a valid seal (see --allow-unsealed), and "
             "says whether anything shows that its last events were not cut off (see "
-            "--require-complete). With --export: check a folder of bundles and its manifest. "
+            "--require-complete). With --export: check a folder of bundles and its manifest; "
+            "with --report, a signed oversight report. "
             "Exit status 0 if everything holds, 1 if not (each problem is "
             "listed with its thread, version and position), 2 for a usage error."
         ),
@@ -95,6 +96,13 @@ def register(commands: Commands) -> None:
         help="a folder from `holdpoint export --since/--until/--graph`: the manifest's "
         "signature, each file's SHA-256 and each bundle (as --bundle checks one), and no "
         "file the manifest does not list; without the database",
+    )
+    verify.add_argument(
+        "--report",
+        metavar="FILE",
+        help="an oversight report from `holdpoint report --sign --out FILE`: its signature, "
+        "in FILE.sig, over this very report, which states the log position and seal it was "
+        "computed at; without the database",
     )
     verify.add_argument(
         "--allow-unsealed",
@@ -246,9 +254,11 @@ def _emit(data: dict[str, Any], lines: list[str], problems: list[Problem], *, as
 
 
 def _verify(args: argparse.Namespace) -> int:
-    if args.bundle is not None and args.export is not None:
-        msg = "--bundle checks one bundle and --export a folder of them: give one"
+    if sum(given is not None for given in (args.bundle, args.export, args.report)) > 1:
+        msg = "--bundle, --export and --report each check a file alone: give one"
         raise UsageError(msg)
+    if args.report is not None:
+        return _verify_report(args)
     if args.bundle is not None:
         return _verify_bundle(args)
     if args.export is not None:
@@ -548,5 +558,41 @@ def _verify_export(args: argparse.Namespace) -> int:
         print(f"FAILED: {len(verdict.failures)} problem{'s' * (len(verdict.failures) != 1)}:")
         for failure in verdict.failures:
             print(f"  {failure}")
+    print("OK" if verdict.ok else "FAILED")
+    return 0 if verdict.ok else 1
+
+
+def _verify_report(args: argparse.Namespace) -> int:
+    from integrity.report_signing import verify_report  # noqa: PLC0415
+
+    if args.thread is not None or args.seal is not None:
+        msg = "--report checks a report file alone: give no THREAD and no --seal with it"
+        raise UsageError(msg)
+    if args.allow_unsealed or args.require_complete:
+        msg = "--allow-unsealed and --require-complete check bundles, not a report"
+        raise UsageError(msg)
+    trusted, trusted_by = _trusted_key(args.public_key)
+    verdict = verify_report(args.report, trusted)
+    block = verdict.report.get("computed_at") or {}
+    data = {
+        "ok": verdict.ok,
+        "problem": verdict.problem,
+        "key_id": verdict.signature.get("key_id"),
+        "trusted_by": trusted_by,
+        "computed_at": block,
+        "period": verdict.report.get("period"),
+    }
+    if args.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return 0 if verdict.ok else 1
+    seal = block.get("seal") or {}
+    print(
+        f"The oversight report in {args.report}, computed at log position "
+        f"{block.get('log_position')} on {block.get('time')}, when the latest seal covered "
+        f"positions 1-{seal.get('position')} (root {seal.get('root')})."
+    )
+    print(f"Signed by key {verdict.signature.get('key_id')} (the key trusted: {trusted_by}).")
+    if verdict.problem is not None:
+        print(f"FAILED: {verdict.problem}.")
     print("OK" if verdict.ok else "FAILED")
     return 0 if verdict.ok else 1

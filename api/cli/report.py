@@ -11,8 +11,16 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from api.cli.options import Commands, add_graph_filter, add_period_options, period
+from api.cli.options import (
+    Commands,
+    UsageError,
+    add_graph_filter,
+    add_period_options,
+    period,
+)
 from domain.record.store import open_store
+
+SEAL_KEY = "HOLDPOINT_SEAL_KEY"  # integrity.signing.KEY_VARIABLE, not imported to start fast
 
 
 def register(commands: Commands) -> None:
@@ -48,6 +56,14 @@ def register(commands: Commands) -> None:
         help="decisions faster than this are flagged as possible rubber-stamping (default 10)",
     )
     report.add_argument("--out", metavar="FILE", help="write the report here, not to stdout")
+    report.add_argument(
+        "--sign",
+        action="store_true",
+        help="JSON, with --out: compute the report at one stated log position, add a "
+        "`computed_at` block (that position, the latest seal's position and root, the time) "
+        f"and sign it with the seal key ({SEAL_KEY}, the latest seal's): the signature is "
+        "written to FILE.sig; `holdpoint verify --report FILE` checks it",
+    )
     report.set_defaults(handler=write_report)
 
 
@@ -64,6 +80,8 @@ def write_report(args: argparse.Namespace) -> int:
         problem = "--since must be before --until" if since >= until else "--floor must be >= 0"
         print(f"holdpoint: error: {problem}", file=sys.stderr)
         return 2
+    if args.sign:
+        return _write_signed(args, since, until, now)
     with open_store(existing=True) as store:
         runner = runner_for(store)
         runner.catch_up()
@@ -86,4 +104,51 @@ def write_report(args: argparse.Namespace) -> int:
         print(f"holdpoint: error: cannot write {args.out}: {error.strerror}", file=sys.stderr)
         return 2
     print(f"Wrote the {args.format} report to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _write_signed(args: argparse.Namespace, since: datetime, until: datetime, now: datetime) -> int:
+    """The JSON report computed at one log position, with `computed_at`, signed."""
+    from integrity.export import check_seal_key  # noqa: PLC0415
+    from integrity.report_signing import at_one_position, computed_at, write_signed  # noqa: PLC0415
+    from integrity.sealing import latest_seal  # noqa: PLC0415
+    from integrity.signing import load_private_key  # noqa: PLC0415
+    from projections.catalog import runner_for  # noqa: PLC0415
+    from projections.oversight_report import oversight_report  # noqa: PLC0415
+    from projections.report_formats import to_json  # noqa: PLC0415
+
+    if args.format != "json" or args.out is None:
+        msg = "--sign signs a JSON report written to a file: give --out FILE (and no --format)"
+        raise UsageError(msg)
+    key = load_private_key()
+    with open_store(existing=True) as store:
+        seal = latest_seal(store)
+        if seal is None:
+            msg = "no seal is recorded in the store yet: run `holdpoint seal`, then sign"
+            raise UsageError(msg)
+        check_seal_key(seal, key)
+        runner = runner_for(store)
+        try:
+            figures, position = at_one_position(
+                runner.catch_up,
+                lambda: [status.position for status in runner.status()],
+                lambda: oversight_report(
+                    runner.db,
+                    since=since,
+                    until=until,
+                    graph_id=args.graph,
+                    rubber_stamp_seconds=args.floor,
+                    now=now,
+                ),
+            )
+        finally:
+            runner.close()
+    report = {**figures, "computed_at": computed_at(position, seal, now)}
+    signature = write_signed(to_json(report), key, Path(args.out))
+    print(
+        f"Wrote the report to {args.out}, computed at log position {position:,} (the latest "
+        f"seal: position {seal['position']:,}), and its signature by key "
+        f"{signature['key_id']} to {args.out}.sig",
+        file=sys.stderr,
+    )
     return 0

@@ -14,6 +14,7 @@ from domain.access.identity import ApiKey, KeyringBootstrap, RefusedAttempt
 from domain.assistants.assistant import Assistant
 from domain.integrity.seal import SealRegister
 from domain.memory.item import MemoryItem
+from domain.oversight.read_log import ReadLog
 from domain.oversight.suspension import GraphSuspension
 from domain.record.thread import WorkflowThread
 from domain.schedule.cron import Cron
@@ -28,4 +29,5 @@ AGGREGATES = (
     Cron,
     Assistant,
     GraphSuspension,
+    ReadLog,
 )

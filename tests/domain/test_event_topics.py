@@ -58,6 +58,8 @@ RECORDED_TOPICS = {
     "domain.oversight.suspension:GraphSuspension.GraphSuspended",
     "domain.oversight.suspension:GraphSuspension.GraphResuspended",
     "domain.oversight.suspension:GraphSuspension.SuspensionLifted",
+    "domain.oversight.read_log:ReadLog.ReadsRecorded",
+    "domain.oversight.read_log:ReadLog.MoreReadsRecorded",
 }
 # Snapshots are a cache, never evidence, but a stored one must still be read back.
 SNAPSHOT_TOPICS = {"eventsourcing.domain:Snapshot"}  # the library's class, not a nested one

@@ -38,11 +38,17 @@ ADDED_SINCE = {
     "domain.thread:WorkflowThread.InterruptSuperseded",
     "domain.thread:WorkflowThread.CheckpointSaved",
     "domain.thread:WorkflowThread.WritesSaved",
-} | {  # aggregates added since: memory items, crons, assistants, suspensions
+} | {  # aggregates added since: memory items, crons, assistants, suspensions, read logs
     topic
     for topic in RECORDED_TOPICS
     if topic.startswith(
-        ("domain.memory.", "domain.schedule.", "domain.assistants.", "domain.oversight.suspension")
+        (
+            "domain.memory.",
+            "domain.schedule.",
+            "domain.assistants.",
+            "domain.oversight.suspension",
+            "domain.oversight.read_log",
+        )
     )
 }
 

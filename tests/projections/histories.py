@@ -18,6 +18,8 @@ from typing import Annotated, Any, TypedDict
 from domain.assistants.assistants import Assistants
 from domain.graph import END, START, CompiledStateGraph, StateGraph
 from domain.memory.items import MemoryItems
+from domain.oversight.read_log import Read
+from domain.oversight.read_logs import ReadLogs
 from domain.oversight.suspensions import Suspensions
 from domain.record.application import Workflows
 from domain.schedule.crons import Crons
@@ -30,6 +32,7 @@ from projections.decision_register import DECISIONS, QUESTIONS
 from projections.memory_items import ITEMS
 from projections.oversight_tables import CANCELLATIONS, FLOW_EDITS, INTERRUPTS, REFUSALS
 from projections.pending_approvals import COUNTS, QUEUE
+from projections.read_records import READS
 from projections.runner import POSITIONS
 from projections.thread_index import THREADS
 
@@ -188,6 +191,21 @@ def record_history(store: Workflows, prefix: str = "") -> None:
     record_crons(store)
     record_assistants(store)
     record_suspensions(store)
+    record_reads(store, prefix)
+
+
+def record_reads(store: Workflows, prefix: str = "") -> None:
+    """A reviewer's queue read three times in a window: recorded once, then once more for
+    the payload that came in between; and an auditor's read of a thread's timeline."""
+    logs = ReadLogs(store)
+    queue = Read("queue", "all", "http")
+    first = Read("payload", "i-pending", "http", thread_id=f"{prefix}pending", graph_id="payout")
+    later = Read("payload", "i-both", "http", thread_id=f"{prefix}both", graph_id="parallel")
+    logs.record(REVIEWER, [queue, first])
+    logs.record(REVIEWER, [queue, first])
+    logs.record(REVIEWER, [queue, first, later])
+    auditor = {"id": "audrey", "role": "auditor", "authenticated": True, "via": "test"}
+    logs.record(auditor, [Read("timeline", f"{prefix}pending", "ui", thread_id=f"{prefix}pending")])
 
 
 def record_suspensions(store: Workflows) -> None:
@@ -259,6 +277,7 @@ READ_MODEL_TABLES = {
     "assistant_index": (ASSISTANTS,),
     "change_log": (CHANGES,),
     "decision_register": (DECISIONS, QUESTIONS),
+    "read_records": (READS,),
 }
 
 

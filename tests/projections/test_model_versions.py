@@ -103,6 +103,7 @@ def test_a_fresh_store_records_each_models_version_and_warns_of_nothing(store):
         "assistant_index": 1,
         "change_log": 1,
         "decision_register": 1,
+        "read_records": 1,
     }
     assert warned(logs) == []
     runner.close()
@@ -136,6 +137,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
         "assistant_index": head,
         "change_log": head,
         "decision_register": head,
+        "read_records": head,
     }
     assert versions(upgraded.db) == {
         "pending_approvals": 3,
@@ -146,6 +148,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
         "assistant_index": 1,
         "change_log": 1,
         "decision_register": 1,
+        "read_records": 1,
     }
     # And its catch-up gives every row a rebuild from zero gives
     upgraded.catch_up()

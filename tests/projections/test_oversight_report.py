@@ -30,6 +30,7 @@ import pytest
 
 import domain.record.thread
 from domain.graph import END, START, StateGraph
+from domain.oversight.read_log import READ_KINDS
 from domain.types import Command, interrupt
 from projections.catalog import runner_for
 from projections.oversight_report import oversight_report
@@ -327,6 +328,13 @@ BACKLOG = ages(1, 2, 3, 3, 1)
 # Histogram of those seconds: under 10 s 2 4 6 9.5 | 10-30 s 10 20 | 30 s-1 min 30 45 |
 # 1-5 min 90 120 | 5-15 min 600 | 15 min-1 h none | 1-4 h 5400 5400 7200 | none above.
 NO_REVIEWS = {"value": 0, "by_decision": {}, "by_tool": {}, "edited": 0}  # no tool calls reviewed
+# No read on record (tests/projections/test_read_records.py counts them)
+NO_READS = {
+    "value": 0,
+    "by_kind": dict.fromkeys(READ_KINDS, 0),
+    "by_reader": {},
+    "threads_with_payloads_read": 0,
+}
 EXPECTED = {
     "period": period(),
     "interrupts_raised": {"value": 22},
@@ -367,6 +375,7 @@ EXPECTED = {
     "cancellations": {"value": 2, "threads": [P3, C3]},  # p-old was stopped before
     **QUIET_HOLD_POINTS,
     "reviewed_actions": NO_REVIEWS,
+    "reads": NO_READS,
     "backlog": BACKLOG,
     # Of the 22: decided 14 (r6 after the period; r-cross was raised before it), expired w1,
     # cancelled p3 c3, open p7, c2's second, p4, r8, w4.
@@ -400,6 +409,7 @@ BY_GRAPH = {
         "cancellations": {"value": 1, "threads": [P3]},
         **QUIET_HOLD_POINTS,
         "reviewed_actions": NO_REVIEWS,
+        "reads": NO_READS,
         "backlog": ages(0, 2, 1, 1, 0),
         "coverage": coverage(5, decided=2, expired=0, cancelled=1, open_=2),
     },
@@ -433,6 +443,7 @@ BY_GRAPH = {
         "cancellations": {"value": 0, "threads": []},
         **QUIET_HOLD_POINTS,
         "reviewed_actions": NO_REVIEWS,
+        "reads": NO_READS,
         "backlog": ages(d1_7=1),
         "coverage": coverage(5, decided=3, expired=1, cancelled=0, open_=1),
     },
@@ -492,6 +503,7 @@ def test_a_period_counts_only_what_happened_in_it(db):
         "cancellations": {"value": 0, "threads": []},
         **QUIET_HOLD_POINTS,
         "reviewed_actions": NO_REVIEWS,
+        "reads": NO_READS,
         "backlog": BACKLOG,
         "coverage": coverage(4, decided=3, expired=0, cancelled=0, open_=1),
     }

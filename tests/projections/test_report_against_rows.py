@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from domain.oversight.read_log import READ_KINDS
 from projections.catalog import runner_for
 from projections.oversight_report import oversight_report
 from projections.oversight_tables import CANCELLATIONS, FLOW_EDITS, INTERRUPTS, REFUSALS
@@ -247,6 +248,13 @@ def counted(history: History, **params: Any) -> dict[str, Any]:
         **counted_hold_points(history, mine, raised, start, end, graph),
         # No row here is a review of tool calls (tests/api/http/test_agent_review.py counts them)
         "reviewed_actions": {"value": 0, "by_decision": {}, "by_tool": {}, "edited": 0},
+        # No read is on record in these rows (tests/projections/test_read_records.py counts them)
+        "reads": {
+            "value": 0,
+            "by_kind": dict.fromkeys(READ_KINDS, 0),
+            "by_reader": {},
+            "threads_with_payloads_read": 0,
+        },
         "backlog": {"value": len(open_ages), "by_age": backlog},
         "coverage": {
             "raised": len(raised),

@@ -77,6 +77,7 @@ def test_readiness_reports_the_store_and_each_read_models_lag(server):
         "assistant_index",
         "change_log",
         "decision_register",
+        "read_records",
     }
     assert body["lag"] >= 0
 
