@@ -313,6 +313,14 @@ class InvalidRoleError(HoldpointError, ValueError):
         self.role = role
 
 
+class InvalidRolesError(HoldpointError, ValueError):
+    """The custom roles configured (`[roles]` of a holdpoint.toml) are not valid."""
+
+
+class InvalidKeyScopeError(HoldpointError, ValueError):
+    """A key's authority scope or competence attestation is not valid; nothing is recorded."""
+
+
 class InvalidPrincipalError(HoldpointError, ValueError):
     """A principal id is empty, too long or not printable."""
 
@@ -333,6 +341,12 @@ class WrongRoleError(OversightError):
     """The caller's role may not answer this interrupt (or may not decide at all)."""
 
     reason = "wrong_role"
+
+
+class OutOfScopeError(OversightError):
+    """The caller's key may not decide this: another graph, or an amount above its limit."""
+
+    reason = "out_of_scope"
 
 
 class SeparationOfDutiesError(OversightError):

@@ -72,6 +72,8 @@ class GraphSource:
     # rule off for this graph; `approvals`, the approvals its interrupts need by default.
     separation_of_duties: bool | None = None
     approvals: int | None = None
+    # `amount_field`: the payload field holding a decision's amount (keys' max_amount).
+    amount_field: str | None = None
 
     def __str__(self) -> str:
         return f"{self.name}={self.path}:{self.attr}"
@@ -99,7 +101,8 @@ def graph_source(name: str, location: str, base: Path) -> GraphSource:
 
 
 def read_config(path: Path) -> tuple[list[GraphSource], dict[str, Any]]:
-    """The graphs and the `[server]` settings of a holdpoint.toml or a langgraph.json."""
+    """The graphs and the `[server]` settings of a holdpoint.toml or a langgraph.json; a
+    holdpoint.toml's custom roles (`[roles]`) come as the setting `roles`."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
@@ -115,6 +118,8 @@ def read_config(path: Path) -> tuple[list[GraphSource], dict[str, Any]]:
     if not isinstance(graphs, dict) or not isinstance(server, dict):
         msg = f"In {path}, 'graphs' and 'server' must be tables (maps)"
         raise GraphLoadError(msg)
+    if "roles" in config:
+        server = {**server, "roles": config["roles"]}
     sources = []
     for name, entry in graphs.items():
         table = entry if isinstance(entry, dict) else {"path": entry}
@@ -142,7 +147,16 @@ def _with_oversight(source: GraphSource, table: dict[str, Any], path: Path) -> G
         except InvalidUpdateError as error:
             msg = f"In {path}, graph {source.name!r}: {error}"
             raise GraphLoadError(msg) from None
-    return replace(source, separation_of_duties=separation, approvals=approvals)
+    amount_field = table.get("amount_field")
+    if amount_field is not None and (not isinstance(amount_field, str) or not amount_field):
+        msg = (
+            f"In {path}, graph {source.name!r}: amount_field must name a payload field, "
+            f"not {amount_field!r}"
+        )
+        raise GraphLoadError(msg)
+    return replace(
+        source, separation_of_duties=separation, approvals=approvals, amount_field=amount_field
+    )
 
 
 def _with_deadline(source: GraphSource, table: dict[str, Any], path: Path) -> GraphSource:
@@ -211,6 +225,7 @@ def load_graph(source: GraphSource, store: Workflows) -> ServedGraph:
     graph.set_oversight(
         separation_of_duties=False if source.separation_of_duties is False else None,
         approvals=source.approvals,
+        amount_field=source.amount_field,
     )
     return graph
 
@@ -228,6 +243,7 @@ def _served_langgraph(found: Any, source: GraphSource, store: Workflows) -> Lang
     app.set_oversight(
         separation_of_duties=False if source.separation_of_duties is False else None,
         approvals=source.approvals,
+        amount_field=source.amount_field,
     )
     return app
 

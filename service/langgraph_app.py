@@ -51,7 +51,11 @@ class LangGraphApp:
         self.channels = channel_record(graph)
 
     def set_oversight(
-        self, *, separation_of_duties: bool | None = None, approvals: int | None = None
+        self,
+        *,
+        separation_of_duties: bool | None = None,
+        approvals: int | None = None,
+        amount_field: str | None = None,
     ) -> None:
         """The hold points' policy for this graph's threads, as for a native graph."""
         current = self.oversight
@@ -60,6 +64,7 @@ class LangGraphApp:
             if separation_of_duties is None
             else bool(separation_of_duties),
             approvals=current.approvals if approvals is None else approvals,
+            amount_field=current.amount_field if amount_field is None else amount_field,
         )
         self.saver.oversight = self.oversight
 

@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
+from domain.access.actor import local_actor
 from domain.access.keyring import Keyring
+from domain.access.role_records import record_roles
 from domain.oversight.suspensions import Suspensions
 from domain.record.application import Workflows
 from domain.record.store import backend_of, open_store
@@ -72,6 +74,7 @@ class Services:
             wait_timeout=settings.read_wait_timeout,
         )
         metrics = Metrics(read_models)
+        record_roles(store, settings.roles, local_actor())  # when they changed: on record
         for graph in graphs.values():
             if graph.step_timeout is None:
                 graph.step_timeout = settings.step_timeout

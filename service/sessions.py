@@ -118,7 +118,7 @@ def principal_of(keyring: Keyring, key_id: str) -> Principal:
         raise KeyRevokedError(key_id, info.revoked_at.isoformat())
     if info.expires_at is not None and info.expired():
         raise KeyExpiredError(key_id, info.expires_at.isoformat())
-    return Principal(id=info.principal_id, role=info.role, key_id=info.key_id)
+    return info.principal()
 
 
 class SessionStore:

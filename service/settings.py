@@ -9,10 +9,14 @@ defaults below.
 from __future__ import annotations
 
 import os
+import tomllib
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from domain.access.roles import Roles, custom_roles
+from domain.errors import InvalidRolesError
 from domain.record.store import store_url_from_env
 from service.notifications.settings import Notifications, notifications
 
@@ -31,6 +35,7 @@ ENV_SETTINGS = {
     "auth_failure_rate_limit": "HOLDPOINT_AUTH_FAILURE_RATE_LIMIT",
     "auth_failure_burst": "HOLDPOINT_AUTH_FAILURE_BURST",
     "bootstrap_keys_file": "HOLDPOINT_BOOTSTRAP_KEYS_FILE",
+    "read_window_seconds": "HOLDPOINT_READ_WINDOW_SECONDS",
 }
 # The browser origins allowed to call the API (CORS), comma-separated in the environment.
 CORS_ORIGINS_VARIABLE = "HOLDPOINT_CORS_ALLOW_ORIGINS"
@@ -89,12 +94,18 @@ class ServerSettings:
     # Where a first start writes the keys it makes (service/bootstrap_keys.py); None: beside
     # a SQLite store's file, else ./holdpoint-bootstrap-keys.
     bootstrap_keys_file: str | None = None
+    # Reads of payloads, the queue, timelines, reports and exports are recorded once per
+    # reader, thing read and window of this many seconds (domain/oversight/read_logs.py).
+    read_window_seconds: int = 300
     # Origins (`https://app.example`, or `*` for any) whose browser pages may call the API
     # (api/http/cors.py); none by default: a page on another origin is refused.
     cors_allow_origins: tuple[str, ...] = ()
     # `[server.notifications]`: webhook targets told of interrupts, the hosts webhooks
     # (a run's too) may reach, and the retries (service/notifications/settings.py).
     notifications: Notifications = field(default_factory=Notifications)
+    # The custom roles beside the four built in: a holdpoint.toml's `[roles]` table, each
+    # naming its permissions (domain/access/roles.py); recorded at start when they change.
+    roles: Roles = field(default_factory=Roles)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ServerSettings:
@@ -131,6 +142,8 @@ class ServerSettings:
             known["cors_allow_origins"] = cors_origins(known["cors_allow_origins"])
         if "notifications" in known:
             known["notifications"] = notifications(known["notifications"])
+        if "roles" in known:
+            known["roles"] = custom_roles(known["roles"])
         for name, value in known.items():
             current = getattr(self, name)
             expected: Any = (int, float) if isinstance(current, float) else type(current)
@@ -172,6 +185,21 @@ class ServerSettings:
     def base_url(self) -> str:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         return f"http://{host}:{self.port}"
+
+
+def roles_in(path: Path) -> Roles:
+    """The roles of a holdpoint.toml (`[roles]`), for a command that reads no other
+    setting; InvalidRolesError when the file cannot be read or its roles are not valid."""
+    try:
+        config = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise InvalidRolesError(f"Cannot read the config file {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise InvalidRolesError(f"The config file {path} is not valid toml: {error}") from None
+    try:
+        return custom_roles(config.get("roles"))
+    except InvalidRolesError as error:
+        raise InvalidRolesError(f"In the config file {path}: {error}") from None
 
 
 def cors_origins(value: Any) -> tuple[str, ...]:

@@ -2,13 +2,14 @@
 
 A key comes as `Authorization: Bearer <key>` or `x-api-key: <key>` (what the
 LangGraph SDK sends). Each endpoint needs one permission (a run endpoint: to
-run, or to decide when the run resumes); each permission is held by some roles
-(`PERMISSIONS`). Every refusal (no key, an unknown or revoked key, a role
-without the permission) is recorded with the keyring before the 401 or 403
-goes out, so auditors can read it; so is the first 429 of a key over its rate
-limit (`throttle`), and the first 429 of a client address that sent too many
-requests without a valid key (the 401s it would otherwise get are then not
-recorded, so a flood cannot grow the store).
+run, or to decide when the run resumes); each permission is held by some roles:
+the built-in ones (`PERMISSIONS`) and the custom ones the server is configured
+with (`ServerSettings.roles`, domain/access/roles.py). Every refusal (no key, an
+unknown or revoked key, a role without the permission) is recorded with the
+keyring before the 401 or 403 goes out, so auditors can read it; so is the first
+429 of a key over its rate limit (`throttle`), and the first 429 of a client
+address that sent too many requests without a valid key (the 401s it would
+otherwise get are then not recorded, so a flood cannot grow the store).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.http.problems import Problem
 from domain.access.identity import Principal
+from domain.access.roles import BUILT_IN, Roles
 from domain.errors import AuthenticationError
 from service.rate_limit import AUTH_FAILURES
 from service.services import Services
@@ -36,16 +38,14 @@ class Permission(StrEnum):
     AUDIT = "read events, audit timelines, refusals, reports and metrics"
     LIFT = "lift a graph's suspension"
 
+    @property
+    def key(self) -> str:
+        """Its name in a holdpoint.toml's `[roles]` table: "read", "decide", ..."""
+        return self.name.lower()
 
-PERMISSIONS: dict[Permission, tuple[str, ...]] = {
-    Permission.READ: ("agent", "reviewer", "auditor", "admin"),
-    Permission.RUN: ("agent", "admin"),
-    Permission.DECIDE: ("reviewer", "admin"),
-    Permission.CANCEL: ("reviewer", "admin"),
-    Permission.QUEUE: ("reviewer", "auditor", "admin"),
-    Permission.AUDIT: ("auditor", "admin"),
-    Permission.LIFT: ("admin",),
-}
+
+# The built-in roles holding each permission.
+PERMISSIONS: dict[Permission, tuple[str, ...]] = {p: BUILT_IN.holding(p.key) for p in Permission}
 
 
 # Declared for the OpenAPI document (the /docs "Authorize" button); read by api_key_of.
@@ -163,20 +163,28 @@ async def authenticate_async(request: Request, services: Services) -> Principal:
     return principal
 
 
-def roles_holding(*permissions: Permission) -> tuple[str, ...]:
-    """The roles that hold at least one of `permissions`."""
-    return tuple(dict.fromkeys(role for p in permissions for role in PERMISSIONS[p]))
+def roles_holding(roles: Roles, *permissions: Permission) -> tuple[str, ...]:
+    """The roles (of those in force, `roles`) that hold at least one of `permissions`."""
+    return roles.holding(*(p.key for p in permissions))
+
+
+def may(services: Services, principal: Principal, *permissions: Permission) -> bool:
+    """Whether the principal's role, as the server is configured, holds one of them."""
+    held = services.settings.roles.permissions(principal.role)
+    return any(p.key in held for p in permissions)
 
 
 def check(
     request: Request, services: Services, principal: Principal, *permissions: Permission
 ) -> None:
     """403, recorded, unless the principal's role holds one of the permissions."""
-    roles = roles_holding(*permissions)
-    if principal.role in roles:
+    if may(services, principal, *permissions):
         return
+    roles = roles_holding(services.settings.roles, *permissions)
+    unknown = principal.role not in services.settings.roles.names()
+    configured = " (a role this server is not configured with)" if unknown else ""
     message = (
-        f"Principal {principal.id!r} has role {principal.role!r}, which may not "
+        f"Principal {principal.id!r} has role {principal.role!r}{configured}, which may not "
         f"{' or '.join(p.value for p in permissions)}: that needs {' or '.join(roles)}"
     )
     raise refuse(services, request, principal, 403, "wrong_role", message)
@@ -236,12 +244,11 @@ def requires(permission: Permission, *alternatives: Permission) -> Any:
     embedded store (see `authenticate_async`).
     """
     permissions = (permission, *alternatives)
-    roles = roles_holding(*permissions)
 
     async def dependency(request: Request, _key: KeyHeader, _bearer: BearerHeader) -> Principal:
         services: Services = request.app.state.services  # as `get_services`, one step less
         principal = await authenticate_async(request, services)
-        if principal.role not in roles:
+        if not may(services, principal, *permissions):
             await run_in_threadpool(check, request, services, principal, *permissions)
         return principal
 

@@ -4,7 +4,8 @@ The session keeps the key's id (never the key); the keyring reads that key from 
 store on every request, so a key revoked by any process ends its sessions at once; a
 refused key (revoked, unknown) is recorded as a 401 refusal, exactly like the
 API's, and ends the session. Each page needs one of the API's permissions
-(`api.http.auth.PERMISSIONS`), checked by `api.http.auth.check`, which records a 403.
+(the built-in roles' and the server's custom ones), checked by `api.http.auth.check`,
+which records a 403.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from api.http.auth import PERMISSIONS, Permission, check, note, refuse
+from api.http.auth import Permission, check, note, refuse
 from api.http.deps import ServicesDep
 from api.ui.sessions import current_session, forget_session
 from domain.access.identity import Principal
@@ -36,9 +37,10 @@ class Viewer:
 
     principal: Principal
     session: Session
+    permissions: tuple[str, ...] = ()  # what the principal's role may, on this server
 
     def may(self, permission: Permission) -> bool:
-        return self.principal.role in PERMISSIONS[permission]
+        return permission.key in self.permissions
 
 
 def viewer_with(permission: Permission) -> Any:
@@ -59,7 +61,7 @@ def viewer_with(permission: Permission) -> Any:
             raise SignInRequiredError(f"You were signed out: {error}") from None
         note(request, principal=principal.id, role=principal.role)
         check(request, services, principal, permission)
-        return Viewer(principal, session)
+        return Viewer(principal, session, services.settings.roles.permissions(principal.role))
 
     return Depends(dependency)
 

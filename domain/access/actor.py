@@ -14,6 +14,8 @@ from typing import Any
 from domain.errors import InvalidUpdateError
 from domain.record.hashing import to_json
 
+ACTOR_EXTRAS = ("scope", "attestation")
+
 
 @lru_cache(maxsize=1)
 def _os_user() -> str:
@@ -35,12 +37,15 @@ def resolve_actor(actor: Any) -> dict[str, Any]:
     if isinstance(actor, str):
         return {"id": actor, "role": None, "authenticated": False, "via": "config"}
     if isinstance(actor, dict) and actor.get("id"):
-        record = {
+        record: dict[str, Any] = {
             "id": str(actor["id"]),
             "role": None if actor.get("role") is None else str(actor["role"]),
             "authenticated": bool(actor.get("authenticated", False)),
             "via": str(actor.get("via", "config")),
         }
+        for extra in ACTOR_EXTRAS:  # a key's scope and attestation (Principal.as_actor)
+            if isinstance(actor.get(extra), dict):
+                record[extra] = actor[extra]
         return to_json(record, "The actor")  # type: ignore[no-any-return]
     msg = 'config["configurable"]["actor"] must be {"id": ..., "role": ...}'
     raise InvalidUpdateError(msg)

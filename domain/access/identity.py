@@ -25,10 +25,12 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate
 
-from domain.errors import InvalidPrincipalError, InvalidRoleError, KeyAlreadyRevokedError
+from domain.access.roles import BUILT_IN, BUILT_IN_ROLES, Roles
+from domain.access.scope import Attestation, KeyScope
+from domain.errors import InvalidPrincipalError, KeyAlreadyRevokedError
 from domain.record.topics import keep_topics
 
-ROLES = ("agent", "reviewer", "auditor", "admin")
+ROLES = tuple(BUILT_IN_ROLES)  # the built-in roles; a holdpoint.toml may add its own
 REFUSAL_REASONS = (
     "no_key",
     "unknown_key",
@@ -44,6 +46,7 @@ REFUSAL_REASONS = (
     "hold_point",
     "four_eyes",
     "question_changed",
+    "out_of_scope",
 )
 KEY_PREFIX = "hp_"
 PRINCIPAL_ID_MAX = 128
@@ -64,10 +67,24 @@ class Principal:
     id: str
     role: str
     key_id: str
+    scope: KeyScope | None = None  # what the key may decide (domain.access.scope)
+    attestation: Attestation | None = None  # why its holder is competent to
 
     def as_actor(self) -> dict[str, Any]:
-        """The actor recorded on the events this principal causes (see domain.access.actor)."""
-        return {"id": self.id, "role": self.role, "authenticated": True, "via": "api_key"}
+        """The actor recorded on the events this principal causes (see domain.access.actor):
+        with the key's scope and attestation when it has them, so each decision shows
+        under what authority it was made."""
+        actor: dict[str, Any] = {
+            "id": self.id,
+            "role": self.role,
+            "authenticated": True,
+            "via": "api_key",
+        }
+        if self.scope is not None:
+            actor["scope"] = self.scope.as_record()
+        if self.attestation is not None:
+            actor["attestation"] = self.attestation.as_record()
+        return actor
 
 
 def new_key() -> tuple[str, str]:
@@ -118,10 +135,9 @@ def key_uuid(key_id: str) -> UUID:
     return uuid5(KEY_NAMESPACE, key_id)
 
 
-def check_role(role: str) -> str:
-    if role not in ROLES:
-        raise InvalidRoleError(role, ROLES)
-    return role
+def check_role(role: str, roles: Roles = BUILT_IN) -> str:
+    """InvalidRoleError unless `role` is one of `roles` (default: the built-in ones)."""
+    return roles.check(role)
 
 
 def check_principal_id(principal_id: str) -> str:
@@ -152,6 +168,9 @@ class ApiKey(Aggregate):
         actor: dict[str, Any] | None
         note: str | None
         expires_at: str | None = None  # ISO 8601, UTC: it authenticates no one from then
+        # Added with authority scopes (domain.access.scope); older keys have neither.
+        scope: dict[str, Any] | None = None  # {"graphs": [...] | None, "max_amount": n | None}
+        attestation: dict[str, Any] | None = None  # {"text": ..., "attested_on": "YYYY-MM-DD"}
 
     class KeyRevoked(Aggregate.Event):
         actor: dict[str, Any] | None
@@ -175,9 +194,13 @@ class ApiKey(Aggregate):
         actor: dict[str, Any] | None,
         note: str | None,
         expires_at: str | None = None,
+        scope: dict[str, Any] | None = None,
+        attestation: dict[str, Any] | None = None,
     ) -> None:
         self.key_id = key_id
         self.expires_at = expires_at
+        self.scope = scope
+        self.attestation = attestation
         self.principal_id = principal_id
         self.role = role
         self.digest = digest
@@ -192,7 +215,13 @@ class ApiKey(Aggregate):
         return self.revoked_at is not None
 
     def principal(self) -> Principal:
-        return Principal(id=self.principal_id, role=self.role, key_id=self.key_id)
+        return Principal(
+            id=self.principal_id,
+            role=self.role,
+            key_id=self.key_id,
+            scope=KeyScope.of(self.scope),
+            attestation=Attestation.of(self.attestation),
+        )
 
     def revoke(self, actor: dict[str, Any] | None, reason: str | None) -> None:
         """Revoke the key for good; a second revocation is refused, recording nothing."""

@@ -34,7 +34,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -47,7 +47,6 @@ from domain.access.identity import (
     Principal,
     RefusedAttempt,
     check_principal_id,
-    check_role,
     digest_matches,
     format_key,
     is_key_id,
@@ -56,6 +55,9 @@ from domain.access.identity import (
     new_key,
     parse_key,
 )
+from domain.access.role_records import recorded_roles
+from domain.access.roles import BUILT_IN
+from domain.access.scope import Attestation, KeyScope, attestation, key_scope
 from domain.errors import (
     InvalidKeyExpiryError,
     KeyExpiredError,
@@ -96,6 +98,8 @@ class KeyInfo:
     created_by: dict[str, Any] | None = None
     revoke_reason: str | None = None
     expires_at: datetime | None = None
+    scope: KeyScope | None = None
+    attestation: Attestation | None = None
 
     @property
     def revoked(self) -> bool:
@@ -108,6 +112,10 @@ class KeyInfo:
     def valid(self) -> bool:
         """Neither revoked nor expired: it authenticates its principal."""
         return not self.revoked and not self.expired()
+
+    def principal(self) -> Principal:
+        """The principal the key authenticates, with its scope and attestation."""
+        return Principal(self.principal_id, self.role, self.key_id, self.scope, self.attestation)
 
 
 @dataclass(frozen=True)
@@ -179,6 +187,8 @@ def key_info(key: ApiKey) -> KeyInfo:
         created_by=key.created_by,
         revoke_reason=key.revoke_reason,
         expires_at=None if key.expires_at is None else datetime.fromisoformat(key.expires_at),
+        scope=KeyScope.of(key.scope),
+        attestation=Attestation.of(key.attestation),
     )
 
 
@@ -204,15 +214,29 @@ class Keyring:
         actor: dict[str, Any] | None = None,
         note: str | None = None,
         expires_at: datetime | None = None,
+        graphs: builtins.list[str] | None = None,
+        max_amount: float | None = None,
+        attestation_text: str | None = None,
+        attested_on: date | None = None,
     ) -> tuple[KeyInfo, str]:
-        """Make a key for a principal: its info and the raw key, shown only now. From
-        `expires_at` on (a moment with its time zone, in the future), it authenticates
-        no one.
+        """Make a key for a principal: its info and the raw key, shown only now. The
+        role is a built-in one or a custom one on record (`domain.access.role_records`).
+        From `expires_at` on (a moment with its time zone, in the future), it
+        authenticates no one. `graphs` and `max_amount` limit what it may decide, and an
+        attestation (its text and date) says why its holder may (`domain.access.scope`).
 
-        Raises InvalidPrincipalError, InvalidRoleError or InvalidKeyExpiryError,
-        recording nothing.
+        Raises InvalidPrincipalError, InvalidRoleError, InvalidKeyExpiryError or
+        InvalidKeyScopeError, recording nothing.
         """
-        key, raw = self._new_key(principal_id, role, actor, note, check_expiry(expires_at))
+        key, raw = self._new_key(
+            principal_id,
+            role,
+            actor,
+            note,
+            check_expiry(expires_at),
+            key_scope(graphs, max_amount),
+            attestation(attestation_text, attested_on),
+        )
         self._save_new(key)
         return key_info(key), raw
 
@@ -341,9 +365,12 @@ class Keyring:
         actor: dict[str, Any] | None,
         note: str | None,
         expires_at: str | None = None,
+        scope: KeyScope | None = None,
+        attested: Attestation | None = None,
     ) -> tuple[ApiKey, str]:
         check_principal_id(principal_id)
-        check_role(role)
+        if role not in BUILT_IN.names():  # a custom role was checked against the record
+            recorded_roles(self.store).check(role)
         key_id, secret = new_key()
         key = ApiKey(
             key_id=key_id,
@@ -353,6 +380,8 @@ class Keyring:
             actor=to_json(actor, "The actor"),
             note=note,
             expires_at=expires_at,
+            scope=None if scope is None else scope.as_record(),
+            attestation=None if attested is None else attested.as_record(),
         )
         return key, format_key(key_id, secret)
 

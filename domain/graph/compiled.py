@@ -107,19 +107,26 @@ class CompiledStateGraph:
         self._default_deadline = {key: policy[key] for key in ("deadline_seconds", "on_expiry")}
 
     def set_oversight(
-        self, *, separation_of_duties: bool | None = None, approvals: int | None = None
+        self,
+        *,
+        separation_of_duties: bool | None = None,
+        approvals: int | None = None,
+        amount_field: str | None = None,
     ) -> None:
         """The hold points' policy for this graph's threads (domain/oversight/hold_points.py):
         `separation_of_duties` (default on: no one who shaped what is decided may decide
         it) and `approvals`, the distinct approvals each interrupt needs when its
-        `interrupt()` call names no number (default 1; 2 for four eyes). The policy in
-        force is recorded on the events it governs."""
+        `interrupt()` call names no number (default 1; 2 for four eyes); `amount_field`,
+        the payload field (a dotted path) holding the amount a decision is about, which a
+        key's `max_amount` limits (domain/access/scope.py). The policy in force is
+        recorded on the events it governs."""
         current = self.oversight
         self.oversight = Oversight(
             separation_of_duties=current.separation_of_duties
             if separation_of_duties is None
             else bool(separation_of_duties),
             approvals=current.approvals if approvals is None else approvals,
+            amount_field=current.amount_field if amount_field is None else amount_field,
         )
 
     def adopt_settings(self, other: CompiledStateGraph) -> None:

@@ -35,6 +35,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from domain.access.scope import check_scope
 from domain.errors import (
     DecisionContradictionError,
     HoldPointBypassError,
@@ -56,6 +57,7 @@ class HoldPointThread(Protocol):
     itself asks them: a protocol, so that the rules need not import the aggregate."""
 
     thread_id: str
+    graph_id: str
     next: list[str]
     interrupts: dict[str, dict[str, Any]]
     decided: dict[str, dict[str, Any]]
@@ -82,10 +84,14 @@ class Oversight:
     `separation_of_duties`: no one who shaped what is decided may decide it.
     `approvals`: how many distinct principals must approve each interrupt whose
     `interrupt()` call names no number (four eyes: 2).
+    `amount_field`: the field of an interrupt's payload that holds the amount decided
+    (a dotted path for a nested one), checked against a key's `max_amount`
+    (domain/access/scope.py).
     """
 
     separation_of_duties: bool = True
     approvals: int = 1
+    amount_field: str | None = None
 
     def __post_init__(self) -> None:
         check_approvals(self.approvals)
@@ -146,6 +152,7 @@ def check_may_decide(
             f"(or admin); {_who(actor)}"
         )
         raise WrongRoleError(msg)
+    check_scope(actor, thread.graph_id, record.get("value"), policy.amount_field)
     shaped = thread.shaped_by(str(actor.get("id")))
     if policy.separation_of_duties and shaped:
         msg = (
@@ -272,6 +279,8 @@ def check_holds(
                 f"admin); {_who(actor)}; only this refusal was recorded"
             )
             raise HoldPointBypassError(msg)
+        if hold["state"] == "pending":  # a change at a hold point decides it: in scope only
+            check_scope(actor, thread.graph_id, hold.get("value"), policy.amount_field)
     shaped = thread.shaped_by(str(actor.get("id")))
     if policy.separation_of_duties and shaped and holds:
         msg = (

@@ -11,6 +11,7 @@ that never imported the seal's module.
 from __future__ import annotations
 
 from domain.access.identity import ApiKey, KeyringBootstrap, RefusedAttempt
+from domain.access.role_catalogue import RoleCatalogue
 from domain.assistants.assistant import Assistant
 from domain.integrity.seal import SealRegister
 from domain.memory.item import MemoryItem
@@ -30,4 +31,5 @@ AGGREGATES = (
     Assistant,
     GraphSuspension,
     ReadLog,
+    RoleCatalogue,
 )

@@ -58,6 +58,8 @@ RECORDED_TOPICS = {
     "domain.oversight.suspension:GraphSuspension.GraphSuspended",
     "domain.oversight.suspension:GraphSuspension.GraphResuspended",
     "domain.oversight.suspension:GraphSuspension.SuspensionLifted",
+    "domain.access.role_catalogue:RoleCatalogue.RolesConfigured",
+    "domain.access.role_catalogue:RoleCatalogue.RolesReconfigured",
     "domain.oversight.read_log:ReadLog.ReadsRecorded",
     "domain.oversight.read_log:ReadLog.MoreReadsRecorded",
 }

@@ -47,6 +47,7 @@ ADDED_SINCE = {
             "domain.schedule.",
             "domain.assistants.",
             "domain.oversight.suspension",
+            "domain.access.role_catalogue",
             "domain.oversight.read_log",
         )
     )

@@ -15,6 +15,8 @@ import operator
 from datetime import datetime
 from typing import Annotated, Any, TypedDict
 
+from domain.access.role_records import record_roles
+from domain.access.roles import custom_roles
 from domain.assistants.assistants import Assistants
 from domain.graph import END, START, CompiledStateGraph, StateGraph
 from domain.memory.items import MemoryItems
@@ -192,6 +194,7 @@ def record_history(store: Workflows, prefix: str = "") -> None:
     record_assistants(store)
     record_suspensions(store)
     record_reads(store, prefix)
+    record_role_changes(store)
 
 
 def record_reads(store: Workflows, prefix: str = "") -> None:
@@ -206,6 +209,14 @@ def record_reads(store: Workflows, prefix: str = "") -> None:
     logs.record(REVIEWER, [queue, first, later])
     auditor = {"id": "audrey", "role": "auditor", "authenticated": True, "via": "test"}
     logs.record(auditor, [Read("timeline", f"{prefix}pending", "ui", thread_id=f"{prefix}pending")])
+
+
+def record_role_changes(store: Workflows) -> None:
+    """A custom role configured, then another added beside it."""
+    manager = {"manager": {"permissions": ["read", "queue", "decide"]}}
+    record_roles(store, custom_roles(manager), REVIEWER)
+    lead = {**manager, "lead": {"permissions": ["read", "audit"]}}
+    record_roles(store, custom_roles(lead), REVIEWER)
 
 
 def record_suspensions(store: Workflows) -> None:

@@ -9,13 +9,13 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from api.http.auth import (
-    PERMISSIONS,
     Canceller,
     Decider,
     Lifter,
     Permission,
     QueueReader,
     note,
+    roles_holding,
     throttle,
 )
 from api.http.decisions import decide, locate
@@ -192,7 +192,7 @@ def post_assignment(
 
 
 def _check_reviewer(services: Services, reviewer_id: str) -> None:
-    deciders = PERMISSIONS[Permission.DECIDE]
+    deciders = roles_holding(services.settings.roles, Permission.DECIDE)
     if not any(
         key.principal_id == reviewer_id and key.role in deciders and not key.revoked
         for key in services.keyring.list()

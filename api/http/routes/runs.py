@@ -19,12 +19,12 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from api.http.auth import (
-    PERMISSIONS,
     Permission,
     Reader,
     RunnerOrCanceller,
     RunnerOrDecider,
     check,
+    may,
     note,
     throttle_async,
 )
@@ -53,7 +53,6 @@ from service.runs import RunRequest
 from service.services import Services
 
 router = APIRouter(tags=["runs (LangGraph)"])
-ROLES_THAT_CANCEL = {*PERMISSIONS[Permission.RUN], *PERMISSIONS[Permission.CANCEL]}
 RUN_ERRORS = problem_responses(400, 403, 404, 409, 413, 503)
 
 
@@ -73,7 +72,7 @@ async def begin(
     The role first (403, recorded), then the rate limit, then the graph and the thread.
     A refused answer (a resume) is recorded as a refused decision is."""
     permission = run_permission(body)
-    if principal.role not in PERMISSIONS[permission]:
+    if not may(services, principal, permission):
         await run_in_threadpool(check, request, services, principal, permission)
     await throttle_async(services, request, principal, RUNS)
 
@@ -314,7 +313,7 @@ async def join_stream(
         Query(description="Cancel the run if this stream is dropped before it ends"),
     ] = False,
 ) -> StreamingResponse:
-    if cancel_on_disconnect and principal.role not in ROLES_THAT_CANCEL:
+    if cancel_on_disconnect and not may(services, principal, Permission.RUN, Permission.CANCEL):
         await run_in_threadpool(
             check, request, services, principal, Permission.RUN, Permission.CANCEL
         )
