@@ -8,18 +8,23 @@ the same store object, the only way to share it).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 
 import pytest
 from eventsourcing.utils import get_topic
 
 from domain.access.identity import ApiKey, Principal, key_uuid, parse_key
-from domain.access.keyring import KeyInfo, Keyring
+from domain.access.keyring import KeyInfo, Keyring, key_info
+from domain.access.role_records import record_roles
+from domain.access.roles import custom_roles
+from domain.access.scope import Attestation, KeyScope
 from domain.errors import (
     AuthenticationError,
     InvalidKeyExpiryError,
+    InvalidKeyScopeError,
     InvalidPrincipalError,
     InvalidRoleError,
     KeyAlreadyRevokedError,
@@ -28,7 +33,7 @@ from domain.errors import (
     MissingKeyError,
     UnknownKeyError,
 )
-from domain.record.application import Workflows
+from domain.record.application import Workflows, fold_events
 from domain.record.store import open_store
 from tests.conftest import store_url
 from tests.damaged_store import Damage
@@ -480,3 +485,98 @@ def test_an_expiry_in_the_past_or_without_a_zone_is_refused_recording_nothing(
     with pytest.raises(InvalidKeyExpiryError):
         keyring.create("rita", "reviewer", expires_at=expiry)
     assert keyring.list() == []
+
+
+# -- custom roles, authority scope and attestation -----------------------------
+
+
+def test_a_custom_role_is_refused_until_it_is_on_record_then_a_key_may_have_it(keyring, store):
+    # Given no custom role on record: a manager's key is refused, listing the roles known
+    with pytest.raises(InvalidRoleError, match=r"use one of agent, reviewer, auditor, admin$"):
+        keyring.create("maya", "manager")
+
+    # When a manager role is recorded
+    record_roles(store, custom_roles({"manager": {"permissions": ["decide"]}}), ADMIN)
+
+    # Then a key may have it
+    _, raw = keyring.create("maya", "manager")
+    assert keyring.authenticate(raw).role == "manager"
+    with pytest.raises(InvalidRoleError, match=r"admin, manager$"):
+        keyring.create("maya", "boss")
+
+
+def test_a_key_with_a_scope_and_an_attestation_carries_them_on_its_actor(keyring):
+    # When
+    info, raw = keyring.create(
+        "maya",
+        "reviewer",
+        graphs=["refund", "refund"],
+        max_amount=500,
+        attestation_text=" Refund training 2026 ",
+        attested_on=date(2026, 1, 15),
+    )
+
+    # Then the key records them, and its principal's actor shows them on what it does
+    assert info.scope == KeyScope(graphs=("refund",), max_amount=500)
+    assert info.attestation == Attestation("Refund training 2026", "2026-01-15")
+    actor = keyring.authenticate(raw).as_actor()
+    assert actor["scope"] == {"graphs": ["refund"], "max_amount": 500}
+    assert actor["attestation"] == {"text": "Refund training 2026", "attested_on": "2026-01-15"}
+    assert keyring.get(info.key_id) == info
+
+
+def test_a_key_without_scope_or_attestation_has_an_actor_as_before(keyring):
+    _, raw = keyring.create("rita", "reviewer")
+
+    assert keyring.authenticate(raw).as_actor() == {
+        "id": "rita",
+        "role": "reviewer",
+        "authenticated": True,
+        "via": "api_key",
+    }
+
+
+@pytest.mark.parametrize(
+    ("scope", "says"),
+    [
+        ({"graphs": []}, "at least one graph"),
+        ({"graphs": ["refund", " "]}, "none blank"),
+        ({"max_amount": -1}, "0 or more"),
+        ({"max_amount": float("nan")}, "finite number"),
+        ({"attestation_text": "Training"}, "its text and its date, both"),
+        ({"attested_on": date(2026, 1, 1)}, "its text and its date, both"),
+        ({"attestation_text": " ", "attested_on": date(2026, 1, 1)}, "printable characters"),
+        ({"attestation_text": "T", "attested_on": date.today() + timedelta(days=1)}, "future"),
+    ],
+)
+def test_a_bad_scope_or_attestation_is_refused_and_nothing_is_recorded(keyring, store, scope, says):
+    before = head(store)
+
+    with pytest.raises(InvalidKeyScopeError, match=says):
+        keyring.create("maya", "reviewer", **scope)
+
+    assert head(store) == before
+
+
+def test_a_key_recorded_before_scopes_reads_without_them(store):
+    # Given a KeyCreated as recorded before scopes and attestations existed
+    key = ApiKey(
+        key_id="0123456789ab",
+        principal_id="old",
+        role="reviewer",
+        digest="0" * 64,
+        actor=None,
+        note=None,
+    )
+    [created] = key.collect_events()
+    stored = store.mapper.to_stored_event(created)
+    state = store.mapper.transcoder.decode(stored.state)
+    assert (state["scope"], state["attestation"]) == (None, None)
+    del state["scope"], state["attestation"]
+    old = dataclasses.replace(stored, state=store.mapper.transcoder.encode(state))
+
+    # When it is read, then it is a key with neither
+    folded = fold_events(None, [store.mapper.to_domain_event(old)])
+    assert (folded.scope, folded.attestation) == (None, None)
+    assert (key_info(folded).scope, key_info(folded).attestation) == (None, None)
+    assert "scope" not in folded.principal().as_actor()

@@ -15,10 +15,12 @@ from typing import Any, TypedDict
 
 import pytest
 
+from api.cli.serve import SettingsError, server_settings
 from domain.access.role_catalogue import RoleCatalogue
 from domain.graph import END, START, StateGraph
 from domain.record.thread import WorkflowThread
 from domain.types import interrupt
+from service.graph_loader import read_config
 from tests.api.http_harness import server_on
 
 ROLES = {"manager": {"permissions": ["read", "queue", "decide"]}}
@@ -205,3 +207,24 @@ def test_a_key_within_its_scope_decides_and_the_decision_shows_scope_and_attesta
         "attested_on": "2026-01-15",
     }
     assert answer.actor["scope"] == {"graphs": ["large_refund"], "max_amount": 1000.0}
+
+
+def test_a_config_naming_an_unknown_permission_stops_the_start_naming_it(tmp_path):
+    # Given a holdpoint.toml whose manager role names a permission that does not exist
+    config = tmp_path / "holdpoint.toml"
+    config.write_text('[roles.manager]\npermissions = ["read", "aprove"]\n')
+    _, server_table = read_config(config)
+
+    # When the server's settings are made from it, then the start is refused, naming it
+    with pytest.raises(SettingsError, match="Role 'manager' names an unknown permission 'aprove'"):
+        server_settings(str(config), server_table, {})
+
+
+def test_the_roles_of_a_config_are_the_servers(tmp_path):
+    config = tmp_path / "holdpoint.toml"
+    config.write_text('[roles.manager]\npermissions = ["decide", "read"]\n')
+    _, server_table = read_config(config)
+
+    settings = server_settings(str(config), server_table, {})
+
+    assert settings.roles.permissions("manager") == ("read", "decide")
