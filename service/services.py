@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
 from domain.access.actor import local_actor
 from domain.access.keyring import Keyring
 from domain.access.role_records import record_roles
+from domain.oversight.read_logs import ReadLogs
 from domain.oversight.suspensions import Suspensions
 from domain.record.application import Workflows
 from domain.record.store import backend_of, open_store
@@ -113,6 +115,11 @@ class Services:
         services.scheduler = CronScheduler(services, settings.cron_poll_seconds)
         services.scheduler.start()
         return services
+
+    @cached_property
+    def reads(self) -> ReadLogs:
+        """Where reads are recorded: once per reader, thing read and window."""
+        return ReadLogs(self.store, self.settings.read_window_seconds)
 
     def assistant(self, name_or_assistant_id: str, version: int | None = None) -> Found:
         """The assistant named by a served graph's name or an assistant id, at `version`

@@ -410,6 +410,7 @@ def _seal(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from api.cli.reads import record_cli_read  # noqa: PLC0415
     from integrity.export import export_thread, write_bundle  # noqa: PLC0415
     from integrity.signing import load_private_key  # noqa: PLC0415
 
@@ -430,6 +431,8 @@ def _export(args: argparse.Namespace) -> int:
                 )
         finally:
             bar.finish()
+        if bundle is not None:
+            record_cli_read(store, "export", args.thread, {}, thread_id=args.thread)
     if bundle is None:
         print(f"Refused to export: {len(problems)} problem{'s' * (len(problems) != 1)}:")
         _print_problems(problems)

@@ -68,6 +68,7 @@ def register(commands: Commands) -> None:
 
 
 def write_report(args: argparse.Namespace) -> int:
+    from api.cli.reads import record_cli_read  # noqa: PLC0415
     from projections.catalog import runner_for  # noqa: PLC0415
     from projections.oversight_report import oversight_report  # noqa: PLC0415
     from projections.report_formats import FORMATS  # noqa: PLC0415
@@ -94,6 +95,8 @@ def write_report(args: argparse.Namespace) -> int:
             now=now,
         )
         runner.close()
+        scope = {"since": since.isoformat(), "until": until.isoformat(), "graph_id": args.graph}
+        record_cli_read(store, "report", "oversight", scope)
     text = FORMATS[args.format](figures)
     if args.out is None:
         sys.stdout.write(text)

@@ -171,6 +171,7 @@ _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
     (errors.InvalidUpdateError, 422, "invalid-update"),
     (errors.InvalidRoleError, 422, "invalid-role"),
     (errors.InvalidPrincipalError, 422, "invalid-principal"),
+    (errors.ReadNotRecordedError, 503, "read-not-recorded"),
     (StoreUnavailableError, 503, "store-unavailable"),
     (service_errors.InterruptNeverRaisedError, 404, "unknown-interrupt"),
     (service_errors.InterruptNotOpenError, 409, "interrupt-not-open"),

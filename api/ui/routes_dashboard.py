@@ -11,15 +11,18 @@ from fastapi import APIRouter, Request, Response
 
 from api.http.deps import ServicesDep
 from api.http.problems import Problem
+from api.http.reads import record_reads
 from api.http.routes.audit import MEDIA_TYPES
 from api.ui.access import AuditingViewer
 from api.ui.pages import PageRoute, render
+from domain.oversight.read_log import Read, read_target
 from projections.oversight_report import oversight_report
 from projections.report_formats import FORMATS, to_html
 from service.services import Services
 
 router = APIRouter(route_class=PageRoute)
 PRESETS = {"1": "last 24 hours", "7": "last 7 days", "30": "last 30 days", "90": "last 90 days"}
+QUERY = ("days", "since", "until", "graph_id", "format")
 _STYLE = re.compile(r"<style>(.*?)</style>", re.DOTALL)
 _MAIN = re.compile(r"<main>(.*)</main>", re.DOTALL)
 
@@ -84,11 +87,21 @@ def embedded(report: dict[str, Any]) -> tuple[str, str]:
     return (style.group(1) if style else ""), content
 
 
+def query_of(request: Request) -> dict[str, str]:
+    """The period, graph and format the page was asked for (what its read names)."""
+    return {k: v for k, v in request.query_params.items() if k in QUERY}
+
+
 @router.get("/dashboard")
 def dashboard(request: Request, services: ServicesDep, viewer: AuditingViewer) -> Response:
     now = datetime.now(UTC)
     chosen = period(request.query_params, now)
     report = report_of(services, chosen, now)
+    record_reads(
+        services,
+        viewer.principal,
+        Read("report", read_target("dashboard", query_of(request)), "ui"),
+    )
     style, content = embedded(report)
     query = {k: v for k, v in request.query_params.items() if k != "format" and v}
     return render(
@@ -105,13 +118,15 @@ def dashboard(request: Request, services: ServicesDep, viewer: AuditingViewer) -
 
 
 @router.get("/dashboard/download")
-def download(request: Request, services: ServicesDep, _viewer: AuditingViewer) -> Response:
+def download(request: Request, services: ServicesDep, viewer: AuditingViewer) -> Response:
     now = datetime.now(UTC)
     chosen = period(request.query_params, now)
     kind = request.query_params.get("format", "csv")
     if kind not in FORMATS:
         raise Problem(422, f"Invalid format {kind!r}: csv, json or html")
     report = report_of(services, chosen, now)
+    read = Read("report", read_target("dashboard/download", query_of(request)), "ui")
+    record_reads(services, viewer.principal, read)
     name = f"oversight-report-{chosen['since']:%Y%m%d}-{chosen['until']:%Y%m%d}.{kind}"
     return Response(
         FORMATS[kind](report),

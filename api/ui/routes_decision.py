@@ -23,6 +23,7 @@ from api.http.auth import Permission, throttle
 from api.http.decisions import decide
 from api.http.deps import ServicesDep
 from api.http.problems import Problem, from_domain_error
+from api.http.reads import record_reads
 from api.http.schemas import DecisionBody
 from api.ui.access import DecidingViewer, QueueViewer, Viewer
 from api.ui.forms import check_form, read_form
@@ -30,6 +31,7 @@ from api.ui.pages import PageRoute, render
 from api.ui.thread_timeline import completed, thread_timeline
 from domain.errors import HoldpointError
 from domain.oversight.hold_points import record_digest
+from domain.oversight.read_log import Read
 from service.decisions import fate, thread_of
 from service.errors import InterruptNeverRaisedError
 from service.rate_limit import DECISIONS
@@ -88,6 +90,9 @@ def decision_page(
     interrupt_id: str, request: Request, services: ServicesDep, viewer: QueueViewer
 ) -> Response:
     context = _page_context(services, viewer, interrupt_id)
+    thread_id, graph_id = context["thread_id"], context["graph_id"]
+    shown = Read("payload", interrupt_id, "ui", thread_id, interrupt_id, graph_id)
+    record_reads(services, viewer.principal, shown)
     return render(request, "decision.html", **context)
 
 

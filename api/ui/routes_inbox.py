@@ -8,9 +8,11 @@ from fastapi import APIRouter, Request, Response
 
 from api.http.auth import Permission
 from api.http.deps import ServicesDep
+from api.http.reads import queue_reads, record_reads
 from api.ui.access import QueueViewer, Viewer
 from api.ui.inbox_query import AGE_LABELS, SORTS, InboxFilters, read_inbox
 from api.ui.pages import PageRoute, render
+from domain.oversight.read_log import read_target
 from projections.pending_approvals import PendingApprovals
 
 router = APIRouter(route_class=PageRoute)
@@ -20,6 +22,9 @@ def _inbox_context(request: Request, services: ServicesDep, viewer: Viewer) -> d
     services.read_models.catch_up_to_head()
     filters = InboxFilters.from_query(request.query_params)
     inbox = read_inbox(PendingApprovals(services.read_models.db), filters)
+    target = read_target("inbox", {"graph_id": filters.graph_id, "node": filters.node})
+    shown = [item.approval for item in inbox.items]
+    record_reads(services, viewer.principal, *queue_reads(target, shown, "ui"))
     return {
         "viewer": viewer,
         "filters": filters,

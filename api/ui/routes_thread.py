@@ -12,17 +12,21 @@ from starlette.concurrency import run_in_threadpool
 from api.http.auth import Permission
 from api.http.deps import ServicesDep
 from api.http.problems import Problem
+from api.http.reads import record_reads
 from api.ui.access import AuditingViewer, ReadingViewer, Viewer
 from api.ui.forms import check_form, read_form
 from api.ui.pages import PageRoute, render
 from api.ui.thread_timeline import completed, thread_timeline
 from domain.history.time_travel import diff_versions, head_version, state_at_version
+from domain.oversight.read_log import Read
 from integrity.export import export_thread
 from integrity.reporting import problem_line
+from projections.read_records import ReadRecords
 from service.lineage import lineage
 from service.services import Services
 
 router = APIRouter(route_class=PageRoute)
+READS_SHOWN = 50  # the latest reads of the thread its page lists
 
 
 def _version(text: str | None, head: int) -> int:
@@ -70,6 +74,12 @@ def thread_page(
     thread_id: str, request: Request, services: ServicesDep, viewer: ReadingViewer
 ) -> Response:
     context = _thread_context(services, viewer, thread_id, request.query_params.get("version"))
+    read = Read("timeline", thread_id, "ui", thread_id=thread_id, graph_id=context["graph_id"])
+    record_reads(services, viewer.principal, read)
+    if context["may_audit"]:
+        services.read_models.catch_up_to_head()
+        context["reads"] = ReadRecords(services.read_models.db).latest(thread_id, READS_SHOWN)
+        context["read_window"] = services.settings.read_window_seconds
     return render(request, "thread.html", **context)
 
 
@@ -86,6 +96,8 @@ async def export_evidence(
         lines = "; ".join(problem_line(problem) for problem in problems[:5])
         msg = f"Refused to export: the record failed its check ({lines}). Nothing was exported."
         raise Problem(409, msg)
+    read = Read("export", thread_id, "ui", thread_id=thread_id)
+    await run_in_threadpool(record_reads, services, viewer.principal, read)
     text = json.dumps(bundle, indent=2, ensure_ascii=False) + "\n"
     safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in thread_id)[:80]
     return Response(

@@ -10,9 +10,11 @@ to the window; a read already listed records nothing (domain/oversight/read_logs
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate
@@ -54,6 +56,13 @@ class Read:
             "interrupt_id": self.interrupt_id,
             "graph_id": self.graph_id,
         }
+
+
+def read_target(name: str, query: Mapping[str, object]) -> str:
+    """What a read of `name` with `query` names: the query's given values (None and ""
+    left out), in a stable order, so that the same read is named the same."""
+    given = sorted((key, str(value)) for key, value in query.items() if value not in (None, ""))
+    return f"{name}?{urlencode(given)}" if given else name
 
 
 def read_key(read: dict[str, Any]) -> tuple[str, str, str | None, str | None]:

@@ -22,8 +22,10 @@ from api.http.decisions import decide, locate
 from api.http.deps import ServicesDep
 from api.http.positions import set_position
 from api.http.problems import Problem, problem_responses
+from api.http.reads import queue_reads, record_reads
 from api.http.responses import ApprovalsPage, Assignment, Cancellation, Decision, answers
 from api.http.schemas import AssignBody, CancelBody, DecisionBody
+from domain.oversight.read_log import read_target
 from domain.oversight.reviews import review_of
 from domain.oversight.suspensions import Suspensions
 from projections.pending_approvals import PendingApproval, PendingApprovals
@@ -56,7 +58,7 @@ WaitFor = Annotated[
 )
 def list_approvals(
     services: ServicesDep,
-    _: QueueReader,
+    principal: QueueReader,
     graph_id: str | None = None,
     node: str | None = None,
     role: Annotated[str | None, Query(description="only interrupts requiring this role")] = None,
@@ -101,6 +103,12 @@ def list_approvals(
         }
         for item in page.items
     ]
+    filters: dict[str, object] = {"graph_id": graph_id, "node": node, "role": role}
+    filters |= {"assigned_to": assigned_to, "overdue": overdue or None}
+    filters["min_age_seconds"] = min_age_seconds
+    record_reads(
+        services, principal, *queue_reads(read_target("approvals", filters), page.items, "http")
+    )
     return {"data": data, "count": page.total, "next_cursor": page.next_cursor}
 
 

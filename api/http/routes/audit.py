@@ -12,10 +12,12 @@ from fastapi.responses import JSONResponse, Response
 from api.http.auth import Auditor
 from api.http.deps import ServicesDep
 from api.http.problems import Problem, problem_responses
+from api.http.reads import record_reads, timeline_read
 from api.http.responses import RecordedEvents, RefusalsPage, Timeline, Verification, answers
 from api.http.routes.approvals import WaitFor
 from api.http.routes.threads import thread_or_404
 from api.presenters.audit_timeline import jsonable, recorded_events, timeline
+from domain.oversight.read_log import Read, read_target
 from integrity.reporting import verdict_data
 from integrity.verify_log import scan_log, verify_thread_events
 from projections.change_log import ChangeLog
@@ -38,12 +40,14 @@ MEDIA_TYPES = {"json": "application/json", "csv": "text/csv", "html": "text/html
 def thread_events(
     thread_id: str,
     services: ServicesDep,
-    _: Auditor,
+    principal: Auditor,
     after: Annotated[int, Query(ge=0, description="only events after this version")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any]:
-    thread_or_404(services, thread_id)
-    return recorded_events(services.store, thread_id, after, limit)
+    thread = thread_or_404(services, thread_id)
+    events = recorded_events(services.store, thread_id, after, limit)
+    record_reads(services, principal, timeline_read(thread, "http"))
+    return events
 
 
 @router.get(
@@ -52,9 +56,11 @@ def thread_events(
     response_model=None,  # documented by `answers`, not validated again
     responses={**answers(Timeline), **problem_responses(403, 404)},
 )
-def thread_audit(thread_id: str, services: ServicesDep, _: Auditor) -> dict[str, Any]:
-    thread_or_404(services, thread_id)
-    return timeline(services.store, thread_id)
+def thread_audit(thread_id: str, services: ServicesDep, principal: Auditor) -> dict[str, Any]:
+    thread = thread_or_404(services, thread_id)
+    found = timeline(services.store, thread_id)
+    record_reads(services, principal, timeline_read(thread, "http"))
+    return found
 
 
 @router.get(
@@ -191,7 +197,7 @@ def caught_up(services: Services, wait_for: int | None) -> None:
 )
 def report(
     services: ServicesDep,
-    _: Auditor,
+    principal: Auditor,
     since: Annotated[
         str | None, Query(description="ISO 8601; default 30 days before until")
     ] = None,
@@ -215,6 +221,8 @@ def report(
         rubber_stamp_seconds=floor,
         now=now,
     )
+    query = {"since": since, "until": until, "graph_id": graph_id, "format": format}
+    record_reads(services, principal, Read("report", read_target("oversight", query), "http"))
     return Response(FORMATS[format](figures), media_type=MEDIA_TYPES[format])
 
 
@@ -226,7 +234,7 @@ def report(
 )
 def decision_register(
     services: ServicesDep,
-    _: Auditor,
+    principal: Auditor,
     since: Annotated[str | None, Query(description="ISO 8601; default: the first")] = None,
     until: Annotated[str | None, Query(description="ISO 8601, excluded; default: now")] = None,
     graph_id: str | None = None,
@@ -247,6 +255,8 @@ def decision_register(
         until=None if end is None else utc_text(end),
         graph_id=graph_id,
     )
+    query = {"since": since, "until": until, "graph_id": graph_id, "format": format}
+    record_reads(services, principal, Read("report", read_target("decisions", query), "http"))
     if format == "csv":
         return Response(register_csv(found), media_type=MEDIA_TYPES["csv"])
     return JSONResponse({"decisions": [asdict(decision) for decision in found]})
