@@ -515,6 +515,24 @@ class SuspensionStateError(HoldpointError):
     """A suspension of a graph that already is suspended, or a lift of one that is not."""
 
 
+class RetentionPolicyError(HoldpointError, ValueError):
+    """A retention policy that cannot be recorded: a bad scope, clock, period or rule, or
+    a period under the configured floor."""
+
+
+class RetentionStateError(HoldpointError):
+    """A retention policy retired that is not in force, or a purge that is not possible
+    (a store that keeps nothing to purge, no seal key)."""
+
+
+class LegalHoldError(HoldpointError, ValueError):
+    """A legal hold with a bad scope, or a lift of a hold that is not in place."""
+
+
+class IncidentError(HoldpointError, ValueError):
+    """An incident that cannot be opened or closed as asked."""
+
+
 class ReadNotRecordedError(HoldpointError):
     """A read could not be recorded (other writers kept appending to the reader's log
     first), so it is not served: a read that leaves no record is not made."""

@@ -48,6 +48,12 @@ def verdict_lines(verdict: LogVerdict) -> list[str]:
         f"hash chain recomputed) and {_count(others, 'other aggregate')} (keys, refusals, "
         "seals: versions and order)."
     ]
+    if verdict.purged:
+        lines.append(
+            f"{verdict.purged:,} positions were emptied by recorded purges (ThreadsPurged, "
+            "`holdpoint retention apply`): accounted for, not missing; their recorded leaves "
+            "keep the seals made before them computing."
+        )
     if verdict.gaps and not verdict.dense:
         lines.append(
             f"{verdict.missing_positions:,} positions hold no event: PostgreSQL skips the ids "
@@ -112,6 +118,7 @@ def verdict_data(verdict: LogVerdict) -> dict[str, Any]:
         "aggregates_checked": verdict.aggregates,
         "head": verdict.head,
         "gaps": [list(gap) for gap in verdict.gaps],
+        "purged_positions": verdict.purged,
         "problems": [asdict(problem) for problem in verdict.problems],
     }
 

@@ -154,7 +154,7 @@ def verify_with_seal(
     scan = scan_log(store, plan=plan, jobs=jobs, progress=progress)
     check = SealCheck(seal, trusted_by, signature_problem(seal.document, trusted))
     check.problems = compare(store, seal, scan, skew)
-    check.unsealed = scan.verdict.events - len(scan.leaves) // 32
+    check.unsealed = scan.verdict.events + scan.verdict.purged - len(scan.leaves) // 32
     return scan, check
 
 

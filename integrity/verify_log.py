@@ -30,6 +30,7 @@ from domain.integrity.diagnosis import diagnose
 from domain.integrity.whole_log import LogCheck, LogVerdict, Problem, RangeSummary
 from domain.record.application import Workflows
 from domain.record.thread_uuids import thread_uuid
+from integrity.purges import purged_leaves
 from integrity.ranges import ScanPlan, check_range, thread_id_of
 from integrity.scan import Scanner, Source, scanner_for, source_for
 
@@ -228,7 +229,8 @@ def scan_log(
     scanner = scanner_for(store)
     try:
         head = scanner.head() if upto is None else upto
-        joined = LogCheck(dense=scanner.dense)
+        purged, purge_problems = purged_leaves(store)
+        joined = LogCheck(dense=scanner.dense, purged=purged, leaves_upto=plan.leaves_upto)
         source = source_for(store)
         say: Progress = progress or (lambda *_: None)
         say("verifying", 0, head)
@@ -247,7 +249,7 @@ def scan_log(
         suspects = dict(joined.verdict.suspects)
         if suspects:
             say("diagnosing", 0, len(suspects))
-        problems: list[Problem] = []
+        problems: list[Problem] = list(purge_problems)
         transcoder = reference_transcoder()
         for done, (aggregate_id, position) in enumerate(sorted(suspects.items()), start=1):
             found = diagnose(aggregate_id, scanner.aggregate_rows(aggregate_id, head), transcoder)

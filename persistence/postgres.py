@@ -18,7 +18,11 @@ What differs from `eventsourcing.postgres`:
 - Table creation by several processes at once is serialised by an advisory
   lock.
 - The events table refuses UPDATE, DELETE and TRUNCATE (triggers), even for
-  its owner.
+  its owner, but for a recorded purge: `holdpoint_purge_events`, another
+  `SECURITY DEFINER` function whose EXECUTE no role is granted (the owner
+  calls it, from `holdpoint retention apply`), deletes only the aggregates a
+  recorded `ThreadsPurged` names, after listing them in `holdpoint_purged`,
+  the one place the trigger lets a DELETE through.
 - A schema named by `POSTGRES_SCHEMA` is created if it does not exist.
 - A statement is tried twice, not ten times, so that a database outage is
   answered in seconds (see ATTEMPTS).
@@ -58,6 +62,8 @@ from persistence.version_reads import select_at_sql, split_rows
 
 INSERT_FUNCTION = "holdpoint_insert_events"
 REFUSE_FUNCTION = "holdpoint_refuse_change"
+PURGE_FUNCTION = "holdpoint_purge_events"
+PURGED = "holdpoint_purged"
 _MARKS = {"id": "%(id)s", "version": "%(version)s::bigint", "upto": "%(upto)s::bigint"}
 
 
@@ -309,15 +315,82 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
             self._select_at_statements[table, head] = statement
         return statement
 
+    def purge(
+        self,
+        record: tuple[UUID, int],
+        operation: int,
+        targets: Sequence[tuple[UUID, int]],
+        snapshots: str | None,
+    ) -> int:
+        """Delete the events of each (aggregate, up to position) named by the recorded purge
+        `record` (its aggregate and version), and their snapshots, in one transaction,
+        through the owner's function: the events deleted."""
+        schema = Identifier(self.datastore.schema)
+        ids = [aggregate for aggregate, _ in targets]
+        uptos = [upto for _, upto in targets]
+        with self.datastore.transaction(commit=True) as cursor:
+            cursor.execute(
+                SQL("SELECT {schema}.{function}(%s, %s, %s, %s, %s) AS deleted").format(
+                    schema=schema, function=Identifier(PURGE_FUNCTION)
+                ),
+                (record[0], record[1], operation, ids, uptos),
+            )
+            row = cursor.fetchone()
+            if snapshots is not None:
+                cursor.execute(
+                    SQL("DELETE FROM {schema}.{table} WHERE originator_id = ANY(%s)").format(
+                        schema=schema, table=Identifier(snapshots)
+                    ),
+                    (ids,),
+                )
+        return int(row["deleted"]) if row is not None else 0
+
     def _append_only_statements(self, schema: Identifier, table: Identifier) -> list[Composed]:
-        refuse = Identifier(REFUSE_FUNCTION)
+        """Triggers refusing UPDATE, TRUNCATE and any DELETE but a recorded purge's
+        (`purge`), and the purge's table and function, which only the owner may use."""
+        refuse, purged = Identifier(REFUSE_FUNCTION), Identifier(PURGED)
+        function = Identifier(PURGE_FUNCTION)
         return [
+            SQL(
+                "CREATE TABLE IF NOT EXISTS {schema}.{purged} (originator_id uuid NOT NULL, "
+                "upto bigint NOT NULL, operation bigint NOT NULL)"
+            ).format(schema=schema, purged=purged),
+            SQL("REVOKE ALL ON {schema}.{purged} FROM PUBLIC").format(schema=schema, purged=purged),
+            SQL(
+                "CREATE OR REPLACE FUNCTION {schema}.{function}(record uuid, "
+                "record_version bigint, operation bigint, ids uuid[], uptos bigint[]) "
+                "RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER "
+                "SET search_path = pg_catalog, pg_temp AS $BODY$ "
+                "DECLARE listed text; deleted bigint; "
+                "BEGIN "
+                "  SELECT convert_from(state, 'UTF8') INTO listed FROM {schema}.{table} "
+                "    WHERE originator_id = record AND originator_version = record_version; "
+                "  IF listed IS NULL OR EXISTS (SELECT 1 FROM unnest(ids) AS i "
+                "      WHERE strpos(listed, replace(i::text, '-', '')) = 0) THEN "
+                "    RAISE EXCEPTION 'holdpoint purges only what a recorded purge names' "
+                "    USING ERRCODE = 'insufficient_privilege'; "
+                "  END IF; "
+                "  INSERT INTO {schema}.{purged} SELECT i, u, operation FROM unnest(ids, uptos) "
+                "    AS t(i, u); "
+                "  DELETE FROM {schema}.{table} e USING unnest(ids, uptos) AS t(i, u) "
+                "    WHERE e.originator_id = t.i AND e.notification_id <= t.u; "
+                "  GET DIAGNOSTICS deleted = ROW_COUNT; "
+                "  RETURN deleted; "
+                "END; $BODY$"
+            ).format(schema=schema, function=function, table=table, purged=purged),
+            SQL(
+                "REVOKE ALL ON FUNCTION {schema}.{function}(uuid, bigint, bigint, uuid[], "
+                "bigint[]) FROM PUBLIC"
+            ).format(schema=schema, function=function),
             SQL(
                 "CREATE OR REPLACE FUNCTION {schema}.{refuse}() RETURNS trigger "
                 "LANGUAGE plpgsql AS $BODY$ BEGIN "
+                "IF TG_OP = 'DELETE' AND EXISTS (SELECT 1 FROM {schema}.{purged} p "
+                "  WHERE p.originator_id = OLD.originator_id "
+                "  AND OLD.notification_id <= p.upto) THEN RETURN OLD; END IF; "
                 "RAISE EXCEPTION 'holdpoint events are append-only: % refused', TG_OP "
                 "USING ERRCODE = 'insufficient_privilege'; END; $BODY$"
-            ).format(schema=schema, refuse=refuse),
+            ).format(schema=schema, refuse=refuse, purged=purged),
             SQL(
                 "CREATE OR REPLACE TRIGGER holdpoint_no_update_or_delete "
                 "BEFORE UPDATE OR DELETE ON {schema}.{table} "

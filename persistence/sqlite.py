@@ -2,7 +2,10 @@
 
 What differs from `eventsourcing.sqlite`:
 - The events table refuses UPDATE and DELETE (triggers), so no code path,
-  ours or a mistaken script's, rewrites or removes an event.
+  ours or a mistaken script's, rewrites or removes an event; the one
+  exception is a recorded purge (`purge`): an event is deleted only if its
+  aggregate and position are listed in `holdpoint_purged`, whose rows a
+  purge writes, with its operation's number, in the transaction that deletes.
 - `SQLITE_SYNCHRONOUS` (default NORMAL) sets how commits reach the disk. In
   WAL mode NORMAL loses nothing committed when the process crashes or is
   killed, and never corrupts the file; only an OS crash or a power cut may
@@ -55,6 +58,7 @@ from persistence.sqlite_checkpointer import BACKSTOP_PAGES, hold_checkpointer
 from persistence.version_reads import select_at_sql, split_rows
 
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+PURGED = "holdpoint_purged"  # what recorded purges may delete (see the module's docstring)
 INSERT_ROWS = 1_000  # events per INSERT statement: 4 parameters each, SQLite allows 32,766
 _LIBRARY_ERRORS: dict[type[sqlite3.Error], type[PersistenceError]] = {
     sqlite3.InterfaceError: errors.InterfaceError,
@@ -189,13 +193,63 @@ class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
     def construct_create_table_statements(self) -> list[str]:
         table = self.events_table_name
         refuse = "SELECT RAISE(ABORT, 'holdpoint events are append-only: {} refused');"
+        permitted = (
+            f"SELECT 1 FROM {PURGED} p WHERE p.originator_id = OLD.originator_id "
+            "AND OLD.rowid <= p.upto"
+        )
         return [
             *super().construct_create_table_statements(),
+            f"CREATE TABLE IF NOT EXISTS {PURGED} (originator_id TEXT NOT NULL, "
+            "upto INTEGER NOT NULL, operation INTEGER NOT NULL)",
+            f"CREATE TRIGGER IF NOT EXISTS {PURGED}_no_update BEFORE UPDATE ON {PURGED} "
+            f"BEGIN {refuse.format('UPDATE')} END",
+            f"CREATE TRIGGER IF NOT EXISTS {PURGED}_no_delete BEFORE DELETE ON {PURGED} "
+            f"BEGIN {refuse.format('DELETE')} END",
             f"CREATE TRIGGER IF NOT EXISTS {table}_no_update BEFORE UPDATE ON {table} "
             f"BEGIN {refuse.format('UPDATE')} END",
-            f"CREATE TRIGGER IF NOT EXISTS {table}_no_delete BEFORE DELETE ON {table} "
-            f"BEGIN {refuse.format('DELETE')} END",
+            f"DROP TRIGGER IF EXISTS {table}_no_delete",  # before purges: refused every DELETE
+            f"CREATE TRIGGER IF NOT EXISTS {table}_no_delete_unless_purged BEFORE DELETE "
+            f"ON {table} WHEN NOT EXISTS ({permitted}) BEGIN {refuse.format('DELETE')} END",
         ]
+
+    def purge(
+        self,
+        record: tuple[UUID, int],
+        operation: int,
+        targets: Sequence[tuple[UUID, int]],
+        snapshots: str | None,
+    ) -> int:
+        """Delete the events of each (aggregate, up to position) named by the recorded purge
+        `record` (its aggregate and version), and their snapshots, in one transaction:
+        the events deleted."""
+        rows = [(aggregate.hex, upto, operation) for aggregate, upto in targets]
+        table = self.events_table_name
+        with self.datastore.transaction(commit=True) as cursor:
+            cursor.execute(
+                f"SELECT state FROM {table} WHERE originator_id = ? AND originator_version = ?",
+                (record[0].hex, record[1]),
+            )
+            found = cursor.fetchone()
+            listed = bytes(found[0]).decode() if found is not None else ""
+            if not listed or any(aggregate_hex not in listed for aggregate_hex, _, _ in rows):
+                msg = "holdpoint purges only what a recorded purge names"
+                raise errors.IntegrityError(msg)
+            deleted = 0
+            for aggregate_hex, upto, _ in rows:
+                cursor.execute(
+                    f"INSERT INTO {PURGED} VALUES (?, ?, ?)", (aggregate_hex, upto, operation)
+                )
+                cursor.execute(
+                    f"DELETE FROM {table} WHERE originator_id = ? AND rowid <= ?",
+                    (aggregate_hex, upto),
+                )
+                cursor.execute("SELECT changes()")
+                deleted += cursor.fetchone()[0]
+                if snapshots is not None:
+                    cursor.execute(
+                        f"DELETE FROM {snapshots} WHERE originator_id = ?", (aggregate_hex,)
+                    )
+        return deleted
 
 
 @lru_cache(maxsize=64)

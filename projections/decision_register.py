@@ -71,6 +71,7 @@ EVENTS = (
 class DecisionRegisterProjection(Projection):
     name = "decision_register"
     tables = (DECISIONS, QUESTIONS)
+    thread_rows = ((DECISIONS, "thread_id"),)
     event_classes = EVENTS
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:

@@ -41,6 +41,7 @@ from projections.oversight_tables import (
     CANCELLATION_SHAPE,
     CANCELLATIONS,
     FLOW_EDIT_SHAPE,
+    FLOW_EDITS,
     INTERRUPTS,
     LOG_SHAPE,
     READER_INDEXES,
@@ -98,6 +99,11 @@ class OversightProjection(Projection):
     # 3: each reviewed action's decision (`actions`).
     version = 3
     tables = TABLES
+    thread_rows = (
+        (INTERRUPTS, "thread_id"),
+        (CANCELLATIONS, "thread_id"),
+        (FLOW_EDITS, "thread_id"),
+    )
     event_classes = (*INTERRUPT_EVENTS, WorkflowThread.NodeCompleted, *RARE_EVENTS)
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:

@@ -19,6 +19,9 @@ class Projection(ABC):
     version: int = 1
     # The tables the model owns (what `drop_tables` drops when the version changes).
     tables: tuple[str, ...] = ()
+    # (table, column) pairs holding rows of a thread, by its id (column `thread_id`) or its
+    # aggregate's key (`originator_id`): what a recorded purge deletes (`forget`).
+    thread_rows: tuple[tuple[str, str], ...] = ()
 
     @abstractmethod
     def create_tables(self, cursor: Cursor, db: Database) -> None:
@@ -42,3 +45,11 @@ class Projection(ABC):
         Only events of `event_classes` are given. The batch's transaction is
         committed with the new position after this returns.
         """
+
+    def forget(self, threads: Sequence[tuple[str, str]], cursor: Cursor, db: Database) -> None:
+        """Delete the rows of purged threads, each (thread id, aggregate key), when the
+        log reaches their `ThreadsPurged`: the model is then what a rebuild would give."""
+        for table, column in self.thread_rows:
+            values = [thread_id if column == "thread_id" else key for thread_id, key in threads]
+            for value in values:
+                cursor.execute(f"DELETE FROM {db.table(table)} WHERE {column} = %s", (value,))

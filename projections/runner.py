@@ -39,6 +39,7 @@ from eventsourcing.utils import get_topic
 
 from domain.integrity.decodable import thread_id_in
 from domain.record.application import Workflows
+from domain.retention.purge_ledger import PurgeLedger
 from persistence.failures import STORE_UNAVAILABLE
 from projections import quarantine
 from projections.database import Cursor, Database, StagedCursor, database_for
@@ -57,6 +58,7 @@ from projections.timestamps import utc_text
 
 # A rebuild's positions per transaction: the write lock is held for a fraction of a second.
 REBUILD_BATCH_SIZE = 10_000
+PURGED_TOPIC = get_topic(PurgeLedger.ThreadsPurged)
 log = structlog.get_logger()
 Progress = Callable[[str, int, int], None]
 Quarantined = Callable[[QuarantinedEvent], None]
@@ -124,6 +126,7 @@ class ProjectionRunner:
         self.rebuild_batch_size = max(rebuild_batch_size, batch_size)
         self._topics = {
             name: {get_topic(cls) for cls in projection.event_classes}
+            | ({PURGED_TOPIC} if projection.thread_rows else set())
             for name, projection in self.projections.items()
         }
         self._wanted = frozenset().union(*self._topics.values())
@@ -297,6 +300,10 @@ class ProjectionRunner:
             return 0, start
         # (on PostgreSQL the next batch is read meanwhile, see `LogReader.read`)
         events = self._log.read(start, last, self._wanted, min(last + batch_size, head))
+        purge = next((e for e in events if e.topic == PURGED_TOPIC), None)
+        if purge is not None and purge.position < last:  # a batch ends at a purge
+            last = purge.position
+            events = [e for e in events if e.position <= last]
         undecodable = self._quarantined(events)
         if self.db.dialect == "sqlite":
             applied = self._apply_staged(events, undecodable, start, last)
@@ -351,9 +358,24 @@ class ProjectionRunner:
                 if e.position > position and e.topic in topics and e.failure is None
             ]
             if batch:
-                self.projections[name].apply_batch(batch, cursor, self.db)
+                self._apply_to(self.projections[name], batch, cursor)
             if position < last:
                 cursor.execute(f"UPDATE {table} SET position = %s WHERE name = %s", (last, name))
+
+    def _apply_to(self, projection: Projection, batch: list[Entry], cursor: Cursor) -> None:
+        """The batch into one model, then the purge it may end with (a batch ends at a
+        purge: on SQLite a batch's writes are staged, so what follows a purge in it would
+        read rows the purge's deletes have not yet reached)."""
+        start = 0
+        for index, entry in enumerate(batch):
+            if entry.topic == PURGED_TOPIC:
+                if index > start:
+                    projection.apply_batch(batch[start:index], cursor, self.db)
+                threads = [(t["thread_id"], t["aggregate_id"]) for t in entry.event.threads]
+                projection.forget(threads, cursor, self.db)
+                start = index + 1
+        if start < len(batch):
+            projection.apply_batch(batch[start:], cursor, self.db)
 
     def _quarantined(self, events: list[Entry]) -> list[QuarantinedEvent]:
         """The batch's events that cannot be decoded, as the quarantine records them."""

@@ -34,6 +34,7 @@ STATUSES = ("running", "interrupted", "completed", "failed", "cancelled", "idle"
 class ThreadIndexProjection(Projection):
     name = "thread_index"
     tables = (THREADS,)
+    thread_rows = ((THREADS, "originator_id"),)
     event_classes = (
         WorkflowThread.ThreadStarted,
         WorkflowThread.ThreadForked,

@@ -16,7 +16,10 @@ may run in parallel), whose summaries a `LogCheck` joins in order:
   aggregate's (`thread_uuid`), and every event of a thread is a thread event;
 - where the store hands out positions densely (SQLite, memory), a position
   with no event means a deleted event. PostgreSQL's sequence skips the ids of
-  rolled-back inserts, so gaps there are only counted;
+  rolled-back inserts, so gaps there are only counted. A position a recorded
+  purge lists (`ThreadsPurged`, `domain.retention.purge_ledger`) is no gap:
+  its Merkle leaf, recorded with the purge, stands in for the event, so that
+  seals made before the purge still compute;
 - an event of another aggregate (a key, a refusal, a seal), which no hash
   chain covers, can be decoded (a `Checker` is injected:
   `domain.integrity.decodable.StateChecker`).
@@ -28,6 +31,7 @@ then reads each suspect whole and says what is wrong, and where.
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -235,6 +239,7 @@ class LogVerdict:
     suspects: dict[str, int] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     dense: bool = True  # positions handed out without gaps: a gap is a deletion
+    purged: int = 0  # positions with no event that a recorded purge accounts for
 
     @property
     def ok(self) -> bool:
@@ -246,16 +251,52 @@ class LogVerdict:
 
 
 class LogCheck:
-    """Joins range summaries, in position order, into the log's verdict."""
+    """Joins range summaries, in position order, into the log's verdict.
 
-    def __init__(self, *, dense: bool) -> None:
+    `purged` maps each position a recorded purge lists to its Merkle leaf hash;
+    `leaves_upto` is the scan's (`RangeCheck`): the purged leaves up to it are put
+    in their places among the summaries' leaves.
+    """
+
+    def __init__(
+        self, *, dense: bool, purged: Mapping[int, bytes] | None = None, leaves_upto: int = 0
+    ) -> None:
         self.dense = dense
         self.verdict = LogVerdict(dense=dense)
         self.heads: dict[str, list[Any]] = {}  # aggregate -> [is_thread, version, hash]
         self.leaves: list[bytes] = []
         self.late: list[tuple[int, str, int, str]] = []
+        self.purged = purged or {}
+        self._purged_positions = sorted(self.purged)
+        self.leaves_upto = leaves_upto
+
+    def _account_purged(self, summary: RangeSummary) -> None:
+        """Take the purged positions out of the summary's gaps, their leaves in."""
+        positions, limit, leaves = self._purged_positions, self.leaves_upto, summary.leaves
+        parts: list[bytes] = []
+        gaps: list[tuple[int, int]] = []
+        taken, cursor = 0, summary.after + 1
+        for start, end in summary.gaps:
+            present = max(0, min(start - 1, limit) - cursor + 1)  # rows before the gap
+            parts.append(leaves[taken * 32 : (taken + present) * 32])
+            taken += present
+            rest = start
+            for position in positions[bisect_left(positions, start) : bisect_right(positions, end)]:
+                if position > rest:
+                    gaps.append((rest, position - 1))
+                if position <= limit:
+                    parts.append(self.purged[position])
+                self.verdict.purged += 1
+                rest = position + 1
+            if rest <= end:
+                gaps.append((rest, end))
+            cursor = end + 1
+        parts.append(leaves[taken * 32 :])
+        summary.leaves, summary.gaps = b"".join(parts), gaps
 
     def add(self, summary: RangeSummary) -> None:
+        if self.purged and summary.gaps:
+            self._account_purged(summary)
         verdict, heads, suspects = self.verdict, self.heads, self.verdict.suspects
         verdict.events += summary.events
         verdict.thread_events += summary.thread_events

@@ -23,7 +23,10 @@ class Suspensions:
         record = self._read(graph_id)
         if record is not None and record.suspended is not None:
             raise SuspensionStateError(f"Graph {graph_id!r} is suspended already")
-        actor, why = to_json(actor, "The actor"), _reason(reason, f"Suspending graph {graph_id!r}")
+        actor, why = (
+            to_json(actor, "The actor"),
+            reason_given(reason, f"Suspending graph {graph_id!r}"),
+        )
         if record is None:
             record = GraphSuspension(graph_id=graph_id, actor=actor, reason=why)
         else:
@@ -37,7 +40,7 @@ class Suspensions:
         record.trigger_event(
             GraphSuspension.SuspensionLifted,
             actor=to_json(actor, "The actor"),
-            reason=_reason(reason, f"Lifting graph {graph_id!r}'s suspension"),
+            reason=reason_given(reason, f"Lifting graph {graph_id!r}'s suspension"),
         )
         self._save(record)
 
@@ -66,7 +69,8 @@ class Suspensions:
             raise SuspensionStateError(msg) from None
 
 
-def _reason(reason: str | None, what: str) -> str:
+def reason_given(reason: str | None, what: str) -> str:
+    """The reason, checked: ReasonRequiredError when there is none (an empty one too)."""
     if reason is None or not reason.strip():
         raise ReasonRequiredError(f"{what} needs a reason: say why")
     checked: str = to_json(reason, "The reason")

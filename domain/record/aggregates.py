@@ -18,6 +18,9 @@ from domain.memory.item import MemoryItem
 from domain.oversight.read_log import ReadLog
 from domain.oversight.suspension import GraphSuspension
 from domain.record.thread import WorkflowThread
+from domain.retention.legal_holds import LegalHolds
+from domain.retention.policies import RetentionPolicies
+from domain.retention.purge_ledger import PurgeLedger
 from domain.schedule.cron import Cron
 
 AGGREGATES = (
@@ -32,4 +35,7 @@ AGGREGATES = (
     GraphSuspension,
     ReadLog,
     RoleCatalogue,
+    RetentionPolicies,
+    LegalHolds,
+    PurgeLedger,
 )

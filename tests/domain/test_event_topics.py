@@ -62,6 +62,14 @@ RECORDED_TOPICS = {
     "domain.access.role_catalogue:RoleCatalogue.RolesReconfigured",
     "domain.oversight.read_log:ReadLog.ReadsRecorded",
     "domain.oversight.read_log:ReadLog.MoreReadsRecorded",
+    "domain.retention.policies:RetentionPolicies.Opened",
+    "domain.retention.policies:RetentionPolicies.RetentionPolicyAdopted",
+    "domain.retention.policies:RetentionPolicies.RetentionPolicyRetired",
+    "domain.retention.legal_holds:LegalHolds.Opened",
+    "domain.retention.legal_holds:LegalHolds.LegalHoldPlaced",
+    "domain.retention.legal_holds:LegalHolds.LegalHoldLifted",
+    "domain.retention.purge_ledger:PurgeLedger.Opened",
+    "domain.retention.purge_ledger:PurgeLedger.ThreadsPurged",
 }
 # Snapshots are a cache, never evidence, but a stored one must still be read back.
 SNAPSHOT_TOPICS = {"eventsourcing.domain:Snapshot"}  # the library's class, not a nested one

@@ -57,7 +57,7 @@ class Tamper:
         """What the attacker does first: the table stops refusing UPDATE and DELETE."""
         if self.kind == "sqlite":
             self.execute(f"DROP TRIGGER {self.table}_no_update")
-            self.execute(f"DROP TRIGGER {self.table}_no_delete")
+            self.execute(f"DROP TRIGGER {self.table}_no_delete_unless_purged")
         else:
             for trigger in ("holdpoint_no_update_or_delete", "holdpoint_no_truncate"):
                 self.execute(f"DROP TRIGGER {trigger} ON {self.name}")

@@ -38,7 +38,8 @@ ADDED_SINCE = {
     "domain.thread:WorkflowThread.InterruptSuperseded",
     "domain.thread:WorkflowThread.CheckpointSaved",
     "domain.thread:WorkflowThread.WritesSaved",
-} | {  # aggregates added since: memory items, crons, assistants, suspensions, read logs
+} | {  # aggregates added since: memory items, crons, assistants, suspensions, read logs,
+    # retention
     topic
     for topic in RECORDED_TOPICS
     if topic.startswith(
@@ -49,6 +50,7 @@ ADDED_SINCE = {
             "domain.oversight.suspension",
             "domain.access.role_catalogue",
             "domain.oversight.read_log",
+            "domain.retention.",
         )
     )
 }

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import operator
-from datetime import datetime
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Annotated, Any, TypedDict
 
 from domain.access.role_records import record_roles
@@ -24,8 +25,12 @@ from domain.oversight.read_log import Read
 from domain.oversight.read_logs import ReadLogs
 from domain.oversight.suspensions import Suspensions
 from domain.record.application import Workflows
+from domain.retention.policy import RetentionPolicy
+from domain.retention.retention import Due, Retention
+from domain.retention.scope import ThreadFacts
 from domain.schedule.crons import Crons
 from domain.types import Command, Interrupt, interrupt
+from integrity.scan import scanner_for
 from projections.assistant_index import ASSISTANTS
 from projections.change_log import CHANGES
 from projections.cron_index import CRONS
@@ -37,6 +42,7 @@ from projections.pending_approvals import COUNTS, QUEUE
 from projections.read_records import READS
 from projections.runner import POSITIONS
 from projections.thread_index import THREADS
+from service.retention import gathered
 
 REVIEWER = {"id": "rita", "role": "reviewer", "authenticated": True, "via": "test"}
 
@@ -195,6 +201,7 @@ def record_history(store: Workflows, prefix: str = "") -> None:
     record_suspensions(store)
     record_reads(store, prefix)
     record_role_changes(store)
+    record_retention(store, pipeline, prefix)
 
 
 def record_reads(store: Workflows, prefix: str = "") -> None:
@@ -217,6 +224,28 @@ def record_role_changes(store: Workflows) -> None:
     record_roles(store, custom_roles(manager), REVIEWER)
     lead = {**manager, "lead": {"permissions": ["read", "audit"]}}
     record_roles(store, custom_roles(lead), REVIEWER)
+
+
+def record_retention(store: Workflows, pipeline: Any, prefix: str = "") -> None:
+    """A retention policy set, changed and retired; a legal hold placed and lifted, one
+    left in place; and a purge of a thread recorded (its deletes left to the store)."""
+    retention = Retention(store)
+    policy = RetentionPolicy.checked("old", "graph:pipeline", "end", 400, ["completed"])
+    retention.set_policy(policy, REVIEWER, "schedule 4.2")
+    retention.set_policy(replace(policy, period_days=365), REVIEWER, "schedule 4.3")
+    retention.retire_policy("old", REVIEWER, "superseded")
+    retention.set_policy(replace(policy, name="current"), REVIEWER, "schedule 5")
+    lifted = retention.place_hold("metadata:customer=acme", REVIEWER, "audit 2026")
+    retention.lift_hold(lifted, REVIEWER, "audit closed")
+    retention.place_hold(f"thread:{prefix}done", REVIEWER, "litigation 17")
+    pipeline.invoke({"out": []}, config(f"{prefix}let-go"))
+    scanner = scanner_for(store)
+    head = scanner.head()
+    scanner.close()
+    now = datetime.now(UTC).isoformat()
+    facts = ThreadFacts(f"{prefix}let-go", "pipeline", "completed", now, now, {}, 0)
+    threads, _ = gathered(store, [Due(facts, datetime.now(UTC), ("current",))], head)
+    retention.record_purge(threads, REVIEWER, head)
 
 
 def record_suspensions(store: Workflows) -> None:

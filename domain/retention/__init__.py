@@ -1,0 +1,1 @@
+"""The record's life: retention policies, legal holds and the purges they allow."""

@@ -1,0 +1,209 @@
+"""The use cases of the record's life: set and retire retention policies, place and lift
+legal holds, plan a purge, and record one.
+
+Planning is pure: given the policies, the holds, the threads and the time, which
+threads are due, since when, and which are kept though due, and why. Removing
+events is the store's job (`service.retention`), after the purge is recorded here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import IntegrityError
+
+from domain.errors import LegalHoldError, RetentionStateError
+from domain.oversight.suspensions import reason_given
+from domain.record.application import Workflows, fold_events
+from domain.record.hashing import to_json
+from domain.retention.legal_holds import HOLDS_ID, LegalHolds
+from domain.retention.policies import POLICIES_ID, RetentionPolicies
+from domain.retention.policy import RetentionPolicy
+from domain.retention.purge_ledger import LEDGER_ID, PurgeLedger
+from domain.retention.scope import Scope, ScopeError, ThreadFacts
+
+A = TypeVar("A", bound=Aggregate)
+
+
+@dataclass(frozen=True)
+class Due:
+    """A thread the policies let go: since when, and by which policies."""
+
+    thread: ThreadFacts
+    due_at: datetime
+    policies: tuple[str, ...]
+
+
+@dataclass
+class Plan:
+    """What a purge at `now` would remove (`due`), and what it keeps though due (`kept`:
+    each thread with why: a legal hold, a pending interrupt)."""
+
+    now: datetime
+    due: list[Due] = field(default_factory=list)
+    kept: list[tuple[Due, str]] = field(default_factory=list)
+
+
+class Retention:
+    """Retention policies, legal holds and purges, recorded in `store`."""
+
+    def __init__(self, store: Workflows) -> None:
+        self.store = store
+
+    # -- policies ----------------------------------------------------------------
+
+    def policies(self) -> list[RetentionPolicy]:
+        book = self._read(POLICIES_ID, RetentionPolicies)
+        found = [] if book is None else list(book.policies.values())
+        return [RetentionPolicy.from_json(p) for p in sorted(found, key=lambda p: p["name"])]
+
+    def set_policy(
+        self, policy: RetentionPolicy, actor: dict[str, Any], reason: str | None
+    ) -> None:
+        """Make or change the policy of that name."""
+        book = self._read(POLICIES_ID, RetentionPolicies) or RetentionPolicies.open()
+        book.trigger_event(
+            RetentionPolicies.RetentionPolicyAdopted,
+            policy=policy.to_json(),
+            actor=to_json(actor, "The actor"),
+            reason=reason_given(reason, f"Setting the retention policy {policy.name!r}"),
+        )
+        self._save(book, "The retention policies")
+
+    def retire_policy(self, name: str, actor: dict[str, Any], reason: str | None) -> None:
+        book = self._read(POLICIES_ID, RetentionPolicies)
+        if book is None or name not in book.policies:
+            raise RetentionStateError(f"No retention policy named {name!r} is in force")
+        book.trigger_event(
+            RetentionPolicies.RetentionPolicyRetired,
+            name=name,
+            actor=to_json(actor, "The actor"),
+            reason=reason_given(reason, f"Retiring the retention policy {name!r}"),
+        )
+        self._save(book, "The retention policies")
+
+    # -- legal holds ---------------------------------------------------------------
+
+    def holds(self) -> list[dict[str, Any]]:
+        """The holds in place, oldest first."""
+        register = self._read(HOLDS_ID, LegalHolds)
+        return [] if register is None else list(register.holds.values())
+
+    def place_hold(self, scope: str, actor: dict[str, Any], reason: str | None) -> str:
+        """Place a hold on `scope` (`thread:ID`, `graph:ID`, `metadata:KEY[=VALUE]`); its id."""
+        try:
+            parsed = Scope.parse(scope, kinds=("thread", "graph", "metadata"))
+        except ScopeError as error:
+            raise LegalHoldError(str(error)) from None
+        why = reason_given(reason, f"A legal hold on {parsed}")
+        register = self._read(HOLDS_ID, LegalHolds) or LegalHolds.open()
+        hold_id = f"hold-{register.placed + 1}"
+        register.trigger_event(
+            LegalHolds.LegalHoldPlaced,
+            hold_id=hold_id,
+            scope=parsed.to_json(),
+            actor=to_json(actor, "The actor"),
+            reason=why,
+        )
+        self._save(register, "The legal holds")
+        return hold_id
+
+    def lift_hold(self, hold_id: str, actor: dict[str, Any], reason: str | None) -> None:
+        register = self._read(HOLDS_ID, LegalHolds)
+        if register is None or hold_id not in register.holds:
+            raise LegalHoldError(f"No legal hold {hold_id!r} is in place")
+        register.trigger_event(
+            LegalHolds.LegalHoldLifted,
+            hold_id=hold_id,
+            actor=to_json(actor, "The actor"),
+            reason=reason_given(reason, f"Lifting the legal hold {hold_id}"),
+        )
+        self._save(register, "The legal holds")
+
+    def holds_on(self, thread: ThreadFacts) -> list[dict[str, Any]]:
+        """The holds in place that cover `thread`."""
+        return holding(self.holds(), thread)
+
+    # -- purges ----------------------------------------------------------------------
+
+    def plan(self, threads: Iterable[ThreadFacts], now: datetime) -> Plan:
+        return plan(self.policies(), self.holds(), threads, now)
+
+    def purges(self) -> list[PurgeLedger.ThreadsPurged]:
+        """Every purge recorded, oldest first."""
+        events = self.store.events.get(LEDGER_ID)
+        return [e for e in events if isinstance(e, PurgeLedger.ThreadsPurged)]
+
+    def record_purge(
+        self, threads: list[dict[str, Any]], actor: dict[str, Any], sealed_at: int
+    ) -> tuple[int, int]:
+        """Record `ThreadsPurged` (see `PurgeLedger`): the operation's number, and the
+        version of the ledger that records it.
+
+        The holds are read again first: a thread held since the plan was made is refused.
+        """
+        holds = self.holds()
+        for thread in threads:
+            facts = thread["facts"]
+            if holding(holds, facts):
+                msg = f"Thread {facts.thread_id!r} was put under a legal hold meanwhile"
+                raise RetentionStateError(msg + ": plan the purge again")
+        ledger = self._read(LEDGER_ID, PurgeLedger) or PurgeLedger.open()
+        operation = ledger.operations + 1
+        recorded = [{k: v for k, v in t.items() if k != "facts"} for t in threads]
+        ledger.trigger_event(
+            PurgeLedger.ThreadsPurged,
+            operation=operation,
+            threads=to_json(recorded, "The purged threads"),
+            actor=to_json(actor, "The actor"),
+            sealed_at=sealed_at,
+        )
+        self._save(ledger, "The purge ledger")
+        return operation, ledger.version
+
+    # -- reading and saving ----------------------------------------------------------
+
+    def _read(self, aggregate_id: Any, kind: type[A]) -> A | None:
+        found = fold_events(None, self.store.events.get(aggregate_id))
+        if found is not None and not isinstance(found, kind):
+            raise RetentionStateError(f"The record {aggregate_id} is not a {kind.__name__}")
+        return found
+
+    def _save(self, record: Aggregate, what: str) -> None:
+        try:
+            self.store.save(record)
+        except IntegrityError:  # another writer changed it meanwhile: nothing of ours
+            raise RetentionStateError(f"{what} changed meanwhile; try again") from None
+
+
+def holding(holds: list[dict[str, Any]], thread: ThreadFacts) -> list[dict[str, Any]]:
+    return [h for h in holds if Scope.from_json(h["scope"]).covers(thread)]
+
+
+def plan(
+    policies: list[RetentionPolicy],
+    holds: list[dict[str, Any]],
+    threads: Iterable[ThreadFacts],
+    now: datetime,
+) -> Plan:
+    """Which threads are due at `now`: the longest of the covering policies decides."""
+    result = Plan(now)
+    for thread in threads:
+        covering = [p for p in policies if p.covers(thread)]
+        if not covering:
+            continue
+        due = Due(thread, max(p.due_at(thread) for p in covering), tuple(p.name for p in covering))
+        if due.due_at > now:
+            continue
+        held = holding(holds, thread)
+        if held:
+            result.kept.append((due, "legal hold " + ", ".join(h["hold_id"] for h in held)))
+        elif thread.pending and thread.status != "cancelled":  # a cancel closes them for good
+            result.kept.append((due, f"{thread.pending} interrupt(s) pending"))
+        else:
+            result.due.append(due)
+    return result
