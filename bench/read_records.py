@@ -60,10 +60,10 @@ def main(views: int) -> dict[str, Any]:
                 assert client.post("/runs/wait", json=run).status_code == 200
         recording = services.reads.record
         with httpx.Client(base_url=base, headers={"x-api-key": reviewer}, timeout=60) as client:
-            head = store.recorder.max_notification_id()
+            head = int(store.recorder.max_notification_id() or 0)
             timed_views(client, 20)  # warm up (the first view's reads are recorded)
             recorded = timed_views(client, views)
-            written = store.recorder.max_notification_id() - head
+            written = int(store.recorder.max_notification_id() or 0) - head
             services.reads.record = lambda *_: 0  # type: ignore[method-assign]
             unrecorded = timed_views(client, views)
             services.reads.record = recording  # type: ignore[method-assign]
