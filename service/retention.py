@@ -111,7 +111,7 @@ def apply_purge(
     if not plan.due:
         return outcome
     say(f"sealing the log before the purge of {len(plan.due)} thread(s)")
-    before = _seal(store, key)
+    before = seal_log(store, key)
     threads, targets = gathered(store, plan.due, before)
     operation, version = Retention(store).record_purge(threads, actor, before)
     say(f"purge {operation} recorded; deleting {sum(len(t['events']) for t in threads)} events")
@@ -119,7 +119,7 @@ def apply_purge(
     outcome.operation = operation
     runner.catch_up()
     say("sealing the log after the purge")
-    outcome.seals = [before, _seal(store, key)]
+    outcome.seals = [before, seal_log(store, key)]
     log.info("threads purged", operation=operation, threads=len(threads), events=outcome.deleted)
     return outcome
 
@@ -137,11 +137,16 @@ def _snapshots(store: Workflows) -> str | None:
     return None if snapshots is None else str(snapshots.recorder.events_table_name)  # type: ignore[attr-defined]
 
 
-def _seal(store: Workflows, key: Ed25519PrivateKey) -> int:
+def seal_log(store: Workflows, key: Ed25519PrivateKey) -> int:
+    """Seal the log up to its head: the seal's position (RetentionStateError if the log does
+    not verify)."""
     document, _, problems = make_seal(store, key)
     if document is None:
         listed = "; ".join(p.detail for p in problems[:3])
-        msg = f"the log does not verify, so nothing is purged: {listed} (run `holdpoint verify`)"
+        msg = (
+            f"the log does not verify, so it is not sealed and nothing is done: {listed} "
+            "(run `holdpoint verify`)"
+        )
         raise RetentionStateError(msg)
     return int(document["position"])
 

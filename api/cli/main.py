@@ -42,6 +42,7 @@ def command_groups(command: str | None = None) -> tuple[CommandGroup, ...]:
         projections,
         replay,
         report,
+        retention,
         serve,
         sessions,
         threads,
@@ -59,6 +60,7 @@ def command_groups(command: str | None = None) -> tuple[CommandGroup, ...]:
         projections,
         threads,
         report,
+        retention,
         history,
         replay,
     )

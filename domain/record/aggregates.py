@@ -18,6 +18,7 @@ from domain.memory.item import MemoryItem
 from domain.oversight.read_log import ReadLog
 from domain.oversight.suspension import GraphSuspension
 from domain.record.thread import WorkflowThread
+from domain.retention.incidents import IncidentRegister
 from domain.retention.legal_holds import LegalHolds
 from domain.retention.policies import RetentionPolicies
 from domain.retention.purge_ledger import PurgeLedger
@@ -38,4 +39,5 @@ AGGREGATES = (
     RetentionPolicies,
     LegalHolds,
     PurgeLedger,
+    IncidentRegister,
 )

@@ -16,10 +16,11 @@ from typing import Any, TypeVar
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
-from domain.errors import LegalHoldError, RetentionStateError
+from domain.errors import IncidentError, LegalHoldError, RetentionStateError
 from domain.oversight.suspensions import reason_given
 from domain.record.application import Workflows, fold_events
 from domain.record.hashing import to_json
+from domain.retention.incidents import INCIDENTS_ID, IncidentRegister
 from domain.retention.legal_holds import HOLDS_ID, LegalHolds
 from domain.retention.policies import POLICIES_ID, RetentionPolicies
 from domain.retention.policy import RetentionPolicy
@@ -164,6 +165,58 @@ class Retention:
         )
         self._save(ledger, "The purge ledger")
         return operation, ledger.version
+
+    # -- incidents -------------------------------------------------------------------
+
+    def incidents(self) -> list[dict[str, Any]]:
+        """Every incident, oldest first, open or closed."""
+        register = self._read(INCIDENTS_ID, IncidentRegister)
+        return [] if register is None else list(register.incidents.values())
+
+    def next_incident_id(self) -> str:
+        register = self._read(INCIDENTS_ID, IncidentRegister)
+        return f"incident-{1 if register is None else register.opened + 1}"
+
+    def record_incident(
+        self,
+        incident_id: str,
+        thread_ids: list[str],
+        reason: str,
+        actor: dict[str, Any],
+        holds: list[str],
+        sealed_at: int,
+        bundles: list[dict[str, Any]],
+    ) -> None:
+        """Record an incident opened as `incident_id` (from `next_incident_id`)."""
+        register = self._read(INCIDENTS_ID, IncidentRegister) or IncidentRegister.open()
+        if incident_id != f"incident-{register.opened + 1}":
+            raise IncidentError(f"Another incident was opened meanwhile; open {incident_id} again")
+        register.trigger_event(
+            IncidentRegister.IncidentOpened,
+            incident_id=incident_id,
+            thread_ids=thread_ids,
+            reason=reason,
+            actor=to_json(actor, "The actor"),
+            holds=holds,
+            sealed_at=sealed_at,
+            bundles=to_json(bundles, "The bundles"),
+        )
+        self._save(register, "The incidents")
+
+    def close_incident(self, incident_id: str, outcome: str | None, actor: dict[str, Any]) -> None:
+        register = self._read(INCIDENTS_ID, IncidentRegister)
+        found = None if register is None else register.incidents.get(incident_id)
+        if register is None or found is None:
+            raise IncidentError(f"No incident {incident_id!r} is on record")
+        if found["closed"] is not None:
+            raise IncidentError(f"Incident {incident_id} was closed already")
+        register.trigger_event(
+            IncidentRegister.IncidentClosed,
+            incident_id=incident_id,
+            outcome=reason_given(outcome, f"Closing incident {incident_id}"),
+            actor=to_json(actor, "The actor"),
+        )
+        self._save(register, "The incidents")
 
     # -- reading and saving ----------------------------------------------------------
 

@@ -70,6 +70,9 @@ RECORDED_TOPICS = {
     "domain.retention.legal_holds:LegalHolds.LegalHoldLifted",
     "domain.retention.purge_ledger:PurgeLedger.Opened",
     "domain.retention.purge_ledger:PurgeLedger.ThreadsPurged",
+    "domain.retention.incidents:IncidentRegister.Opened",
+    "domain.retention.incidents:IncidentRegister.IncidentOpened",
+    "domain.retention.incidents:IncidentRegister.IncidentClosed",
 }
 # Snapshots are a cache, never evidence, but a stored one must still be read back.
 SNAPSHOT_TOPICS = {"eventsourcing.domain:Snapshot"}  # the library's class, not a nested one

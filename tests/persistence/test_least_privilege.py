@@ -51,6 +51,8 @@ pytestmark = pytest.mark.postgres
 EVENTS = "holdpoint_events"
 SNAPSHOTS = "holdpoint_snapshots"
 INSERT_FUNCTION = "holdpoint_insert_events"
+PURGE_FUNCTION = "holdpoint_purge_events"
+PURGED = "holdpoint_purged"
 AGENT = {"id": "agent-1", "role": "agent"}
 REVIEWER = {"id": "reviewer-1", "role": "reviewer"}
 
@@ -315,3 +317,58 @@ def test_a_role_without_the_execute_grant_cannot_append_through_the_function(dat
     ):
         connection.execute(query)
     assert database.count_events() == count
+
+
+# -- purges: only the owner, only what a recorded purge names ---------------------------
+
+PURGE_CALL = "SELECT {schema}.{function}(%s, 1, 1, ARRAY[%s]::uuid[], ARRAY[9223372036854775807])"
+
+
+def purge_call(database: Database) -> sql.Composed:
+    return sql.SQL(PURGE_CALL).format(
+        schema=sql.Identifier(database.schema), function=sql.Identifier(PURGE_FUNCTION)
+    )
+
+
+def first_aggregate(database: Database) -> uuid.UUID:
+    with database.connect() as owner:
+        row = owner.execute(
+            sql.SQL("SELECT originator_id FROM {} ORDER BY notification_id LIMIT 1").format(
+                database.table(EVENTS)
+            )
+        ).fetchone()
+    assert row is not None
+    return uuid.UUID(str(row[0]))
+
+
+def test_the_runtime_role_can_neither_purge_nor_permit_a_delete(database, runtime_role):
+    count = one_recorded_thread(database)
+    thread = first_aggregate(database)
+    permit = sql.SQL("INSERT INTO {} VALUES (%s, 9223372036854775807, 1)").format(
+        database.table(PURGED)
+    )
+    for statement, params in ((purge_call(database), (thread, thread)), (permit, (thread,))):
+        with (
+            database.connect(runtime_role.name, runtime_role.password) as connection,
+            pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"),
+        ):
+            connection.execute(statement, params)
+    assert database.count_events() == count
+
+
+def test_even_the_owner_purges_only_what_a_recorded_purge_names(database):
+    # Given a thread, and a record (the thread's own first event) that names no purge
+    count = one_recorded_thread(database)
+    thread = first_aggregate(database)
+    other = uuid.uuid4()
+    # When the owner calls the purge function with it for another aggregate
+    with (
+        database.connect() as owner,
+        pytest.raises(psycopg.errors.InsufficientPrivilege, match="only what a recorded purge"),
+    ):
+        owner.execute(purge_call(database), (thread, other))
+    # Then nothing is deleted, and no delete was permitted
+    assert database.count_events() == count
+    with database.connect() as owner:
+        permits = owner.execute(sql.SQL("SELECT count(*) FROM {}").format(database.table(PURGED)))
+        assert permits.fetchone() == (0,)

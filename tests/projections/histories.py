@@ -228,7 +228,8 @@ def record_role_changes(store: Workflows) -> None:
 
 def record_retention(store: Workflows, pipeline: Any, prefix: str = "") -> None:
     """A retention policy set, changed and retired; a legal hold placed and lifted, one
-    left in place; and a purge of a thread recorded (its deletes left to the store)."""
+    left in place; a purge of a thread recorded (its deletes left to the store); and an
+    incident opened and closed."""
     retention = Retention(store)
     policy = RetentionPolicy.checked("old", "graph:pipeline", "end", 400, ["completed"])
     retention.set_policy(policy, REVIEWER, "schedule 4.2")
@@ -246,6 +247,12 @@ def record_retention(store: Workflows, pipeline: Any, prefix: str = "") -> None:
     facts = ThreadFacts(f"{prefix}let-go", "pipeline", "completed", now, now, {}, 0)
     threads, _ = gathered(store, [Due(facts, datetime.now(UTC), ("current",))], head)
     retention.record_purge(threads, REVIEWER, head)
+    incident = retention.next_incident_id()
+    bundle = {"thread_id": f"{prefix}done", "file": "b.json", "sha256": "0" * 64}
+    retention.record_incident(
+        incident, [f"{prefix}done"], "wrong refund", REVIEWER, ["hold-2"], head, [bundle]
+    )
+    retention.close_incident(incident, "refund reversed", REVIEWER)
 
 
 def record_suspensions(store: Workflows) -> None:

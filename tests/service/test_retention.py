@@ -12,14 +12,11 @@ the next run.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
 
-import domain.record.thread
 from domain.errors import RetentionPolicyError, RetentionStateError
 from domain.integrity.seal import SEAL_REGISTER_ID, Seal
 from domain.record.application import Workflows
@@ -30,37 +27,31 @@ from domain.retention.purge_ledger import LEDGER_ID, PurgeLedger
 from domain.retention.retention import Retention
 from domain.types import Command
 from integrity.sealing import latest_seal, verify_with_seal
-from integrity.signing import generate_key, load_private_key
+from integrity.signing import load_private_key
 from integrity.verify_log import scan_log
 from projections.catalog import runner_for
 from service.retention import apply_purge, candidates
 from tests.conftest import store_url
 from tests.graphs import linear_graph, refund_graph
-
-NOW = datetime.now(UTC)
-LONG_AGO = NOW - timedelta(days=400)
-LATELY = NOW - timedelta(days=30)
-OPERATOR = {"id": "dpo", "role": "admin"}
-AGENT = {"id": "agent-7", "role": "agent"}
-REVIEWER = {"id": "rita", "role": "reviewer"}
-
-
-@dataclass
-class Clock:
-    now: datetime
+from tests.retention_threads import (
+    LATELY,
+    LONG_AGO,
+    NOW,
+    OPERATOR,
+    REVIEWER,
+    Clock,
+    Flaky,
+    check,
+    config,
+    fake_clock,
+    record_outcomes,
+    seal_key,
+)
 
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    holder = Clock(LONG_AGO)
-
-    class FakeDatetime(datetime):
-        @classmethod
-        def now(cls, tz=None):  # type: ignore[no-untyped-def, override]
-            return holder.now if tz is None else holder.now.astimezone(tz)
-
-    monkeypatch.setattr(domain.record.thread, "datetime", FakeDatetime)
-    return holder
+    return fake_clock(monkeypatch)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -71,39 +62,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Workflows]
 
 @pytest.fixture
 def key(tmp_path: Path) -> Any:
-    path = tmp_path / "seal.pem"
-    generate_key(path)
-    return load_private_key(str(path))
-
-
-class Flaky(TypedDict):
-    fail: bool
-
-
-def check(state: Flaky) -> dict[str, Any]:
-    if state["fail"]:
-        raise ValueError("the supplier's API is down")
-    return {}
-
-
-def config(thread_id: str, actor: dict[str, Any] = AGENT) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread_id, "actor": actor}}
-
-
-def record_outcomes(store: Workflows, clock: Clock, when: datetime, prefix: str) -> None:
-    """One thread of each outcome, stamped at `when`."""
-    clock.now = when
-    refunds = refund_graph(store)
-    refunds.invoke({"refund_amount": 10.0, "approved": False}, config(f"{prefix}-completed"))
-    refunds.invoke(Command(resume=True), config(f"{prefix}-completed", REVIEWER))
-    refunds.invoke({"refund_amount": 20.0, "approved": False}, config(f"{prefix}-waiting"))
-    refunds.invoke({"refund_amount": 30.0, "approved": False}, config(f"{prefix}-cancelled"))
-    store.cancel(f"{prefix}-cancelled", OPERATOR, "customer withdrew")
-    flaky = linear_graph(store, Flaky, check, name="flaky")
-    with pytest.raises(ValueError, match="down"):
-        flaky.invoke({"fail": True}, config(f"{prefix}-failed"))
-    refunds.invoke({"refund_amount": 40.0, "approved": False}, config(f"{prefix}-held"))
-    refunds.invoke(Command(resume=False), config(f"{prefix}-held", REVIEWER))
+    return load_private_key(str(seal_key(tmp_path)))
 
 
 def statuses(store: Workflows) -> dict[str, str]:
@@ -210,7 +169,6 @@ def test_a_crash_between_the_record_and_the_deletes_is_finished_by_the_next_run(
     assert store.thread("old-completed") is not None  # recorded, not yet deleted
     assert scan_log(store).verdict.ok  # a recorded purge not carried out is no problem
     monkeypatch.undo()
-    domain.record.thread.datetime = datetime  # type: ignore[attr-defined]
     outcome = apply_purge(store, runner_for(store), key, OPERATOR, NOW)
     assert outcome.finished == 1
     assert store.thread("old-completed") is None
