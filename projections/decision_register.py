@@ -6,7 +6,9 @@ one approval of several (`InterruptApproved`, four eyes), or a deadline's rule d
 for nobody (`InterruptExpired` with a decision; an escalation decides nothing). Each row
 has the thread, graph, interrupt and node, the digest of the question decided, who
 decided and in which role, the decision, the reason, when the question was raised and
-how long the decision took, and the deadline that stood when it was made.
+how long the decision took, the deadline that stood when it was made, and the version of
+the oversight policy it was made under (`policy_version`, domain/oversight/policy_records.py;
+empty for a deadline's rule, and for answers recorded before policies were).
 
 The questions are kept beside (`holdpoint_register_questions`: when each was raised, its
 digest and deadline, moved by escalations), so that a decision's row is made from its
@@ -53,6 +55,7 @@ class Decision:
     raised_at: str | None
     seconds_to_decide: float | None
     due_by: str | None
+    policy_version: int | None
 
 
 COLUMNS = tuple(field.name for field in fields(Decision))
@@ -70,6 +73,7 @@ EVENTS = (
 
 class DecisionRegisterProjection(Projection):
     name = "decision_register"
+    version = 2  # 2: policy_version
     tables = (DECISIONS, QUESTIONS)
     thread_rows = ((DECISIONS, "thread_id"),)
     event_classes = EVENTS
@@ -81,7 +85,7 @@ class DecisionRegisterProjection(Projection):
             "graph_id TEXT NOT NULL, interrupt_id TEXT NOT NULL, node TEXT NOT NULL, "
             "question_digest TEXT, decider_id TEXT, decider_role TEXT, decision TEXT NOT NULL, "
             "by TEXT NOT NULL, reason TEXT, raised_at TEXT, "
-            "seconds_to_decide DOUBLE PRECISION, due_by TEXT)"
+            "seconds_to_decide DOUBLE PRECISION, due_by TEXT, policy_version INTEGER)"
         )
         cursor.execute(
             f"CREATE TABLE IF NOT EXISTS {db.table(QUESTIONS)} ("
@@ -138,6 +142,7 @@ class DecisionRegisterProjection(Projection):
                 actor, decision, by, reason = event.actor, "approve", "approval", event.reason
             else:
                 actor, decision, by, reason = event.actor, event.decision, "answer", event.reason
+            policy_version = getattr(event, "policy_version", None)
             decisions.append(
                 Decision(
                     position=entry.position,
@@ -155,6 +160,7 @@ class DecisionRegisterProjection(Projection):
                     raised_at=question["raised_at"],
                     seconds_to_decide=_seconds(question["raised_at"], entry.at),
                     due_by=question["due_by"],
+                    policy_version=policy_version,
                 )
             )
         questions.write(cursor, db)

@@ -56,6 +56,7 @@ class LangGraphApp:
         separation_of_duties: bool | None = None,
         approvals: int | None = None,
         amount_field: str | None = None,
+        policy_version: int | None = None,
     ) -> None:
         """The hold points' policy for this graph's threads, as for a native graph."""
         current = self.oversight
@@ -65,6 +66,7 @@ class LangGraphApp:
             else bool(separation_of_duties),
             approvals=current.approvals if approvals is None else approvals,
             amount_field=current.amount_field if amount_field is None else amount_field,
+            policy_version=policy_version,
         )
         self.saver.oversight = self.oversight
 

@@ -90,6 +90,7 @@ def answer_interrupts(
             idempotency_key=None if key is None else str(key),
             run_id=run_id,
             separation_of_duties=policy.separation_of_duties,
+            policy_version=policy.policy_version,
         )
     if update is not None:
         thread.edit(update, actor, reason)

@@ -112,6 +112,7 @@ class CompiledStateGraph:
         separation_of_duties: bool | None = None,
         approvals: int | None = None,
         amount_field: str | None = None,
+        policy_version: int | None = None,
     ) -> None:
         """The hold points' policy for this graph's threads (domain/oversight/hold_points.py):
         `separation_of_duties` (default on: no one who shaped what is decided may decide
@@ -119,7 +120,9 @@ class CompiledStateGraph:
         `interrupt()` call names no number (default 1; 2 for four eyes); `amount_field`,
         the payload field (a dotted path) holding the amount a decision is about, which a
         key's `max_amount` limits (domain/access/scope.py). The policy in force is
-        recorded on the events it governs."""
+        recorded on the events it governs. `policy_version`: the version of the policy on
+        record this now is (a server sets it, service/policy_in_force.py); any call
+        without it leaves none, as the record no longer says what is in force."""
         current = self.oversight
         self.oversight = Oversight(
             separation_of_duties=current.separation_of_duties
@@ -127,6 +130,7 @@ class CompiledStateGraph:
             else bool(separation_of_duties),
             approvals=current.approvals if approvals is None else approvals,
             amount_field=current.amount_field if amount_field is None else amount_field,
+            policy_version=policy_version,
         )
 
     def adopt_settings(self, other: CompiledStateGraph) -> None:

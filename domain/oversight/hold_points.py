@@ -87,11 +87,15 @@ class Oversight:
     `amount_field`: the field of an interrupt's payload that holds the amount decided
     (a dotted path for a nested one), checked against a key's `max_amount`
     (domain/access/scope.py).
+    `policy_version`: the version of the oversight policy on record that this is part
+    of (domain/oversight/policy_records.py), named on each decision made under it;
+    None when none was recorded for it (a Python caller's graph, or one changed since).
     """
 
     separation_of_duties: bool = True
     approvals: int = 1
     amount_field: str | None = None
+    policy_version: int | None = None
 
     def __post_init__(self) -> None:
         check_approvals(self.approvals)

@@ -15,6 +15,7 @@ from domain.access.role_catalogue import RoleCatalogue
 from domain.assistants.assistant import Assistant
 from domain.integrity.seal import SealRegister
 from domain.memory.item import MemoryItem
+from domain.oversight.policy_record import OversightPolicy
 from domain.oversight.read_log import ReadLog
 from domain.oversight.suspension import GraphSuspension
 from domain.record.thread import WorkflowThread
@@ -36,6 +37,7 @@ AGGREGATES = (
     GraphSuspension,
     ReadLog,
     RoleCatalogue,
+    OversightPolicy,
     RetentionPolicies,
     LegalHolds,
     PurgeLedger,

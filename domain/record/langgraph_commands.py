@@ -110,6 +110,7 @@ class LangGraphCommands:
         idempotency_key: str | None,
         run_id: str,
         separation_of_duties: bool,
+        policy_version: int | None = None,
     ) -> None:
         raise NotImplementedError
 
@@ -527,6 +528,7 @@ class LangGraphCommands:
                 idempotency_key=caller.idempotency_key,
                 run_id=caller.run_id,
                 separation_of_duties=policy.separation_of_duties,
+                policy_version=policy.policy_version,
             )
 
 

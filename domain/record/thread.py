@@ -376,6 +376,10 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
         # duties was in force.
         digest: str | None = None
         separation_of_duties: bool | None = None
+        # Added with the policy on record: the version of the oversight policy the answer
+        # was made under (domain/oversight/policy_records.py); None on older events and
+        # where none was recorded (a Python caller's graph).
+        policy_version: int | None = None
 
         def fold(self, thread: WorkflowThread) -> None:
             record = thread.interrupts.pop(self.interrupt_id)
@@ -403,6 +407,7 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
         approvals: int  # given so far, this one included
         needed: int
         separation_of_duties: bool
+        policy_version: int | None = None  # as on InterruptResumed
 
         def fold(self, thread: WorkflowThread) -> None:
             approval = {"id": self.actor.get("id"), "role": self.actor.get("role")}

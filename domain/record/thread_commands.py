@@ -350,9 +350,11 @@ class ThreadCommands(ThreadState):
         idempotency_key: str | None,
         run_id: str,
         separation_of_duties: bool,
+        policy_version: int | None = None,
     ) -> None:
         """Record an answer to a pending interrupt, bound to the question it answers (the
-        payload's digest). An approval short of the approvals the interrupt needs is an
+        payload's digest) and naming the version of the oversight policy it was made
+        under. An approval short of the approvals the interrupt needs is an
         InterruptApproved, and the interrupt stays pending; any other answer resumes it.
         The caller has checked the answer (domain/oversight/hold_points.py); an interrupt
         that is not pending is refused (UnknownInterruptError), recording nothing."""
@@ -371,6 +373,7 @@ class ThreadCommands(ThreadState):
             "idempotency_key": idempotency_key,
             "run_id": run_id,
             "separation_of_duties": separation_of_duties,
+            "policy_version": policy_version,
         }
         if decision == "approve" and given < needed:
             self._record(self.InterruptApproved, **answer, approvals=given, needed=needed)

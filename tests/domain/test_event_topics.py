@@ -60,6 +60,8 @@ RECORDED_TOPICS = {
     "domain.oversight.suspension:GraphSuspension.SuspensionLifted",
     "domain.access.role_catalogue:RoleCatalogue.RolesConfigured",
     "domain.access.role_catalogue:RoleCatalogue.RolesReconfigured",
+    "domain.oversight.policy_record:OversightPolicy.OversightPolicyRecorded",
+    "domain.oversight.policy_record:OversightPolicy.OversightPolicyChanged",
     "domain.oversight.read_log:ReadLog.ReadsRecorded",
     "domain.oversight.read_log:ReadLog.MoreReadsRecorded",
     "domain.retention.policies:RetentionPolicies.Opened",

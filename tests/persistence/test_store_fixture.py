@@ -49,6 +49,7 @@ ADDED_SINCE = {
             "domain.assistants.",
             "domain.oversight.suspension",
             "domain.access.role_catalogue",
+            "domain.oversight.policy_record",
             "domain.oversight.read_log",
             "domain.retention.",
         )

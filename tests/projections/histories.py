@@ -21,6 +21,7 @@ from domain.access.roles import custom_roles
 from domain.assistants.assistants import Assistants
 from domain.graph import END, START, CompiledStateGraph, StateGraph
 from domain.memory.items import MemoryItems
+from domain.oversight.policy_records import record_policy
 from domain.oversight.read_log import Read
 from domain.oversight.read_logs import ReadLogs
 from domain.oversight.suspensions import Suspensions
@@ -201,6 +202,7 @@ def record_history(store: Workflows, prefix: str = "") -> None:
     record_suspensions(store)
     record_reads(store, prefix)
     record_role_changes(store)
+    record_policy_changes(store)
     record_retention(store, pipeline, prefix)
 
 
@@ -224,6 +226,14 @@ def record_role_changes(store: Workflows) -> None:
     record_roles(store, custom_roles(manager), REVIEWER)
     lead = {**manager, "lead": {"permissions": ["read", "audit"]}}
     record_roles(store, custom_roles(lead), REVIEWER)
+
+
+def record_policy_changes(store: Workflows) -> None:
+    """The oversight policy recorded, then changed (a deadline set for one graph)."""
+    policy: dict[str, Any] = {"separation_of_duties": True, "graphs": {"payout": {}}}
+    record_policy(store, policy, REVIEWER)
+    deadline = {"seconds": 600.0, "on_expiry": {"action": "reject", "decision": "reject"}}
+    record_policy(store, {**policy, "graphs": {"payout": {"interrupt_deadline": deadline}}}, None)
 
 
 def record_retention(store: Workflows, pipeline: Any, prefix: str = "") -> None:

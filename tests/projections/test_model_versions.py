@@ -102,7 +102,7 @@ def test_a_fresh_store_records_each_models_version_and_warns_of_nothing(store):
         "cron_index": 1,
         "assistant_index": 1,
         "change_log": 1,
-        "decision_register": 1,
+        "decision_register": 2,
         "read_records": 1,
     }
     assert warned(logs) == []
@@ -126,8 +126,13 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
     with capture_logs() as logs:
         upgraded = runner_for(store)
 
-    # Then it says it rebuilds those two, which are back at position 0; the index is kept
-    assert warned(logs) == [("oversight", 1, 3), ("pending_approvals", 1, 3)]
+    # Then it says it rebuilds those two and the decision register (at version 2), which
+    # are back at position 0; the index is kept
+    assert warned(logs) == [
+        ("decision_register", 1, 2),
+        ("oversight", 1, 3),
+        ("pending_approvals", 1, 3),
+    ]
     assert positions(upgraded.db) == {
         "pending_approvals": 0,
         "thread_index": head,
@@ -136,7 +141,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
         "cron_index": head,
         "assistant_index": head,
         "change_log": head,
-        "decision_register": head,
+        "decision_register": 0,
         "read_records": head,
     }
     assert versions(upgraded.db) == {
@@ -147,7 +152,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
         "cron_index": 1,
         "assistant_index": 1,
         "change_log": 1,
-        "decision_register": 1,
+        "decision_register": 2,
         "read_records": 1,
     }
     # And its catch-up gives every row a rebuild from zero gives
