@@ -102,7 +102,8 @@ def graph_source(name: str, location: str, base: Path) -> GraphSource:
 
 def read_config(path: Path) -> tuple[list[GraphSource], dict[str, Any]]:
     """The graphs and the `[server]` settings of a holdpoint.toml or a langgraph.json; a
-    holdpoint.toml's custom roles (`[roles]`) come as the setting `roles`."""
+    holdpoint.toml's custom roles (`[roles]`) come as the setting `roles`, its
+    `[retention] floor_days` as `retention_floor_days`."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
@@ -120,6 +121,12 @@ def read_config(path: Path) -> tuple[list[GraphSource], dict[str, Any]]:
         raise GraphLoadError(msg)
     if "roles" in config:
         server = {**server, "roles": config["roles"]}
+    retention = config.get("retention") or {}
+    if not isinstance(retention, dict):
+        msg = f"In {path}, 'retention' must be a table (a map)"
+        raise GraphLoadError(msg)
+    if "floor_days" in retention:
+        server = {**server, "retention_floor_days": retention["floor_days"]}
     sources = []
     for name, entry in graphs.items():
         table = entry if isinstance(entry, dict) else {"path": entry}

@@ -12,6 +12,7 @@ from eventsourcing.sqlite import SQLiteAggregateRecorder
 from domain.access.actor import local_actor
 from domain.access.keyring import Keyring
 from domain.access.role_records import record_roles
+from domain.oversight.policy_records import PolicyVersion
 from domain.oversight.read_logs import ReadLogs
 from domain.oversight.suspensions import Suspensions
 from domain.record.application import Workflows
@@ -25,6 +26,7 @@ from service.errors import GraphNotServedError, UnknownGraphError
 from service.metrics import Metrics
 from service.notifications.deliveries import DeliveryStore
 from service.notifications.notifier import Notifier, run_webhook
+from service.policy_in_force import put_in_force
 from service.rate_limit import RateLimiter
 from service.read_models import ReadModels, side_tables_for
 from service.reservations import Reservations
@@ -63,6 +65,8 @@ class Services:
     key_checker: Keyring | None = None
     # Token buckets per API key on runs and decisions (service/rate_limit.py); none by default.
     rate_limiter: RateLimiter = field(default_factory=lambda: RateLimiter({}))
+    # The oversight policy on record that this process's decisions name (its version).
+    policy: PolicyVersion | None = None
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @classmethod
@@ -80,8 +84,7 @@ class Services:
         for graph in graphs.values():
             if graph.step_timeout is None:
                 graph.step_timeout = settings.step_timeout
-            if not settings.separation_of_duties:  # off for the server: off for every graph
-                graph.set_oversight(separation_of_duties=False)
+        policy = put_in_force(settings, store, graphs)  # on record when it changed
 
         runs, worker = build_runs(settings, store, graphs, metrics.observe_run)
         deliveries = DeliveryStore(runs.store.db, create=may_create_tables(store))
@@ -111,6 +114,7 @@ class Services:
             worker=worker,
             key_checker=_key_checker(store),
             rate_limiter=RateLimiter.from_settings(settings),
+            policy=policy,
         )
         services.scheduler = CronScheduler(services, settings.cron_poll_seconds)
         services.scheduler.start()

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from domain.access.roles import Roles, custom_roles
 from domain.errors import InvalidRolesError
 from domain.record.store import store_url_from_env
+from domain.retention.policy import DEFAULT_FLOOR_DAYS
 from service.notifications.settings import Notifications, notifications
 
 DEFAULT_HOST = "127.0.0.1"
@@ -54,6 +55,12 @@ class ServerSettings:
     # decide it (domain/oversight/hold_points.py); false turns it off for every served graph, a
     # graph table's `separation_of_duties = false` for one.
     separation_of_duties: bool = True
+    # Answers faster than this many seconds are flagged as possible rubber-stamping
+    # (Art. 14(4)(b)) in the oversight report, unless a report asks for another floor.
+    rubber_stamp_seconds: float = 10.0
+    # No retention policy may keep logs fewer days than this (Art. 19, 26(6)): a
+    # holdpoint.toml's `[retention] floor_days`.
+    retention_floor_days: int = DEFAULT_FLOOR_DAYS
     # Run the read models' projector (and the deadline worker) in this process.
     projector: bool = True
     projector_poll: float = 0.2
@@ -175,6 +182,7 @@ class ServerSettings:
         if keys_file is not None and (not isinstance(keys_file, str) or not keys_file.strip()):
             msg = f"Server setting bootstrap_keys_file must be a file's path: {keys_file!r}"
             raise ValueError(msg)
+        _check_floors(known)
         turn = known.get("run_turn")
         if turn is not None and turn < 0:
             msg = f"Server setting run_turn must be a number of seconds, 0 or more: {turn!r}"
@@ -185,6 +193,17 @@ class ServerSettings:
     def base_url(self) -> str:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         return f"http://{host}:{self.port}"
+
+
+def _check_floors(known: dict[str, Any]) -> None:
+    floor = known.get("rubber_stamp_seconds")
+    if floor is not None and floor < 0:
+        msg = f"Server setting rubber_stamp_seconds must be 0 or more seconds: {floor!r}"
+        raise ValueError(msg)
+    days = known.get("retention_floor_days")
+    if days is not None and days < 1:
+        msg = f"Server setting retention_floor_days must be 1 day or more: {days!r}"
+        raise ValueError(msg)
 
 
 def roles_in(path: Path) -> Roles:
