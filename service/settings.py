@@ -59,7 +59,7 @@ class ServerSettings:
     # (Art. 14(4)(b)) in the oversight report, unless a report asks for another floor.
     rubber_stamp_seconds: float = 10.0
     # No retention policy may keep logs fewer days than this (Art. 19, 26(6)): a
-    # holdpoint.toml's `[retention] floor_days`.
+    # holdpoint.toml's `[retention] floor_days`, never under the default.
     retention_floor_days: int = DEFAULT_FLOOR_DAYS
     # Run the read models' projector (and the deadline worker) in this process.
     projector: bool = True
@@ -201,8 +201,11 @@ def _check_floors(known: dict[str, Any]) -> None:
         msg = f"Server setting rubber_stamp_seconds must be 0 or more seconds: {floor!r}"
         raise ValueError(msg)
     days = known.get("retention_floor_days")
-    if days is not None and days < 1:
-        msg = f"Server setting retention_floor_days must be 1 day or more: {days!r}"
+    if days is not None and days < DEFAULT_FLOOR_DAYS:  # as `holdpoint retention` refuses it
+        msg = (
+            "Server setting retention_floor_days ([retention] floor_days) must be at least "
+            f"{DEFAULT_FLOOR_DAYS} days (EU AI Act Art. 19, 26(6)): {days!r}"
+        )
         raise ValueError(msg)
 
 

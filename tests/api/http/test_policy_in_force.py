@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from api.cli.serve import SettingsError, server_settings
 from domain.oversight.policy_record import OVERSIGHT_POLICY_ID, OversightPolicy
 from domain.record.thread import WorkflowThread
 from domain.types import expiry_rule
@@ -182,7 +183,7 @@ def test_two_servers_starting_at_once_record_a_change_once(store_url, tmp_path):
                 servers.append(server)
                 both_up.wait()
                 stop.wait()
-        except BaseException as error:  # noqa: BLE001 - reported by the test below
+        except BaseException as error:  # reported by the test, below
             failures.append(error)
             both_up.abort()
 
@@ -208,3 +209,15 @@ def test_two_servers_starting_at_once_record_a_change_once(store_url, tmp_path):
         for thread in threads:
             thread.join()
     assert failures == []
+
+
+@pytest.mark.parametrize("days", [90, 182])
+def test_a_retention_floor_under_six_months_stops_the_start(tmp_path, days):
+    # Given a holdpoint.toml whose retention floor is under 183 days
+    config = config_file(tmp_path, 3600)
+    config.write_text(config.read_text().replace("floor_days = 200", f"floor_days = {days}"))
+    _, server_table = read_config(config)
+
+    # When the server's settings are read, then they are refused, naming the floor
+    with pytest.raises(SettingsError, match=r"floor_days\) must be at least 183 days"):
+        server_settings(str(config), server_table, {})
