@@ -526,7 +526,11 @@ class RetentionStateError(HoldpointError):
 
 
 class LegalHoldError(HoldpointError, ValueError):
-    """A legal hold with a bad scope, or a lift of a hold that is not in place."""
+    """A legal hold with a bad scope."""
+
+
+class LegalHoldNotFoundError(LegalHoldError):
+    """A lift of a legal hold that is not in place."""
 
 
 class IncidentError(HoldpointError, ValueError):

@@ -12,6 +12,7 @@ from projections.oversight import OversightProjection
 from projections.pending_approvals import PendingApprovalsProjection
 from projections.projection import Projection
 from projections.read_records import ReadRecordsProjection
+from projections.record_life import RecordLifeProjection
 from projections.runner import ProjectionRunner
 from projections.thread_index import ThreadIndexProjection
 
@@ -26,6 +27,7 @@ def all_projections() -> list[Projection]:
         AssistantIndexProjection(),
         ChangeLogProjection(),
         DecisionRegisterProjection(),
+        RecordLifeProjection(),
         ReadRecordsProjection(),
     ]
 

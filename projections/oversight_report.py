@@ -27,6 +27,7 @@ from typing import Any
 from projections.database import Cursor, Database
 from projections.hold_point_report import hold_point_figures, unapplied
 from projections.read_records import read_figures
+from projections.record_life import record_figures
 from projections.report_scope import ReportScope
 from projections.timestamps import utc_text
 
@@ -81,6 +82,7 @@ def oversight_report(
         ran_past = unapplied(cursor, scope)
         reviewed = _reviewed_actions(cursor, scope)
         reads = read_figures(cursor, db, scope.start, scope.end, graph_id)
+    record = record_figures(db, scope.start, scope.end)
     return {
         "period": {
             "since": scope.start,
@@ -111,6 +113,7 @@ def oversight_report(
         "reviewed_actions": reviewed,
         "backlog": backlog,
         "reads": reads,
+        **record,
         "coverage": {
             "raised": raised,
             **{name: outcomes[name] for name in COVERAGE},

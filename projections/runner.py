@@ -369,8 +369,9 @@ class ProjectionRunner:
         start = 0
         for index, entry in enumerate(batch):
             if entry.topic == PURGED_TOPIC:
-                if index > start:
-                    projection.apply_batch(batch[start:index], cursor, self.db)
+                upto = index + (PurgeLedger.ThreadsPurged in projection.event_classes)
+                if upto > start:  # the purge itself too, to a model that lists purges
+                    projection.apply_batch(batch[start:upto], cursor, self.db)
                 threads = [(t["thread_id"], t["aggregate_id"]) for t in entry.event.threads]
                 projection.forget(threads, cursor, self.db)
                 start = index + 1

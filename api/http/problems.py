@@ -158,6 +158,8 @@ _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
     (errors.InvalidThreadIdError, 422, "invalid-request"),
     (errors.GraphSuspendedError, 409, "graph-suspended"),
     (errors.SuspensionStateError, 409, "suspension-state"),
+    (errors.LegalHoldNotFoundError, 404, "legal-hold-not-found"),
+    (errors.LegalHoldError, 422, "invalid-request"),
     (errors.InvalidAssistantError, 422, "invalid-request"),
     (errors.AssistantNotFoundError, 404, "assistant-not-found"),
     (errors.AssistantExistsError, 409, "assistant-exists"),

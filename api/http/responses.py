@@ -55,6 +55,7 @@ class Approval(Answer):
         description="for a review of an agent's tool calls: each action's tool, arguments, "
         "description and allowed decisions",
     )
+    legal_holds: list[str] = Field(description="the legal holds in place on its thread")
     links: ApprovalLinks
 
 
@@ -150,6 +151,9 @@ class Timeline(Answer):
     graph_id: str | None
     chain: dict[str, Any]
     entries: list[TimelineEntry]
+    legal_holds: list[dict[str, Any]] = Field(
+        description="the legal holds in place on the thread: no purge removes it meanwhile"
+    )
 
 
 class RecordedEvent(Answer):

@@ -19,6 +19,7 @@ from api.ui.pages import PageRoute, render
 from api.ui.thread_timeline import completed, thread_timeline
 from domain.history.time_travel import diff_versions, head_version, state_at_version
 from domain.oversight.read_log import Read
+from domain.retention.retention import Retention, holds_shown
 from integrity.export import export_thread
 from integrity.reporting import problem_line
 from projections.read_records import ReadRecords
@@ -66,7 +67,18 @@ def _thread_context(
         "timeline": found,
         "lineage": lineage(services.store, services.read_models.db, thread_id),
         "may_audit": viewer.may(Permission.AUDIT),
+        "legal_holds": holds_shown(
+            Retention(services.store).holds(),
+            thread_id,
+            state.graph_id,
+            _metadata(services, thread_id),
+        ),
     }
+
+
+def _metadata(services: Services, thread_id: str) -> dict[str, Any]:
+    thread = services.store.thread(thread_id)
+    return {} if thread is None else dict(thread.metadata)
 
 
 @router.get("/threads/{thread_id}")

@@ -16,7 +16,12 @@ from typing import Any, TypeVar
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
-from domain.errors import IncidentError, LegalHoldError, RetentionStateError
+from domain.errors import (
+    IncidentError,
+    LegalHoldError,
+    LegalHoldNotFoundError,
+    RetentionStateError,
+)
 from domain.oversight.suspensions import reason_given
 from domain.record.application import Workflows, fold_events
 from domain.record.hashing import to_json
@@ -116,7 +121,7 @@ class Retention:
     def lift_hold(self, hold_id: str, actor: dict[str, Any], reason: str | None) -> None:
         register = self._read(HOLDS_ID, LegalHolds)
         if register is None or hold_id not in register.holds:
-            raise LegalHoldError(f"No legal hold {hold_id!r} is in place")
+            raise LegalHoldNotFoundError(f"No legal hold {hold_id!r} is in place")
         register.trigger_event(
             LegalHolds.LegalHoldLifted,
             hold_id=hold_id,
@@ -234,7 +239,17 @@ class Retention:
 
 
 def holding(holds: list[dict[str, Any]], thread: ThreadFacts) -> list[dict[str, Any]]:
+    """The holds of `holds` that cover `thread`."""
     return [h for h in holds if Scope.from_json(h["scope"]).covers(thread)]
+
+
+def holds_shown(
+    holds: list[dict[str, Any]], thread_id: str, graph_id: str, metadata: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The holds of `holds` that cover a thread, their scopes as people write them: for the
+    pages that show a thread (its outcome and times do not matter to a hold)."""
+    thread = ThreadFacts(thread_id, graph_id, "", "", "", metadata, 0)
+    return [{**h, "scope": str(Scope.from_json(h["scope"]))} for h in holding(holds, thread)]
 
 
 def plan(

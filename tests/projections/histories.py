@@ -41,6 +41,7 @@ from projections.memory_items import ITEMS
 from projections.oversight_tables import CANCELLATIONS, FLOW_EDITS, INTERRUPTS, REFUSALS
 from projections.pending_approvals import COUNTS, QUEUE
 from projections.read_records import READS
+from projections.record_life import HOLDS, INCIDENTS, PURGES
 from projections.runner import POSITIONS
 from projections.thread_index import THREADS
 from service.retention import gathered
@@ -335,6 +336,7 @@ READ_MODEL_TABLES = {
     "change_log": (CHANGES,),
     "decision_register": (DECISIONS, QUESTIONS),
     "read_records": (READS,),
+    "record_life": (HOLDS, INCIDENTS, PURGES),
 }
 
 

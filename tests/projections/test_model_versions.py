@@ -104,6 +104,7 @@ def test_a_fresh_store_records_each_models_version_and_warns_of_nothing(store):
         "change_log": 1,
         "decision_register": 2,
         "read_records": 1,
+        "record_life": 1,
     }
     assert warned(logs) == []
     runner.close()
@@ -143,6 +144,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
         "change_log": head,
         "decision_register": 0,
         "read_records": head,
+        "record_life": head,
     }
     assert versions(upgraded.db) == {
         "pending_approvals": 3,
@@ -154,6 +156,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
         "change_log": 1,
         "decision_register": 2,
         "read_records": 1,
+        "record_life": 1,
     }
     # And its catch-up gives every row a rebuild from zero gives
     upgraded.catch_up()

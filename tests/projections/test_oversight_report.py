@@ -329,6 +329,10 @@ BACKLOG = ages(1, 2, 3, 3, 1)
 # 1-5 min 90 120 | 5-15 min 600 | 15 min-1 h none | 1-4 h 5400 5400 7200 | none above.
 NO_REVIEWS = {"value": 0, "by_decision": {}, "by_tool": {}, "edited": 0}  # no tool calls reviewed
 # No read on record (tests/projections/test_read_records.py counts them)
+# No hold, incident or purge is on record here (tests/service/test_retention.py counts them)
+NO_RECORD_LIFE = {
+    name: {"value": 0, "items": []} for name in ("legal_holds", "incidents", "purges")
+}
 NO_READS = {
     "value": 0,
     "by_kind": dict.fromkeys(READ_KINDS, 0),
@@ -376,6 +380,7 @@ EXPECTED = {
     **QUIET_HOLD_POINTS,
     "reviewed_actions": NO_REVIEWS,
     "reads": NO_READS,
+    **NO_RECORD_LIFE,
     "backlog": BACKLOG,
     # Of the 22: decided 14 (r6 after the period; r-cross was raised before it), expired w1,
     # cancelled p3 c3, open p7, c2's second, p4, r8, w4.
@@ -410,6 +415,8 @@ BY_GRAPH = {
         **QUIET_HOLD_POINTS,
         "reviewed_actions": NO_REVIEWS,
         "reads": NO_READS,
+        **NO_RECORD_LIFE,
+        **NO_RECORD_LIFE,
         "backlog": ages(0, 2, 1, 1, 0),
         "coverage": coverage(5, decided=2, expired=0, cancelled=1, open_=2),
     },
@@ -444,6 +451,8 @@ BY_GRAPH = {
         **QUIET_HOLD_POINTS,
         "reviewed_actions": NO_REVIEWS,
         "reads": NO_READS,
+        **NO_RECORD_LIFE,
+        **NO_RECORD_LIFE,
         "backlog": ages(d1_7=1),
         "coverage": coverage(5, decided=3, expired=1, cancelled=0, open_=1),
     },
@@ -504,6 +513,8 @@ def test_a_period_counts_only_what_happened_in_it(db):
         **QUIET_HOLD_POINTS,
         "reviewed_actions": NO_REVIEWS,
         "reads": NO_READS,
+        **NO_RECORD_LIFE,
+        **NO_RECORD_LIFE,
         "backlog": BACKLOG,
         "coverage": coverage(4, decided=3, expired=0, cancelled=0, open_=1),
     }

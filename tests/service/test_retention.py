@@ -12,6 +12,7 @@ the next run.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from integrity.sealing import latest_seal, verify_with_seal
 from integrity.signing import load_private_key
 from integrity.verify_log import scan_log
 from projections.catalog import runner_for
+from projections.oversight_report import oversight_report
 from service.retention import apply_purge, candidates
 from tests.conftest import store_url
 from tests.graphs import linear_graph, refund_graph
@@ -119,6 +121,11 @@ def test_retention_purges_exactly_what_is_due_and_the_log_still_verifies(store, 
     assert latest_seal(store)["position"] == after
     # And the read models forgot them
     assert purged.isdisjoint(statuses(store))
+    # And the oversight report lists the purge and the hold
+    report = oversight_report(runner.db, since=NOW - timedelta(days=1), until=NOW + timedelta(1))
+    assert report["purges"]["value"] == 1
+    assert report["purges"]["items"][0]["threads"] == 3
+    assert [h["hold_id"] for h in report["legal_holds"]["items"]] == ["hold-1"]
 
 
 def seal_at(store: Workflows, position: int) -> dict[str, Any]:

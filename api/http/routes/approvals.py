@@ -28,7 +28,9 @@ from api.http.schemas import AssignBody, CancelBody, DecisionBody
 from domain.oversight.read_log import read_target
 from domain.oversight.reviews import review_of
 from domain.oversight.suspensions import Suspensions
+from domain.retention.retention import Retention, holds_shown
 from projections.pending_approvals import PendingApproval, PendingApprovals
+from projections.thread_index import ThreadIndex
 from service.rate_limit import DECISIONS
 from service.services import Services
 from service.wire import iso, shown_payload
@@ -89,11 +91,13 @@ def list_approvals(
     )
     suspensions = Suspensions(services.store)
     suspended = {graph: suspensions.suspended(graph) for graph in {i.graph_id for i in page.items}}
+    held = _held(services, page.items)
     data = [
         {
             **asdict(item),
             **shown(services, item),
             "graph_suspended": suspended[item.graph_id],
+            "legal_holds": held.get(item.thread_id, []),
             "links": {
                 "decision": f"/approvals/{item.interrupt_id}/decision",
                 "assign": f"/approvals/{item.interrupt_id}/assign",
@@ -197,6 +201,20 @@ def post_assignment(
         "assigned_to": body.reviewer_id,
         "assigned_by": {"id": principal.id, "role": principal.role},
     }
+
+
+def _held(services: Services, items: list[PendingApproval]) -> dict[str, list[str]]:
+    """The legal holds on each item's thread (by id), read only when some are in place."""
+    holds = Retention(services.store).holds()
+    if not holds:
+        return {}
+    index, held = ThreadIndex(services.read_models.db), {}
+    for thread_id, graph_id in {(i.thread_id, i.graph_id) for i in items}:
+        summary = index.get(thread_id)
+        metadata = {} if summary is None else summary.metadata
+        shown = holds_shown(holds, thread_id, graph_id, metadata)
+        held[thread_id] = [h["hold_id"] for h in shown]
+    return held
 
 
 def _check_reviewer(services: Services, reviewer_id: str) -> None:

@@ -18,6 +18,7 @@ from api.http.routes.approvals import WaitFor
 from api.http.routes.threads import thread_or_404
 from api.presenters.audit_timeline import jsonable, recorded_events, timeline
 from domain.oversight.read_log import Read, read_target
+from domain.retention.retention import Retention, holds_shown
 from integrity.reporting import verdict_data
 from integrity.verify_log import scan_log, verify_thread_events
 from projections.change_log import ChangeLog
@@ -59,6 +60,8 @@ def thread_events(
 def thread_audit(thread_id: str, services: ServicesDep, principal: Auditor) -> dict[str, Any]:
     thread = thread_or_404(services, thread_id)
     found = timeline(services.store, thread_id)
+    holds = Retention(services.store).holds()
+    found["legal_holds"] = holds_shown(holds, thread_id, thread.graph_id, dict(thread.metadata))
     record_reads(services, principal, timeline_read(thread, "http"))
     return found
 

@@ -220,6 +220,7 @@ def test_every_endpoint_gives_each_role_what_the_permission_table_says(server):
         "namespace": "refund",
         "cron_id": "0" * 32,
         "graph_id": "refund",
+        "hold_id": "hold-1",
     }
     app = create_app(server.services)
     found = [r for r in routes(app) if r.path not in PUBLIC]

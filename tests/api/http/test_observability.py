@@ -78,6 +78,7 @@ def test_readiness_reports_the_store_and_each_read_models_lag(server):
         "change_log",
         "decision_register",
         "read_records",
+        "record_life",
     }
     assert body["lag"] >= 0
 
