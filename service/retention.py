@@ -28,9 +28,10 @@ import structlog
 
 from domain.errors import RetentionStateError
 from domain.integrity.merkle import leaf_data, leaf_hash
+from domain.oversight.policy_records import policy_in_force
 from domain.record.application import Workflows
 from domain.record.thread_uuids import thread_uuid
-from domain.retention.policy import OUTCOMES
+from domain.retention.policy import DEFAULT_FLOOR_DAYS, OUTCOMES
 from domain.retention.purge_ledger import LEDGER_ID
 from domain.retention.retention import Due, Plan, Retention
 from domain.retention.scope import ThreadFacts
@@ -90,9 +91,17 @@ def candidates(db: Database) -> Iterator[ThreadFacts]:
         )
 
 
+def floor_in_force(store: Workflows, configured: int = DEFAULT_FLOOR_DAYS) -> int:
+    """The retention floor: the highest of `configured`, the one in the oversight policy
+    on record (what the servers run under) and the default."""
+    recorded = policy_in_force(store)
+    on_record = 0 if recorded is None else recorded.policy.get("retention_floor_days", 0)
+    return max(configured, on_record if isinstance(on_record, int) else 0, DEFAULT_FLOOR_DAYS)
+
+
 def plan_purge(store: Workflows, runner: ProjectionRunner, now: datetime) -> Plan:
     runner.catch_up()
-    return Retention(store).plan(candidates(runner.db), now)
+    return Retention(store).plan(candidates(runner.db), now, floor_in_force(store))
 
 
 def apply_purge(

@@ -4,8 +4,10 @@ Policies, holds, purges and incidents are recorded with the operator who ran
 the command as their actor (the local OS user, see `domain.access.actor`).
 A purge and an incident seal the log, so they need the seal key
 (HOLDPOINT_SEAL_KEY); `retention apply --dry-run` does not. The retention floor
-is `[retention] floor_days` of the holdpoint.toml given with --config (default
-183 days: EU AI Act Art. 19 and 26(6)).
+is the highest of 183 days (EU AI Act Art. 19 and 26(6)), the servers' `[retention]
+floor_days` as their oversight policy on record says, and that of the holdpoint.toml
+given with --config; a purge never lets a thread go before it, whatever a policy
+adopted under a lower floor says.
 """
 
 from __future__ import annotations
@@ -153,12 +155,14 @@ def floor_days(config: str | None) -> int:
 def _set_policy(args: argparse.Namespace) -> int:
     from domain.retention.policy import RetentionPolicy  # noqa: PLC0415
     from domain.retention.retention import Retention  # noqa: PLC0415
+    from service.retention import floor_in_force  # noqa: PLC0415
 
     outcomes = [o.strip() for o in args.outcomes.split(",") if o.strip()]
-    policy = RetentionPolicy.checked(
-        args.name, args.scope, args.clock, args.days, outcomes, floor_days=floor_days(args.config)
-    )
     with open_store() as store:
+        floor = floor_in_force(store, floor_days(args.config))
+        policy = RetentionPolicy.checked(
+            args.name, args.scope, args.clock, args.days, outcomes, floor_days=floor
+        )
         Retention(store).set_policy(policy, local_actor(), args.reason)
     print(f"Policy {policy.name!r} in force: {_policy_text(policy.to_json())}.")
     return 0

@@ -105,6 +105,8 @@ class RetentionPolicy:
         """Whether this policy has a say on the thread: its scope and its outcome."""
         return thread.status in self.outcomes and self.scope.covers(thread)
 
-    def due_at(self, thread: ThreadFacts) -> datetime:
+    def due_at(self, thread: ThreadFacts, floor_days: int = DEFAULT_FLOOR_DAYS) -> datetime:
+        """When the policy lets the thread go: its period after the clock, or the floor in
+        force when that was raised above the period since the policy was adopted."""
         start = thread.created_at if self.clock == "start" else thread.updated_at
-        return datetime.fromisoformat(start) + timedelta(days=self.period_days)
+        return datetime.fromisoformat(start) + timedelta(days=max(self.period_days, floor_days))

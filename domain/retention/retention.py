@@ -28,7 +28,7 @@ from domain.record.hashing import to_json
 from domain.retention.incidents import INCIDENTS_ID, IncidentRegister
 from domain.retention.legal_holds import HOLDS_ID, LegalHolds
 from domain.retention.policies import POLICIES_ID, RetentionPolicies
-from domain.retention.policy import RetentionPolicy
+from domain.retention.policy import DEFAULT_FLOOR_DAYS, RetentionPolicy
 from domain.retention.purge_ledger import LEDGER_ID, PurgeLedger
 from domain.retention.scope import Scope, ScopeError, ThreadFacts
 
@@ -136,8 +136,10 @@ class Retention:
 
     # -- purges ----------------------------------------------------------------------
 
-    def plan(self, threads: Iterable[ThreadFacts], now: datetime) -> Plan:
-        return plan(self.policies(), self.holds(), threads, now)
+    def plan(
+        self, threads: Iterable[ThreadFacts], now: datetime, floor_days: int = DEFAULT_FLOOR_DAYS
+    ) -> Plan:
+        return plan(self.policies(), self.holds(), threads, now, floor_days)
 
     def purges(self) -> list[PurgeLedger.ThreadsPurged]:
         """Every purge recorded, oldest first."""
@@ -257,14 +259,17 @@ def plan(
     holds: list[dict[str, Any]],
     threads: Iterable[ThreadFacts],
     now: datetime,
+    floor_days: int = DEFAULT_FLOOR_DAYS,
 ) -> Plan:
-    """Which threads are due at `now`: the longest of the covering policies decides."""
+    """Which threads are due at `now`: the longest of the covering policies decides, and
+    none lets a thread go before `floor_days`."""
     result = Plan(now)
     for thread in threads:
         covering = [p for p in policies if p.covers(thread)]
         if not covering:
             continue
-        due = Due(thread, max(p.due_at(thread) for p in covering), tuple(p.name for p in covering))
+        due_at = max(p.due_at(thread, floor_days) for p in covering)
+        due = Due(thread, due_at, tuple(p.name for p in covering))
         if due.due_at > now:
             continue
         held = holding(holds, thread)

@@ -20,6 +20,7 @@ import pytest
 
 from domain.errors import RetentionPolicyError, RetentionStateError
 from domain.integrity.seal import SEAL_REGISTER_ID, Seal
+from domain.oversight.policy_records import record_policy
 from domain.record.application import Workflows
 from domain.record.store import open_store
 from domain.record.thread_uuids import thread_uuid
@@ -32,7 +33,7 @@ from integrity.signing import load_private_key
 from integrity.verify_log import scan_log
 from projections.catalog import runner_for
 from projections.oversight_report import oversight_report
-from service.retention import apply_purge, candidates
+from service.retention import apply_purge, candidates, floor_in_force
 from tests.conftest import store_url
 from tests.graphs import linear_graph, refund_graph
 from tests.retention_threads import (
@@ -200,3 +201,20 @@ def test_the_ledger_is_one_aggregate_that_verify_reads_at_once(store, clock, key
     apply_purge(store, runner_for(store), key, OPERATOR, NOW)
     kinds = [type(e) for e in store.events.get(LEDGER_ID)]
     assert kinds == [PurgeLedger.Opened, PurgeLedger.ThreadsPurged]
+
+
+def test_a_floor_raised_since_a_policy_was_adopted_keeps_threads_that_long(store, clock, key):
+    # Given old threads and a policy of a year, adopted under the default floor
+    record_outcomes(store, clock, LONG_AGO, "old")
+    set_policy(store)
+    # When the servers' policy on record raises the floor to 500 days
+    record_policy(store, {"retention_floor_days": 500}, None)
+    # Then nothing 400 days old is due, and nothing is purged
+    outcome = apply_purge(store, runner_for(store), key, OPERATOR, NOW)
+    assert (outcome.plan.due, outcome.operation) == ([], None)
+    assert store.thread("old-completed") is not None
+    # And a policy under the raised floor cannot be adopted
+    with pytest.raises(RetentionPolicyError, match="under the floor of 500 days"):
+        RetentionPolicy.checked(
+            "p", "all", "end", 365, ["completed"], floor_days=floor_in_force(store)
+        )
