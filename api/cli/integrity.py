@@ -472,6 +472,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _export_period(args: argparse.Namespace) -> int:
+    from api.cli.reads import record_cli_read  # noqa: PLC0415
     from integrity.period_export import Period, empty_folder, export_period  # noqa: PLC0415
     from integrity.signing import load_private_key  # noqa: PLC0415
 
@@ -488,6 +489,9 @@ def _export_period(args: argparse.Namespace) -> int:
                 )
         finally:
             bar.finish()
+        if done is not None:
+            query = {"since": args.since, "until": args.until, "graph_id": args.graph}
+            record_cli_read(store, "export", "period", query)
     if done is None:
         print(f"Refused to export: {len(problems)} problem{'s' * (len(problems) != 1)}:")
         _print_problems(problems)

@@ -112,6 +112,7 @@ def write_report(args: argparse.Namespace) -> int:
 
 def _write_signed(args: argparse.Namespace, since: datetime, until: datetime, now: datetime) -> int:
     """The JSON report computed at one log position, with `computed_at`, signed."""
+    from api.cli.reads import record_cli_read  # noqa: PLC0415
     from integrity.export import check_seal_key  # noqa: PLC0415
     from integrity.report_signing import at_one_position, computed_at, write_signed  # noqa: PLC0415
     from integrity.sealing import latest_seal  # noqa: PLC0415
@@ -146,6 +147,8 @@ def _write_signed(args: argparse.Namespace, since: datetime, until: datetime, no
             )
         finally:
             runner.close()
+        scope = {"since": since.isoformat(), "until": until.isoformat(), "graph_id": args.graph}
+        record_cli_read(store, "report", "oversight", scope)
     report = {**figures, "computed_at": computed_at(position, seal, now)}
     signature = write_signed(to_json(report), key, Path(args.out))
     print(

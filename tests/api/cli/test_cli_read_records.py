@@ -46,3 +46,22 @@ def test_a_report_and_an_export_on_the_command_line_are_on_record(tmp_path):
         (me, None, "report", f"oversight?{PERIOD}", None, "cli"),
         (me, None, "export", thread_id, thread_id, "cli"),
     ]
+
+
+def test_a_period_export_and_a_signed_report_are_on_record(tmp_path, monkeypatch):
+    # Given a store where the demo ran, sealed with a key in the environment
+    url = f"sqlite:///{tmp_path / 'holdpoint.db'}"
+    key = tmp_path / "seal.pem"
+    assert holdpoint(url, "seal", "--init-key", str(key)).returncode == 0
+    monkeypatch.setenv("HOLDPOINT_SEAL_KEY", str(key))
+    assert holdpoint(url, "demo").returncode == 0
+    assert holdpoint(url, "seal").returncode == 0
+    # When the operator exports a period and writes a signed report
+    period = ("--since", "2026-01-01", "--until", "2030-01-01")
+    export = holdpoint(url, "export", *period, "--out", str(tmp_path / "period"))
+    assert export.returncode == 0, export.stdout + export.stderr
+    signed = holdpoint(url, "report", *period, "--sign", "--out", str(tmp_path / "r.json"))
+    assert signed.returncode == 0, signed.stderr
+    # Then both are on record, as reads by the local operator
+    kinds = [(kind, target.split("?")[0]) for _, _, kind, target, _, _ in reads(url)]
+    assert kinds == [("export", "period"), ("report", "oversight")]
