@@ -2,12 +2,15 @@
 
 Each `ThreadsPurged` lists the positions it removed with their Merkle leaves
 (`domain.retention.purge_ledger`). A purge is made right after a seal that
-covers what it removes, so a listed position past that seal is a record that
-does not hold: a purge forged to hide deleted events would need it.
+covers what it removes, so a purge that names no recorded seal, or lists a
+position past its seal, is a record that does not hold: a purge forged to hide
+deleted events would need one or the other (the leaves of sealed positions must
+match the seals' roots).
 """
 
 from __future__ import annotations
 
+from domain.integrity.seal import SEAL_REGISTER_ID, SealRegister
 from domain.integrity.whole_log import FORGED, Problem
 from domain.record.application import Workflows
 from domain.retention.retention import Retention
@@ -17,7 +20,18 @@ def purged_leaves(store: Workflows) -> tuple[dict[int, bytes], list[Problem]]:
     """The leaf of each purged position, and the problems of the purge records."""
     leaves: dict[int, bytes] = {}
     problems: list[Problem] = []
-    for record in Retention(store).purges():
+    purges = Retention(store).purges()
+    sealed = _seal_positions(store) if purges else set()
+    for record in purges:
+        if record.sealed_at not in sealed:
+            problems.append(
+                Problem(
+                    FORGED,
+                    f"purge {record.operation} says it was made after a seal at position "
+                    f"{record.sealed_at}, and no seal was recorded there",
+                    position=record.sealed_at,
+                )
+            )
         for thread in record.threads:
             for position, leaf in thread["events"]:
                 if position > record.sealed_at:
@@ -33,3 +47,8 @@ def purged_leaves(store: Workflows) -> tuple[dict[int, bytes], list[Problem]]:
                     )
                 leaves[position] = bytes.fromhex(leaf)
     return leaves, problems
+
+
+def _seal_positions(store: Workflows) -> set[object]:
+    events = store.events.get(SEAL_REGISTER_ID)
+    return {e.seal.get("position") for e in events if isinstance(e, SealRegister.AuditSealed)}

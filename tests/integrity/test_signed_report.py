@@ -101,13 +101,14 @@ def test_the_report_states_the_log_position_and_the_seal_it_was_computed_at(
     with open_store(sealed) as store:
         seal = latest_seal(store)
         record_threads(store, ("t4",))
+    before = head(sealed)
 
     # When
     report = sign(sealed, tmp_path / "report.json", key_path)
 
-    # Then
+    # Then (the report's own read is recorded after it was computed)
     block = report["computed_at"]
-    assert block["log_position"] == head(sealed)
+    assert block["log_position"] == before
     assert seal is not None
     assert (block["seal"]["position"], block["seal"]["root"]) == (seal["position"], seal["root"])
     assert block["seal"]["position"] < block["log_position"]
@@ -123,12 +124,13 @@ def test_a_report_whose_read_models_lagged_is_computed_at_the_head_it_states(
         runner.catch_up()
         runner.close()
         record_threads(store, ("t4", "t5"))
+    before = head(sealed)
 
     # When
     report = sign(sealed, tmp_path / "report.json", key_path)
 
-    # Then
-    assert report["computed_at"]["log_position"] == head(sealed)
+    # Then (the report's own read is recorded after it was computed)
+    assert report["computed_at"]["log_position"] == before
     assert report["decisions"]["value"] == 5
 
 

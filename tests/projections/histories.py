@@ -16,6 +16,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypedDict
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from domain.access.role_records import record_roles
 from domain.access.roles import custom_roles
 from domain.assistants.assistants import Assistants
@@ -31,7 +33,7 @@ from domain.retention.retention import Due, Retention
 from domain.retention.scope import ThreadFacts
 from domain.schedule.crons import Crons
 from domain.types import Command, Interrupt, interrupt
-from integrity.scan import scanner_for
+from integrity.sealing import make_seal
 from projections.assistant_index import ASSISTANTS
 from projections.change_log import CHANGES
 from projections.cron_index import CRONS
@@ -251,9 +253,9 @@ def record_retention(store: Workflows, pipeline: Any, prefix: str = "") -> None:
     retention.lift_hold(lifted, REVIEWER, "audit closed")
     retention.place_hold(f"thread:{prefix}done", REVIEWER, "litigation 17")
     pipeline.invoke({"out": []}, config(f"{prefix}let-go"))
-    scanner = scanner_for(store)
-    head = scanner.head()
-    scanner.close()
+    sealed, _, _ = make_seal(store, Ed25519PrivateKey.generate())  # a purge is made after one
+    assert sealed is not None
+    head = sealed["position"]
     now = datetime.now(UTC).isoformat()
     facts = ThreadFacts(f"{prefix}let-go", "pipeline", "completed", now, now, {}, 0)
     threads, _ = gathered(store, [Due(facts, datetime.now(UTC), ("current",))], head)

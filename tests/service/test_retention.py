@@ -26,14 +26,14 @@ from domain.record.store import open_store
 from domain.record.thread_uuids import thread_uuid
 from domain.retention.policy import RetentionPolicy
 from domain.retention.purge_ledger import LEDGER_ID, PurgeLedger
-from domain.retention.retention import Retention
+from domain.retention.retention import Due, Retention
 from domain.types import Command
 from integrity.sealing import latest_seal, verify_with_seal
 from integrity.signing import load_private_key
 from integrity.verify_log import scan_log
 from projections.catalog import runner_for
 from projections.oversight_report import oversight_report
-from service.retention import apply_purge, candidates, floor_in_force
+from service.retention import apply_purge, candidates, floor_in_force, gathered, seal_log
 from tests.conftest import store_url
 from tests.graphs import linear_graph, refund_graph
 from tests.retention_threads import (
@@ -218,3 +218,38 @@ def test_a_floor_raised_since_a_policy_was_adopted_keeps_threads_that_long(store
         RetentionPolicy.checked(
             "p", "all", "end", 365, ["completed"], floor_days=floor_in_force(store)
         )
+
+
+def test_a_purge_record_forged_to_hide_deleted_events_is_called_forged(store, clock, key):
+    # Given a thread, and a seal over the log
+    record_outcomes(store, clock, LATELY, "new")
+    head = seal_log(store, key)
+    facts = next(t for t in statuses_facts(store) if t.thread_id == "new-completed")
+    threads, _ = gathered(store, [Due(facts, NOW, ("none",))], head)
+    # When someone who may append records a purge naming no seal (the thread's events
+    # still there: a forger would then delete them by hand)
+    Retention(store).record_purge(threads, OPERATOR, head + 1)
+    # Then verify calls it forged
+    problems = scan_log(store).verdict.problems
+    assert [p.kind for p in problems] == ["forged"]
+    assert "no seal was recorded there" in problems[0].detail
+
+
+def test_a_purge_record_listing_positions_past_its_seal_is_called_forged(store, clock, key):
+    record_outcomes(store, clock, LATELY, "new")
+    facts = next(t for t in statuses_facts(store) if t.thread_id == "new-completed")
+    head = seal_log(store, key)
+    record_outcomes(store, clock, LATELY, "later")  # events past the seal
+    later = next(t for t in statuses_facts(store) if t.thread_id == "later-completed")
+    threads, _ = gathered(store, [Due(facts, NOW, ("x",)), Due(later, NOW, ("x",))], 10**6)
+    Retention(store).record_purge(threads, OPERATOR, head)
+    problems = scan_log(store).verdict.problems
+    assert problems
+    assert {p.kind for p in problems} == {"forged"}
+    assert all("past the seal" in p.detail for p in problems)
+
+
+def statuses_facts(store: Workflows) -> list[Any]:
+    runner = runner_for(store)
+    runner.catch_up()
+    return list(candidates(runner.db))
