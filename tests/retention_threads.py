@@ -7,17 +7,16 @@ answered that a test puts under a legal hold.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
 
-import domain.record.thread
 from domain.record.application import Workflows
 from domain.types import Command
 from integrity.signing import generate_key
+from tests.clock import Clock, set_clock
 from tests.graphs import linear_graph, refund_graph
 
 NOW = datetime.now(UTC)
@@ -28,22 +27,9 @@ AGENT = {"id": "agent-7", "role": "agent"}
 REVIEWER = {"id": "rita", "role": "reviewer"}
 
 
-@dataclass
-class Clock:
-    now: datetime
-
-
 def fake_clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    """Events are stamped with `clock.now` (domain.record.thread's datetime.now replaced)."""
-    holder = Clock(LONG_AGO)
-
-    class FakeDatetime(datetime):
-        @classmethod
-        def now(cls, tz=None):  # type: ignore[no-untyped-def, override]
-            return holder.now if tz is None else holder.now.astimezone(tz)
-
-    monkeypatch.setattr(domain.record.thread, "datetime", FakeDatetime)
-    return holder
+    """Events are stamped with `clock.now`, LONG_AGO to begin with."""
+    return set_clock(monkeypatch, LONG_AGO)
 
 
 def seal_key(tmp_path: Path) -> Path:

@@ -9,17 +9,12 @@ excluded; a thread is selected if any of its events falls in it.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
 
-import domain.record.thread
 from domain.record.store import open_store
 from domain.types import Command, interrupt
 from integrity.export import verify_bundle_file
@@ -32,9 +27,10 @@ from integrity.period_export import (
 )
 from integrity.sealing import make_seal
 from integrity.signing import generate_key, load_private_key, public_hex
+from tests.cli_process import holdpoint_keyed as holdpoint
+from tests.clock import Clock, set_clock
 from tests.graphs import linear_graph
 
-REPO = Path(__file__).resolve().parents[2]
 SINCE, UNTIL = datetime(2025, 3, 3, tzinfo=UTC), datetime(2025, 3, 8, tzinfo=UTC)
 
 
@@ -51,23 +47,10 @@ def review(state: Item) -> dict[str, Any]:
     return {"answer": interrupt({"approve": state["item"]})}
 
 
-@dataclass
-class Clock:
-    now: datetime
-
-
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     """Events are stamped with `clock.now`."""
-    holder = Clock(at(1))
-
-    class FakeDatetime(datetime):
-        @classmethod
-        def now(cls, tz=None):
-            return holder.now if tz is None else holder.now.astimezone(tz)
-
-    monkeypatch.setattr(domain.record.thread, "datetime", FakeDatetime)
-    return holder
+    return set_clock(monkeypatch, at(1))
 
 
 # (graph, thread, when it was raised, when it was decided or None)
@@ -305,22 +288,6 @@ def test_a_thread_with_events_after_the_seal_is_refused_until_sealed_again(
 
 
 # -- the commands, run as a user runs them ---------------------------------------------
-
-
-def holdpoint(url: str, *args: str, key: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOLDPOINT_STORE": url}
-    env.pop("HOLDPOINT_SEAL_KEY", None)
-    if key is not None:
-        env["HOLDPOINT_SEAL_KEY"] = str(key)
-    return subprocess.run(
-        [sys.executable, "-m", "api.cli.main", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_holdpoint_export_a_period_then_verify_export_passes_and_fails_after_an_edit(

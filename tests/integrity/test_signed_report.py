@@ -8,9 +8,6 @@ whole report: one number changed fails the check.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,26 +19,10 @@ from integrity.sealing import latest_seal, make_seal
 from integrity.signing import generate_key, load_private_key
 from projections.catalog import runner_for
 from projections.oversight_report import oversight_report
+from tests.cli_process import holdpoint_keyed as holdpoint
 from tests.integrity.conftest import record_threads
 
-REPO = Path(__file__).resolve().parents[2]
 SINCE, UNTIL = datetime(2000, 1, 1, tzinfo=UTC), datetime.now(UTC) + timedelta(days=1)
-
-
-def holdpoint(url: str, *args: str, key: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOLDPOINT_STORE": url}
-    env.pop("HOLDPOINT_SEAL_KEY", None)
-    if key is not None:
-        env["HOLDPOINT_SEAL_KEY"] = str(key)
-    return subprocess.run(
-        [sys.executable, "-m", "api.cli.main", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def head(url: str) -> int:

@@ -20,7 +20,6 @@ import io
 import itertools
 import json
 import operator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from html import escape
 from html.parser import HTMLParser
@@ -28,13 +27,13 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-import domain.record.thread
 from domain.graph import END, START, StateGraph
 from domain.oversight.read_log import READ_KINDS
 from domain.types import Command, interrupt
 from projections.catalog import runner_for
 from projections.oversight_report import oversight_report
 from projections.report_formats import to_csv, to_html, to_json
+from tests.clock import Clock, set_clock
 
 
 def at(day: int, hour: int = 0, minute: int = 0, second: float = 0.0) -> datetime:
@@ -52,23 +51,10 @@ C3_REASON = "Counterparty withdrew"
 # -- the clock ---------------------------------------------------------------
 
 
-@dataclass
-class Clock:
-    now: datetime
-
-
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     """Events are stamped with `clock.now` (domain.record.thread's datetime.now replaced)."""
-    holder = Clock(at(1))
-
-    class FakeDatetime(datetime):
-        @classmethod
-        def now(cls, tz=None):
-            return holder.now if tz is None else holder.now.astimezone(tz)
-
-    monkeypatch.setattr(domain.record.thread, "datetime", FakeDatetime)
-    return holder
+    return set_clock(monkeypatch, at(1))
 
 
 # -- the graphs and the history ------------------------------------------------

@@ -7,37 +7,17 @@ line on stderr, nothing on stdout, nothing changed.
 from __future__ import annotations
 
 import json
-import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from domain.record.store import open_store
+from tests.cli_process import holdpoint_keyed as holdpoint
 from tests.conftest import store_url
 from tests.graphs import refund_graph
 from tests.integrity.conftest import record_threads
 from tests.integrity.tamper import Tamper
-
-REPO = Path(__file__).resolve().parents[3]
-
-
-def holdpoint(url: str, *args: str, key: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOLDPOINT_STORE": url}
-    env.pop("HOLDPOINT_SEAL_KEY", None)
-    if key is not None:
-        env["HOLDPOINT_SEAL_KEY"] = str(key)
-    return subprocess.run(
-        [sys.executable, "-m", "api.cli.main", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def refused(url: str, *args: str, key: Path | None = None) -> str:
