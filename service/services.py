@@ -84,9 +84,8 @@ class Services:
         for graph in graphs.values():
             if graph.step_timeout is None:
                 graph.step_timeout = settings.step_timeout
-        policy = put_in_force(settings, store, graphs)  # on record when it changed
 
-        runs, worker = build_runs(settings, store, graphs, metrics.observe_run)
+        runs, worker, policy = build_runs(settings, store, graphs, metrics.observe_run)
         deliveries = DeliveryStore(runs.store.db, create=may_create_tables(store))
         notifier = None
         if settings.notifications.targets or settings.notifications.allow_hosts:
@@ -196,11 +195,12 @@ def build_runs(
     store: Workflows,
     graphs: dict[str, ServedGraph],
     on_finish: Callable[[RunOutcome], None] | None = None,
-) -> tuple[RunManager, RunWorker]:
+) -> tuple[RunManager, RunWorker, PolicyVersion]:
     """A process's runs of `graphs` and its worker (started): leases renewed, the queue
     served, expired runs taken over (`holdpoint serve`, `holdpoint worker`). In a store
     that may not create tables, every table beside the events and every grant is checked
-    first (`service.schema.prepare`)."""
+    first (`service.schema.prepare`); then the oversight policy is put in force (on
+    record when it changed), before the worker takes a run."""
     side_tables = side_tables_for(store)
     runs = RunManager(
         store=RunStore(side_tables, create=prepare(store, side_tables)),
@@ -212,9 +212,10 @@ def build_runs(
         turn=settings.run_turn,
         on_finish=on_finish,
     )
+    policy = put_in_force(settings, store, graphs)
     worker = RunWorker(runs, store, graphs, poll=settings.run_poll_seconds)
     worker.start()
-    return runs, worker
+    return runs, worker, policy
 
 
 def _key_checker(store: Workflows) -> Keyring | None:

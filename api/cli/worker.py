@@ -46,7 +46,6 @@ def register(commands: Commands) -> None:
 
 def run_worker(args: argparse.Namespace) -> int:
     from service.graph_loader import load_graphs, parse_graph_spec, read_config  # noqa: PLC0415
-    from service.policy_in_force import put_in_force  # noqa: PLC0415
     from service.services import build_runs  # noqa: PLC0415
 
     config_file: str | None = args.config
@@ -62,8 +61,7 @@ def run_worker(args: argparse.Namespace) -> int:
         signal.signal(signum, lambda *_: stop.set())
     with open_store(settings.store_url) as store:
         graphs = load_graphs(sources, store)
-        put_in_force(settings, store, graphs)  # its decisions name the policy's version
-        runs, worker = build_runs(settings, store, graphs)
+        runs, worker, _ = build_runs(settings, store, graphs)  # and the policy in force
         log.info("worker started", graphs=sorted(graphs), runner=runs.owner)
         stop.wait()
         worker.drain()
