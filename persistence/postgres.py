@@ -54,7 +54,7 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 from eventsourcing.utils import Environment, retry
-from psycopg.sql import SQL, Composed, Identifier
+from psycopg.sql import SQL, Composed, Identifier, Literal
 from psycopg_pool.base import AttemptWithBackoff
 
 from persistence.commit_guard import CommitGuard, CommitRefusedError
@@ -314,6 +314,20 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
             statement = select_at_statement(schema, self.events_table_name, table, head=head)
             self._select_at_statements[table, head] = statement
         return statement
+
+    def may_purge(self) -> str | None:
+        """None if this connection's role may call the purge function; else who it is."""
+        signature = SQL("{schema}.{function}(uuid, bigint, bigint, uuid[], bigint[])").format(
+            schema=Identifier(self.datastore.schema), function=Identifier(PURGE_FUNCTION)
+        )
+        with self.datastore.transaction(commit=False) as cursor:
+            cursor.execute(
+                SQL(
+                    "SELECT current_user AS role, has_function_privilege({}, 'EXECUTE') AS may"
+                ).format(Literal(signature.as_string(None)))
+            )
+            row = cursor.fetchone()
+        return None if row is not None and row["may"] else str(row["role"] if row else "?")
 
     def purge(
         self,

@@ -212,6 +212,10 @@ class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
             f"ON {table} WHEN NOT EXISTS ({permitted}) BEGIN {refuse.format('DELETE')} END",
         ]
 
+    def may_purge(self) -> str | None:
+        """None: whoever may write the file may purge (SQLite has no roles)."""
+        return None
+
     def purge(
         self,
         record: tuple[UUID, int],

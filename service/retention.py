@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 from uuid import UUID
 
 import orjson
@@ -59,6 +59,8 @@ class Purging(Protocol):
         targets: list[tuple[UUID, int]],
         snapshots: str | None,
     ) -> int: ...
+
+    def may_purge(self) -> str | None: ...
 
 
 @dataclass
@@ -138,7 +140,15 @@ def _purging(store: Workflows) -> Purging:
     if not hasattr(recorder, "purge"):
         msg = "a memory store keeps nothing past its process: there is nothing to purge"
         raise RetentionStateError(msg)
-    return recorder
+    purging = cast("Purging", recorder)
+    role = purging.may_purge()
+    if role is not None:
+        msg = (
+            f"the role {role} may not purge: run `holdpoint retention apply` as the role that "
+            "owns the tables (nothing was sealed, recorded or deleted)"
+        )
+        raise RetentionStateError(msg)
+    return purging
 
 
 def _snapshots(store: Workflows) -> str | None:

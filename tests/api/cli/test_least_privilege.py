@@ -234,8 +234,13 @@ COMMANDS: dict[str, tuple[list[str], str]] = {
     "sessions list": (["sessions", "list"], "0 sessions"),
     "sessions revoke": (["sessions", "revoke", "--key", "{key}"], "of key {key}"),
 }
-# Covered by the tests below them: long-running processes, the owner's command, the demo.
-OTHER_COMMANDS = {"serve", "projector", "worker", "db init", "demo"}
+# Covered by the tests below them: long-running processes, the owner's command, the demo,
+# and the record's life, run in order (a policy or a hold made, then retired or lifted).
+RECORD_LIFE = {
+    "retention set", "retention retire", "retention list", "retention apply",
+    "hold place", "hold lift", "hold list", "incident open", "incident close", "incident list",
+}  # fmt: skip
+OTHER_COMMANDS = {"serve", "projector", "worker", "db init", "demo", *RECORD_LIFE}
 
 
 def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -273,6 +278,49 @@ def test_each_command_works_as_the_role(app_url, recorded, tmp_path, command):
 
     # Then it did its work
     assert expected.format(**filled) in out
+
+
+def test_the_records_life_works_as_the_role_but_a_purge_is_the_owners(
+    schema, app_url, recorded, tmp_path
+):
+    # Given a seal key; then each command of the record's life, as the role (a purge's
+    # plan too; the purge itself is the owner's: the next test)
+    ok(app_url, "seal", "--init-key", str(tmp_path / "seal.key"))
+    env = {"HOLDPOINT_SEAL_KEY": str(tmp_path / "seal.key")}
+    assert "in force" in ok(app_url, "retention", "set", "std", "--scope", "all", "--days",
+                            "400", "--reason", "schedule 4.2")  # fmt: skip
+    assert "std" in ok(app_url, "retention", "list")
+    assert "Would purge 0 thread(s)." in ok(app_url, "retention", "apply", "--dry-run")
+    assert "retired" in ok(app_url, "retention", "retire", "std", "--reason", "superseded")
+    assert "Placed hold-1" in ok(app_url, "hold", "place", "--scope", "graph:refund",
+                                 "--reason", "case 17")  # fmt: skip
+    assert "hold-1" in ok(app_url, "hold", "list")
+    opened = ok(app_url, "incident", "open", "--thread", recorded, "--reason", "paid twice",
+                "--out", str(tmp_path / "incident"), env=env)  # fmt: skip
+    assert "Opened incident-1" in opened
+    assert "Closed incident-1" in ok(app_url, "incident", "close", "incident-1",
+                                     "--outcome", "reversed")  # fmt: skip
+    assert "closed (reversed)" in ok(app_url, "incident", "list")
+    assert "Lifted hold-1" in ok(app_url, "hold", "lift", "hold-1", "--reason", "case closed")
+
+
+def test_a_purge_as_the_role_is_refused_before_anything_is_recorded(
+    schema, app_url, recorded, tmp_path
+):
+    # Given a seal key, and the owner, who may purge
+    ok(app_url, "seal", "--init-key", str(tmp_path / "seal.key"))
+    env = {"HOLDPOINT_SEAL_KEY": str(tmp_path / "seal.key")}
+    with open_store(schema.owner_url) as store:
+        head = store.recorder.max_notification_id()
+        assert store.recorder.may_purge() is None  # type: ignore[attr-defined]
+    # When the role applies retention
+    done = run(app_url, "retention", "apply", env=env)
+    # Then it is refused at once, naming the fix, and nothing was sealed or recorded
+    assert done.returncode == 2
+    assert "may not purge" in done.stderr
+    assert "as the role that owns the tables" in done.stderr
+    with open_store(schema.owner_url) as store:
+        assert store.recorder.max_notification_id() == head
 
 
 def test_db_init_as_the_role_is_one_line(app_url):
