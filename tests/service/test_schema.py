@@ -21,7 +21,6 @@ from projections.privileges import TABLE
 from service.schema import PARTS, create_all, grant_statements, needs, prepare
 from tests.cli_process import holdpoint
 
-
 # The purge permits: the owner's purge function writes them, the servers' role gets no grant.
 OWNERS_ONLY = {PURGED}
 
