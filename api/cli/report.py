@@ -10,6 +10,7 @@ import argparse
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from api.cli.options import (
     Commands,
@@ -19,6 +20,11 @@ from api.cli.options import (
     period,
 )
 from domain.record.store import open_store
+
+if TYPE_CHECKING:
+    from domain.record.application import Workflows
+
+DEFAULT_FLOOR = 10.0  # seconds, before any oversight policy is on record
 
 SEAL_KEY = "HOLDPOINT_SEAL_KEY"  # integrity.signing.KEY_VARIABLE, not imported to start fast
 
@@ -51,9 +57,10 @@ def register(commands: Commands) -> None:
     report.add_argument(
         "--floor",
         type=float,
-        default=10.0,
         metavar="SECONDS",
-        help="decisions faster than this are flagged as possible rubber-stamping (default 10)",
+        help="decisions faster than this are flagged as possible rubber-stamping (default: "
+        "the servers' rubber_stamp_seconds, as their oversight policy on record says; 10 "
+        "before any is recorded)",
     )
     report.add_argument("--out", metavar="FILE", help="write the report here, not to stdout")
     report.add_argument(
@@ -77,7 +84,7 @@ def write_report(args: argparse.Namespace) -> int:
     since, until = period(args)
     until = now if until is None else until
     since = until - timedelta(days=30) if since is None else since
-    if since >= until or args.floor < 0:
+    if since >= until or (args.floor is not None and args.floor < 0):
         problem = "--since must be before --until" if since >= until else "--floor must be >= 0"
         print(f"holdpoint: error: {problem}", file=sys.stderr)
         return 2
@@ -91,7 +98,7 @@ def write_report(args: argparse.Namespace) -> int:
             since=since,
             until=until,
             graph_id=args.graph,
-            rubber_stamp_seconds=args.floor,
+            rubber_stamp_seconds=floor_of(args, store),
             now=now,
         )
         runner.close()
@@ -141,7 +148,7 @@ def _write_signed(args: argparse.Namespace, since: datetime, until: datetime, no
                     since=since,
                     until=until,
                     graph_id=args.graph,
-                    rubber_stamp_seconds=args.floor,
+                    rubber_stamp_seconds=floor_of(args, store),
                     now=now,
                 ),
             )
@@ -158,3 +165,14 @@ def _write_signed(args: argparse.Namespace, since: datetime, until: datetime, no
         file=sys.stderr,
     )
     return 0
+
+
+def floor_of(args: argparse.Namespace, store: Workflows) -> float:
+    """--floor, or the servers' rubber_stamp_seconds in the oversight policy on record."""
+    from domain.oversight.policy_records import policy_in_force  # noqa: PLC0415
+
+    if args.floor is not None:
+        return float(args.floor)
+    recorded = policy_in_force(store)
+    floor = None if recorded is None else recorded.policy.get("rubber_stamp_seconds")
+    return float(floor) if isinstance(floor, int | float) else DEFAULT_FLOOR

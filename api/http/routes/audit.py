@@ -207,7 +207,14 @@ def report(
     until: Annotated[str | None, Query(description="ISO 8601, excluded; default now")] = None,
     graph_id: str | None = None,
     format: Literal["json", "csv", "html"] = "json",  # noqa: A002 - the query parameter's name
-    floor: Annotated[float, Query(ge=0, description="seconds: faster answers are flagged")] = 10.0,
+    floor: Annotated[
+        float | None,
+        Query(
+            ge=0,
+            description="seconds: faster answers are flagged (default: the server's "
+            "rubber_stamp_seconds, as its oversight policy on record says)",
+        ),
+    ] = None,
     wait_for: WaitFor = None,
 ) -> Response:
     now = datetime.now(UTC)
@@ -221,7 +228,7 @@ def report(
         since=start,
         until=end,
         graph_id=graph_id,
-        rubber_stamp_seconds=floor,
+        rubber_stamp_seconds=services.settings.rubber_stamp_seconds if floor is None else floor,
         now=now,
     )
     query = {"since": since, "until": until, "graph_id": graph_id, "format": format}

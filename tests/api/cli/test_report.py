@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from domain.oversight.policy_records import record_policy
+from domain.record.store import open_store
+
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -137,3 +140,17 @@ def test_bad_arguments_exit_2_with_one_line(store_file, args, message):
     assert lines[0].startswith("holdpoint: error: ")
     assert message in lines[0]
     assert "Traceback" not in done.stderr
+
+
+def test_the_floor_defaults_to_the_servers_on_record(tmp_path):
+    # Given a store whose servers recorded a rubber-stamp floor of 45 s in their policy
+    url = f"sqlite:///{tmp_path / 'holdpoint.db'}"
+    assert holdpoint(url, "demo").returncode == 0
+    with open_store(url) as store:
+        record_policy(store, {"rubber_stamp_seconds": 45.0}, None)
+    # When the report is written without --floor, then with one
+    recorded = json.loads(report(url).stdout)
+    given = json.loads(report(url, "--floor", "5").stdout)
+    # Then it uses the floor on record, unless told otherwise
+    assert recorded["period"]["rubber_stamp_seconds"] == 45.0
+    assert given["period"]["rubber_stamp_seconds"] == 5.0
