@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from domain.integrity.seal import SEAL_REGISTER_ID, SealRegister
 from domain.integrity.whole_log import FORGED, Problem
-from domain.record.application import Workflows
+from domain.record.application import UNDECODABLE, Workflows
 from domain.retention.retention import Retention
 
 
@@ -20,10 +20,13 @@ def purged_leaves(store: Workflows) -> tuple[dict[int, bytes], list[Problem]]:
     """The leaf of each purged position, and the problems of the purge records."""
     leaves: dict[int, bytes] = {}
     problems: list[Problem] = []
-    purges = Retention(store).purges()
-    sealed = _seal_positions(store) if purges else set()
+    try:
+        purges = Retention(store).purges()
+    except UNDECODABLE:  # the scan names the unreadable event; nothing to account by
+        return leaves, problems
+    sealed = _seal_positions(store) if purges else None
     for record in purges:
-        if record.sealed_at not in sealed:
+        if sealed is not None and record.sealed_at not in sealed:
             problems.append(
                 Problem(
                     FORGED,
@@ -49,6 +52,11 @@ def purged_leaves(store: Workflows) -> tuple[dict[int, bytes], list[Problem]]:
     return leaves, problems
 
 
-def _seal_positions(store: Workflows) -> set[object]:
-    events = store.events.get(SEAL_REGISTER_ID)
+def _seal_positions(store: Workflows) -> set[object] | None:
+    """The positions seals were made at; None if the register cannot be read (the scan
+    names its unreadable event)."""
+    try:
+        events = list(store.events.get(SEAL_REGISTER_ID))
+    except UNDECODABLE:
+        return None
     return {e.seal.get("position") for e in events if isinstance(e, SealRegister.AuditSealed)}

@@ -28,7 +28,7 @@ import structlog
 from domain.access.actor import local_actor
 from domain.graph import CompiledStateGraph
 from domain.oversight.policy_records import PolicyVersion, record_policy
-from domain.record.application import Workflows
+from domain.record.application import UNDECODABLE, Workflows
 from service.runs import ServedGraph
 from service.settings import ServerSettings
 
@@ -65,13 +65,21 @@ def graph_policy(graph: ServedGraph) -> dict[str, Any]:
 
 def put_in_force(
     settings: ServerSettings, store: Workflows, graphs: dict[str, ServedGraph]
-) -> PolicyVersion:
+) -> PolicyVersion | None:
     """Apply the server's oversight settings to `graphs`, record the policy unless it is
-    the one on record, and give each graph its version, which its decisions name."""
+    the one on record, and give each graph its version, which its decisions name (None:
+    the record cannot be read)."""
     if not settings.separation_of_duties:  # off for the server: off for every graph
         for graph in graphs.values():
             graph.set_oversight(separation_of_duties=False)
-    in_force = record_policy(store, oversight_policy(settings, graphs), local_actor())
+    try:
+        in_force = record_policy(store, oversight_policy(settings, graphs), local_actor())
+    except UNDECODABLE:  # a damaged record: serve, and say so (`holdpoint verify` names it)
+        log.error(
+            "the oversight policy on record cannot be read: not recorded, and decisions "
+            "name no policy version until it is repaired"
+        )
+        return None
     for graph in graphs.values():
         graph.set_oversight(policy_version=in_force.version)
     log.info(

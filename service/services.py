@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 
+import structlog
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
 from domain.access.actor import local_actor
@@ -15,7 +16,7 @@ from domain.access.role_records import record_roles
 from domain.oversight.policy_records import PolicyVersion
 from domain.oversight.read_logs import ReadLogs
 from domain.oversight.suspensions import Suspensions
-from domain.record.application import Workflows
+from domain.record.application import UNDECODABLE, Workflows
 from domain.record.store import backend_of, open_store
 from persistence.key_probe import SQLiteKeyProbe
 from projections.privileges import may_create_tables
@@ -36,6 +37,8 @@ from service.runs import RunManager, RunOutcome, ServedGraph
 from service.schema import prepare
 from service.sessions import SessionStore
 from service.settings import ServerSettings
+
+log = structlog.get_logger()
 
 
 @dataclass
@@ -80,7 +83,10 @@ class Services:
             wait_timeout=settings.read_wait_timeout,
         )
         metrics = Metrics(read_models)
-        record_roles(store, settings.roles, local_actor())  # when they changed: on record
+        try:
+            record_roles(store, settings.roles, local_actor())  # when they changed: on record
+        except UNDECODABLE:  # a damaged record: serve the configured roles, and say so
+            log.error("the roles on record cannot be read: the configured ones are not recorded")
         for graph in graphs.values():
             if graph.step_timeout is None:
                 graph.step_timeout = settings.step_timeout
@@ -195,7 +201,7 @@ def build_runs(
     store: Workflows,
     graphs: dict[str, ServedGraph],
     on_finish: Callable[[RunOutcome], None] | None = None,
-) -> tuple[RunManager, RunWorker, PolicyVersion]:
+) -> tuple[RunManager, RunWorker, PolicyVersion | None]:
     """A process's runs of `graphs` and its worker (started): leases renewed, the queue
     served, expired runs taken over (`holdpoint serve`, `holdpoint worker`). In a store
     that may not create tables, every table beside the events and every grant is checked

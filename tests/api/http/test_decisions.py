@@ -262,8 +262,8 @@ def test_a_stop_without_a_reason_is_a_422_and_the_thread_stays_paused(server):
             assert refused.status_code == 422
             assert refused.json()["type"].endswith("reason-required")
             assert "needs a reason" in refused.json()["detail"]
-        queue = reviewer.get("/approvals").json()["data"]
-    assert server.head() == head
+        assert server.head() == head  # the refusals recorded nothing
+        queue = reviewer.get("/approvals").json()["data"]  # (a read: on record)
     assert interrupt_id in {row["interrupt_id"] for row in queue}
 
 
