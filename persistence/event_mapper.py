@@ -15,6 +15,13 @@ would miss), a number of 19 digits or more (orjson reads an integer beyond 64
 bits as a float; the json module keeps it exact), and JSON that orjson does not
 read (NaN, an infinite number), which it refuses.
 
+A stored state that holds envelopes (personal values sealed under a data subject's
+key, `domain/privacy`: a cheap byte search for `"_personal_"` finds them) is decoded
+as any other, then each envelope is opened with the keys as they are in the key table
+at that moment (none is kept here): its value, or `[erased]` once the key is gone.
+Writing, an event that carries its fields as recorded (sealed: what its hash covers)
+is stored in that form, never in the plaintext the domain folds.
+
 A stored event that cannot be made into its event, by either path, raises
 `UndecodableEventError` (the library's `MapperDeserialisationError`, naming the
 topic, the originator and its version, and why): JSON that cannot be read, a
@@ -28,7 +35,7 @@ event the read models quarantine (`projections.quarantine`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from datetime import datetime
 from typing import Any, NamedTuple, cast
 from uuid import UUID
@@ -40,7 +47,11 @@ from eventsourcing.persistence import (
     StoredEvent,
     find_id_convertor,
 )
-from eventsourcing.utils import TopicError, resolve_topic
+from eventsourcing.utils import TopicError, get_topic, resolve_topic
+
+from domain.privacy.envelopes import MARK_BYTES, opened, refs_in
+from domain.privacy.protector import PROTECTED
+from domain.privacy.subject_keys import SubjectKeys
 
 TYPED_VALUE = b'"_type_"'
 ESCAPE = b"\\u"
@@ -101,6 +112,28 @@ class EventMapper(Mapper[UUID]):
         super().__init__(*args, **kwargs)
         self._plain = self.cipher is None and self.compressor is None
         self._classes: dict[str, _EventClass] = {}
+        # The store's subjects' keys, for the events that hold envelopes (set by the store).
+        self.keys_source: Callable[[], SubjectKeys] | None = None
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        """The library's, but an event with personal values is stored as recorded: sealed."""
+        protected = domain_event.__dict__.get(PROTECTED)
+        if protected is None:
+            return super().to_stored_event(domain_event)
+        event_state = {k: v for k, v in vars(domain_event).items() if k != PROTECTED}
+        event_state.update(protected)
+        originator_id = event_state.pop("originator_id")
+        originator_version = event_state.pop("originator_version")
+        class_version = getattr(type(domain_event), "class_version", 1)
+        if class_version > 1:
+            event_state["class_version"] = class_version
+        stored_state = self.transcoder.encode(event_state)
+        if self.compressor:
+            stored_state = self.compressor.compress(stored_state)
+        if self.cipher:
+            stored_state = self.cipher.encrypt(stored_state)
+        topic = get_topic(type(domain_event))
+        return StoredEvent(originator_id, originator_version, topic, stored_state)
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         return self.event_of(
@@ -139,7 +172,20 @@ class EventMapper(Mapper[UUID]):
             missing = ", ".join(sorted(found.required - vars(event).keys()))
             reason = f"its stored state lacks the field(s) {missing}"
             raise UndecodableEventError(topic, originator_id, version, reason)
+        if MARK_BYTES in state:
+            self._open_envelopes(event)
         return event
+
+    def _open_envelopes(self, event: Any) -> None:
+        """Replace each envelope in the event's fields by its value, or `[erased]`."""
+        fields = event.__dict__
+        refs = refs_in(fields)
+        if not refs:
+            return
+        keys = self.keys_source().keys(refs) if self.keys_source is not None else {}
+        for name, value in fields.items():
+            if type(value) is dict or type(value) is list:
+                fields[name] = opened(value, keys)
 
     def decode(self, topic: str, originator_id: Any, version: int, state: bytes) -> Any | None:
         """The event of a stored state by the fast path, or None where it does not apply."""
