@@ -15,12 +15,13 @@ would miss), a number of 19 digits or more (orjson reads an integer beyond 64
 bits as a float; the json module keeps it exact), and JSON that orjson does not
 read (NaN, an infinite number), which it refuses.
 
-A stored state that holds envelopes (personal values sealed under a data subject's
-key, `domain/privacy`: a cheap byte search for `"_personal_"` finds them) is decoded
-as any other, then each envelope is opened with the keys as they are in the key table
-at that moment (none is kept here): its value, or `[erased]` once the key is gone.
-Writing, an event that carries its fields as recorded (sealed: what its hash covers)
-is stored in that form, never in the plaintext the domain folds.
+A stored state that holds sealed values (personal data encrypted under a data
+subject's key: `domain/privacy`, whose `EnvelopeOpener` the store hands the mapper as
+`sealed`, and a cheap byte search for its marker finds them) is decoded as any other,
+then `sealed.open` opens each envelope with the keys as they are at that moment (none
+is kept here): its value, or `[erased]` once the key is gone. Writing, an event that
+carries its fields as recorded (sealed: what its hash covers, in the attribute
+`sealed.attribute`) is stored in that form, never in the plaintext the domain folds.
 
 A stored event that cannot be made into its event, by either path, raises
 `UndecodableEventError` (the library's `MapperDeserialisationError`, naming the
@@ -35,9 +36,9 @@ event the read models quarantine (`projections.quarantine`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from datetime import datetime
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, Protocol, cast
 from uuid import UUID
 
 import orjson
@@ -48,10 +49,6 @@ from eventsourcing.persistence import (
     find_id_convertor,
 )
 from eventsourcing.utils import TopicError, get_topic, resolve_topic
-
-from domain.privacy.envelopes import MARK_BYTES, opened, refs_in
-from domain.privacy.protector import PROTECTED
-from domain.privacy.subject_keys import SubjectKeys
 
 TYPED_VALUE = b'"_type_"'
 ESCAPE = b"\\u"
@@ -66,6 +63,17 @@ NUMBER_SHAPES = bytes(
 )
 LONG_NUMBER = b":" + b"0" * 19
 _FROM_THE_ROW = frozenset({"originator_id", "originator_version"})
+
+
+class Sealed(Protocol):
+    """How events with sealed (personal) values are told apart, written and opened."""
+
+    marker: bytes  # in a stored state that holds sealed values
+    attribute: str  # of an event: its fields as recorded, sealed
+
+    def open(self, fields: dict[str, Any]) -> None:
+        """Replace the sealed values in a decoded event's fields, in place."""
+        ...
 
 
 class UndecodableEventError(MapperDeserialisationError):
@@ -112,15 +120,15 @@ class EventMapper(Mapper[UUID]):
         super().__init__(*args, **kwargs)
         self._plain = self.cipher is None and self.compressor is None
         self._classes: dict[str, _EventClass] = {}
-        # The store's subjects' keys, for the events that hold envelopes (set by the store).
-        self.keys_source: Callable[[], SubjectKeys] | None = None
+        self.sealed: Sealed | None = None  # set by the store (domain/privacy)
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         """The library's, but an event with personal values is stored as recorded: sealed."""
-        protected = domain_event.__dict__.get(PROTECTED)
+        attribute = None if self.sealed is None else self.sealed.attribute
+        protected = None if attribute is None else domain_event.__dict__.get(attribute)
         if protected is None:
             return super().to_stored_event(domain_event)
-        event_state = {k: v for k, v in vars(domain_event).items() if k != PROTECTED}
+        event_state = {k: v for k, v in vars(domain_event).items() if k != attribute}
         event_state.update(protected)
         originator_id = event_state.pop("originator_id")
         originator_version = event_state.pop("originator_version")
@@ -172,20 +180,9 @@ class EventMapper(Mapper[UUID]):
             missing = ", ".join(sorted(found.required - vars(event).keys()))
             reason = f"its stored state lacks the field(s) {missing}"
             raise UndecodableEventError(topic, originator_id, version, reason)
-        if MARK_BYTES in state:
-            self._open_envelopes(event)
+        if self.sealed is not None and self.sealed.marker in state:
+            self.sealed.open(event.__dict__)
         return event
-
-    def _open_envelopes(self, event: Any) -> None:
-        """Replace each envelope in the event's fields by its value, or `[erased]`."""
-        fields = event.__dict__
-        refs = refs_in(fields)
-        if not refs:
-            return
-        keys = self.keys_source().keys(refs) if self.keys_source is not None else {}
-        for name, value in fields.items():
-            if type(value) is dict or type(value) is list:
-                fields[name] = opened(value, keys)
 
     def decode(self, topic: str, originator_id: Any, version: int, state: bytes) -> Any | None:
         """The event of a stored state by the fast path, or None where it does not apply."""

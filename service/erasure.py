@@ -42,12 +42,12 @@ from domain.privacy.erasure import (
 from domain.record.application import Workflows
 from domain.record.store import backend_of
 from domain.record.thread_uuids import thread_uuid
-from persistence.subject_keys import SUBJECT_KEYS
 from projections import model_tables
 from projections.catalog import all_projections
 from projections.database import Database, database_for
 from projections.quarantine import QUARANTINE
 from projections.runner import ProjectionRunner
+from service.subject_keys import SUBJECT_KEYS
 
 log = structlog.get_logger(__name__)
 

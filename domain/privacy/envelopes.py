@@ -1,11 +1,13 @@
 """Envelopes: a personal value as it is recorded, encrypted with its data subject's key.
 
 `{"_personal_": {"subject": REF, "kid": KEY_ID, "nonce": B64, "ct": B64}}` stands in
-an event's fields where the value was: AES-256-GCM over the value's canonical JSON,
-with the subject's reference and the key's id as associated data (an envelope moved to
-another subject does not open). REF is a namespaced SHA-256 of the subject's id: the
-id itself is never recorded. It is a pseudonym, not an anonymisation: whoever knows
-an id can compute its REF, which is what lets `holdpoint erase --subject ID` find it.
+an event's fields where the value was: the value's canonical JSON encrypted by the
+store's `Cipher` (AES-256-GCM: integrity/subject_cipher.py, named by topic, as the
+domain imports no cryptography library), with the subject's reference and the key's
+id as associated data (an envelope moved to another subject does not open). REF is a
+namespaced SHA-256 of the subject's id: the id itself is never recorded. It is a
+pseudonym, not an anonymisation: whoever knows an id can compute its REF, which is
+what lets `holdpoint erase --subject ID` find it.
 
 Opening an envelope gives the value back while the key is kept; once the key is
 destroyed (or another key stands under the REF: new data of an erased subject gets a
@@ -19,9 +21,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
-
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import Any, Protocol
 
 from domain.record.hashing import canonical_json
 
@@ -29,11 +29,22 @@ MARK = "_personal_"
 MARK_BYTES = b'"_personal_"'
 ERASED = "[erased]"
 KEY_BYTES = 32
-NONCE_BYTES = 12
 _REF_NAMESPACE = "holdpoint-subject:v1:"
 
 SubjectKey = tuple[str, bytes]  # (key id, 32 bytes)
 Keys = Mapping[str, SubjectKey]  # REF -> the subject's key, for the refs found
+
+
+class Cipher(Protocol):
+    """An authenticated cipher: what seals and opens envelopes."""
+
+    def encrypt(self, key: bytes, plaintext: bytes, aad: bytes) -> tuple[bytes, bytes]:
+        """(nonce, ciphertext)."""
+        ...
+
+    def decrypt(self, key: bytes, nonce: bytes, ciphertext: bytes, aad: bytes) -> bytes:
+        """The plaintext; raises if the ciphertext, nonce or `aad` was changed."""
+        ...
 
 
 def subject_ref(subject_id: str) -> str:
@@ -43,15 +54,14 @@ def subject_ref(subject_id: str) -> str:
 
 def new_key() -> SubjectKey:
     """A fresh key and its id."""
-    return os.urandom(8).hex(), AESGCM.generate_key(bit_length=256)
+    return os.urandom(8).hex(), os.urandom(KEY_BYTES)
 
 
-def seal(value: Any, ref: str, key: SubjectKey) -> dict[str, Any]:
+def seal(value: Any, ref: str, key: SubjectKey, cipher: Cipher) -> dict[str, Any]:
     """`value` (plain JSON) as an envelope under the subject's key."""
     kid, secret = key
-    nonce = os.urandom(NONCE_BYTES)
     text = canonical_json(value).encode()
-    ct = AESGCM(secret).encrypt(nonce, text, f"{ref}:{kid}".encode())
+    nonce, ct = cipher.encrypt(secret, text, f"{ref}:{kid}".encode())
     return {
         MARK: {
             "subject": ref,
@@ -66,7 +76,7 @@ def is_envelope(value: Any) -> bool:
     return type(value) is dict and len(value) == 1 and type(value.get(MARK)) is dict
 
 
-def open_envelope(envelope: dict[str, Any], keys: Keys) -> Any:
+def open_envelope(envelope: dict[str, Any], keys: Keys, cipher: Cipher) -> Any:
     """The value an envelope holds, or ERASED when its key is gone (or is not the one)."""
     inner = envelope[MARK]
     ref, kid = inner.get("subject"), inner.get("kid")
@@ -75,7 +85,8 @@ def open_envelope(envelope: dict[str, Any], keys: Keys) -> Any:
         return ERASED
     try:
         nonce = base64.b64decode(inner["nonce"])
-        text = AESGCM(key[1]).decrypt(nonce, base64.b64decode(inner["ct"]), f"{ref}:{kid}".encode())
+        ct = base64.b64decode(inner["ct"])
+        text = cipher.decrypt(key[1], nonce, ct, f"{ref}:{kid}".encode())
     except Exception:  # a damaged envelope reads as erased; verify reports the damage
         return ERASED
     return json.loads(text)
@@ -109,6 +120,6 @@ def replaced(value: Any, replace: Callable[[dict[str, Any]], Any]) -> Any:
     return value
 
 
-def opened(value: Any, keys: Keys) -> Any:
+def opened(value: Any, keys: Keys, cipher: Cipher) -> Any:
     """`value` with every envelope opened (or ERASED)."""
-    return replaced(value, lambda envelope: open_envelope(envelope, keys))
+    return replaced(value, lambda envelope: open_envelope(envelope, keys, cipher))

@@ -75,7 +75,8 @@ def find_subject(store: Workflows, subject_id: str) -> SubjectFound:
             values += 1
             originators.add(originator_id)
             if key is not None:
-                plaintexts.update(_strings(open_envelope(envelope, {ref: key})))
+                opened = open_envelope(envelope, {ref: key}, store.subject_cipher)
+                plaintexts.update(_strings(opened))
     threads = sorted(_thread_id(store, originator) for originator in originators)
     return SubjectFound(
         ref, None if key is None else key[0], tuple(threads), values, frozenset(plaintexts)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from domain.errors import PersonalDataError
-from domain.privacy.envelopes import seal, subject_ref
+from domain.privacy.envelopes import Cipher, seal, subject_ref
 from domain.privacy.personal import Personal
 from domain.privacy.subject_keys import SubjectKeys
 
@@ -38,9 +38,10 @@ FIELDS: dict[str, dict[str, str]] = {
 class Protector:
     """Seals the personal values of a graph's events under each subject's key."""
 
-    def __init__(self, personal: Personal, keys: SubjectKeys) -> None:
+    def __init__(self, personal: Personal, keys: SubjectKeys, cipher: Cipher) -> None:
         self.personal = personal
         self.keys = keys
+        self.cipher = cipher
 
     def protect(
         self,
@@ -119,7 +120,8 @@ class _Sealer:
             subject = self._subject()
             ref = subject_ref(subject)
             key = self._protector.keys.key_for(ref)
-            self._seal = lambda v: seal(v, ref, key)
+            cipher = self._protector.cipher
+            self._seal = lambda v: seal(v, ref, key, cipher)
         self.sealed += 1
         return self._seal(value)
 

@@ -1,7 +1,7 @@
 """The subjects' keys: kept apart from the events, one row per subject, deleted to erase.
 
 A store's keys live in a table beside its events (`holdpoint_subject_keys`: the SQL
-stores' is `persistence/subject_keys.py`), or in memory for a memory store. Nothing
+stores' is `service/subject_keys.py`), or in memory for a memory store. Nothing
 keeps a key in a process beyond one read: a key erased by another process is gone for
 the next read everywhere.
 """
@@ -30,6 +30,10 @@ class SubjectKeys(Protocol):
         """Delete the subject's key; whether there was one."""
         ...
 
+    def close(self) -> None:
+        """Release what holds the keys (the store closes)."""
+        ...
+
 
 class MemorySubjectKeys:
     """A memory store's keys, for as long as the process lives."""
@@ -49,3 +53,6 @@ class MemorySubjectKeys:
     def destroy(self, ref: str) -> bool:
         with self._lock:
             return self._keys.pop(ref, None) is not None
+
+    def close(self) -> None:
+        """Nothing to release: the keys live as long as the store's memory."""

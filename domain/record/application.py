@@ -30,6 +30,8 @@ from domain.errors import (
     ThreadNotFoundError,
     ThreadUnreadableError,
 )
+from domain.privacy.envelopes import Cipher
+from domain.privacy.opener import EnvelopeOpener
 from domain.privacy.personal import Personal
 from domain.privacy.protector import Protector
 from domain.privacy.subject_keys import MemorySubjectKeys, SubjectKeys
@@ -48,9 +50,11 @@ RECORDED = AGGREGATES  # imported: each event of the log decodes in a process wi
 # `persistence.event_mapper.UndecodableEventError`, is a MapperDeserialisationError).
 UNDECODABLE = (MapperDeserialisationError, TopicError)
 SNAPSHOT_TOPIC = get_topic(WorkflowThread.Snapshot)
-# The SQL stores' subjects' keys, a table beside the events (by topic: the domain imports
-# no infrastructure); a memory store keeps them in memory.
-SUBJECT_KEYS_TOPIC = "persistence.subject_keys:subject_keys_for"
+# The SQL stores' subjects' keys, a table beside the events (a memory store keeps them
+# in memory), and the cipher that seals personal values: by topic, as the domain
+# imports no infrastructure and no cryptography library.
+SUBJECT_KEYS_TOPIC = "service.subject_keys:subject_keys_for"
+SUBJECT_CIPHER_TOPIC = "integrity.subject_cipher:CIPHER"
 T = TypeVar("T")
 
 
@@ -165,8 +169,11 @@ class Workflows(Application[Any]):
         self._reads_at_version = cast("ReadsAtVersion | None", reader)
         self._personal: dict[str, Personal] = {}
         self._subject_keys: SubjectKeys | None = None
-        if hasattr(self.mapper, "keys_source"):  # the store's mapper opens envelopes
-            self.mapper.keys_source = lambda: self.subject_keys
+        self._subject_cipher: Cipher | None = None
+        if hasattr(self.mapper, "sealed"):  # the store's mapper: it writes and opens envelopes
+            self.mapper.sealed = EnvelopeOpener(
+                lambda: self.subject_keys, lambda: self.subject_cipher
+            )
 
     # -- personal data (domain/privacy) ---------------------------------
 
@@ -178,7 +185,9 @@ class Workflows(Application[Any]):
     def protector_for(self, graph_id: str) -> Protector | None:
         """What seals the personal values of `graph_id`'s events (None: it declares none)."""
         personal = self._personal.get(graph_id)
-        return None if personal is None else Protector(personal, self.subject_keys)
+        if personal is None:
+            return None
+        return Protector(personal, self.subject_keys, self.subject_cipher)
 
     @property
     def subject_keys(self) -> SubjectKeys:
@@ -189,6 +198,19 @@ class Workflows(Application[Any]):
             else:
                 self._subject_keys = resolve_topic(SUBJECT_KEYS_TOPIC)(self)
         return self._subject_keys
+
+    @property
+    def subject_cipher(self) -> Cipher:
+        """The cipher of the envelopes (AES-256-GCM)."""
+        if self._subject_cipher is None:
+            self._subject_cipher = resolve_topic(SUBJECT_CIPHER_TOPIC)
+        return self._subject_cipher
+
+    def close(self) -> None:
+        keys, self._subject_keys = self._subject_keys, None
+        if keys is not None:
+            keys.close()
+        super().close()
 
     def _protected(self, thread: T) -> T:
         """`thread`, given its graph's protector if its graph declares personal data."""

@@ -70,6 +70,9 @@ class SQLSubjectKeys:
             cursor.execute(f"DELETE FROM {self._table} WHERE ref = %s", (ref,))
             return cursor.rowcount > 0
 
+    def close(self) -> None:
+        self.db.close()
+
 
 def subject_keys_for(store: Workflows) -> SQLSubjectKeys:
     """The keys of `store`'s database (the table made if missing and the store may)."""
