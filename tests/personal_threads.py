@@ -40,12 +40,16 @@ def review(state: Refund) -> dict[str, Any]:
     return {"outcome": f"Refund to {state['name']} {verdict}"}
 
 
-def refund_graph(store: Workflows, personal: Personal | None = PERSONAL) -> CompiledStateGraph:
+def refund_builder() -> StateGraph:
     builder = StateGraph(Refund)
     builder.add_node("review", review)
     builder.add_edge(START, "review")
     builder.add_edge("review", END)
-    return builder.compile(checkpointer=store, name="refund", personal=personal)
+    return builder
+
+
+def refund_graph(store: Workflows, personal: Personal | None = PERSONAL) -> CompiledStateGraph:
+    return refund_builder().compile(checkpointer=store, name="refund", personal=personal)
 
 
 def config(thread_id: str, subject: dict[str, str] | None = None, **more: Any) -> dict[str, Any]:

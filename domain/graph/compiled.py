@@ -81,11 +81,8 @@ class CompiledStateGraph:
         self.builder = builder
         self.checkpointer: Workflows | None = checkpointer
         self.graph_id = graph_id
-        self.personal = personal
-        if personal is not None:
-            if checkpointer is None:
-                msg = "compile(personal=...) needs a checkpointer: the store keeps the keys"
-                raise GraphDefinitionError(msg)
+        self.personal = personal  # a server compiling this graph on its store keeps it
+        if personal is not None and checkpointer is not None:
             checkpointer.declare_personal(graph_id, personal)
         self.name = graph_id
         # LangGraph's attribute: seconds each node may run (None: no limit); set it after compile().
