@@ -120,3 +120,29 @@ def test_a_declaration_must_say_where_the_subject_is():
         Personal(subject="customer_id")
     with pytest.raises(GraphDefinitionError, match="a tuple of key names"):
         Personal(subject="state:customer", state="email")  # type: ignore[arg-type]
+
+
+def test_an_edit_and_a_fork_record_the_values_sealed_and_are_erased_with_the_rest(store):
+    # Given a finished refund of Alice's, whose email a human corrects
+    graph = refund_graph(store)
+    start(graph, "alice-1", ALICE)
+    decide(graph, "alice-1")
+    graph.update_state(config("alice-1"), {"email": "alice.corrected@example.com"})
+    # When the thread is forked from its first checkpoint
+    first = list(graph.get_state_history(config("alice-1")))[-1]
+    checkpoint = first.config["configurable"]["checkpoint_id"]
+    graph.invoke(None, config("alice-1", checkpoint_id=checkpoint, fork_thread_id="alice-fork"))
+    # Then neither the edit nor the fork's events hold her values
+    states = b"".join(s for t in ("alice-1", "alice-fork") for s in stored_states(store, t))
+    assert b"alice.corrected" not in states
+    assert not [value for value in plaintexts(ALICE) if value in states]
+    assert graph.get_state(config("alice-1")).values["email"] == "alice.corrected@example.com"
+    assert graph.get_state(config("alice-fork")).values["name"] == ALICE["name"]
+    # And erasing her erases both threads, each chain still verifying
+    found = find_subject(store, ALICE["customer_id"])
+    assert found.threads == ("alice-1", "alice-fork")
+    erase_subject(store, found, REVIEWER, None)
+    assert graph.get_state(config("alice-1")).values["email"] == ERASED
+    assert graph.get_state(config("alice-fork")).values["name"] == ERASED
+    assert store.verify_chain("alice-1").ok
+    assert store.verify_chain("alice-fork").ok
