@@ -235,7 +235,9 @@ COMMANDS: dict[str, tuple[list[str], str]] = {
     "sessions revoke": (["sessions", "revoke", "--key", "{key}"], "of key {key}"),
 }
 # Covered by the tests below them: long-running processes, the owner's command, the demo.
-OTHER_COMMANDS = {"serve", "projector", "worker", "db init", "demo"}
+# `erase` is the owner's too (it deletes a key and snapshots, and vacuums):
+# tests/api/cli/test_erasure.py.
+OTHER_COMMANDS = {"serve", "projector", "worker", "db init", "demo", "erase"}
 
 
 def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
