@@ -186,7 +186,9 @@ def _clear(
         if kinds.get(table, OTHER) == OTHER:
             scrubbed = _scrub(db, table, columns, needles)
             actions[table] = f"{scrubbed} value(s) replaced by {ERASED!r}"
-    actions.update(_compact(store, db, tell))
+    cleared = [name for name, kind in kinds.items() if kind != EVENTS]
+    cleared += [table for table in _tables(db) if kinds.get(table, OTHER) == OTHER]
+    actions.update(_compact(store, db, cleared, tell))
     return actions
 
 
@@ -219,12 +221,14 @@ def _scrub(db: Database, table: str, columns: dict[str, str], needles: Sequence[
     return changed
 
 
-def _compact(store: Workflows, db: Database, tell: Say) -> dict[str, str]:
-    """Leave no old copy of a cleared row in the database's files (see the docstring)."""
+def _compact(store: Workflows, db: Database, cleared: list[str], tell: Say) -> dict[str, str]:
+    """Leave no old copy of a cleared row in the database's files (see the docstring);
+    on PostgreSQL, of the tables `cleared` (never the events: they hold envelopes only)."""
     if db.dialect == "postgres":
-        for table in _tables(db):
+        present = _tables(db)
+        for table in sorted(set(cleared) & present.keys()):
             db.statement(f"VACUUM {db.table(table)}")
-        tell("Vacuumed the tables.")
+        tell("Vacuumed the tables cleared.")
         return {}
     path = str(store.env.get("SQLITE_DBNAME"))
     connection = sqlite3.connect(path, isolation_level=None, timeout=30)
