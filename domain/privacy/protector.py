@@ -129,7 +129,7 @@ class _Sealer:
         personal, fields = self._protector.personal, self._fields
         metadata = {**self._metadata, **(fields.get("metadata") or {})}
         values = {**self._values}
-        for name in ("initial", "input", "values"):
+        for name in ("initial", "input", "update", "values"):
             if type(fields.get(name)) is dict:
                 values.update(fields[name])
         if type(fields.get("state")) is dict and type(fields["state"].get("values")) is dict:

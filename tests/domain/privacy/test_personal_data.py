@@ -146,3 +146,20 @@ def test_an_edit_and_a_fork_record_the_values_sealed_and_are_erased_with_the_res
     assert graph.get_state(config("alice-fork")).values["name"] == ERASED
     assert store.verify_chain("alice-1").ok
     assert store.verify_chain("alice-fork").ok
+
+
+def test_a_subject_named_by_a_state_key_is_sealed_with_the_rest(store):
+    # Given a graph whose data subject is named by its state's email
+    personal = Personal(subject="state:email", state=("name",), payload=("email", "name"))
+    graph = refund_graph(store, personal)
+    # When a refund is asked for
+    start(graph, "alice-1", ALICE)
+    # Then the email, which names the subject, is sealed as the name is
+    states = b"".join(stored_states(store, "alice-1"))
+    assert ALICE["email"].encode() not in states
+    assert ALICE["name"].encode() not in states
+    assert subject_ref(ALICE["email"]).encode() in states
+    # And erasing that subject erases both
+    erase_subject(store, find_subject(store, ALICE["email"]), REVIEWER, None)
+    values = graph.get_state(config("alice-1")).values
+    assert (values["email"], values["name"]) == (ERASED, ERASED)
