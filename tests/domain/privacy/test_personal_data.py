@@ -12,6 +12,7 @@ from domain.errors import ErasureRefusedError, GraphDefinitionError, PersonalDat
 from domain.privacy.envelopes import ERASED, subject_ref
 from domain.privacy.erasure import erase_subject, erasures, find_subject
 from domain.privacy.personal import Personal
+from domain.record.application import SNAPSHOT_INTERVAL
 from domain.record.thread_uuids import thread_uuid
 from domain.retention.retention import Retention
 from tests.personal_threads import (
@@ -21,6 +22,7 @@ from tests.personal_threads import (
     config,
     decide,
     plaintexts,
+    refund_builder,
     refund_graph,
     start,
 )
@@ -163,3 +165,20 @@ def test_a_subject_named_by_a_state_key_is_sealed_with_the_rest(store):
     erase_subject(store, find_subject(store, ALICE["email"]), REVIEWER, None)
     values = graph.get_state(config("alice-1")).values
     assert (values["email"], values["name"]) == (ERASED, ERASED)
+
+
+def test_a_thread_with_personal_data_takes_no_snapshot(store):
+    # Given a refund of Alice's edited past the snapshot interval
+    graph = refund_graph(store)
+    start(graph, "alice-1", ALICE)
+    for n in range(SNAPSHOT_INTERVAL):
+        graph.update_state(config("alice-1"), {"name": f"{ALICE['name']} {n}"})
+    assert store.thread("alice-1").version > SNAPSHOT_INTERVAL
+    # Then no snapshot, which would hold her values in plaintext, was taken
+    assert list(store.snapshots.get(thread_uuid("alice-1"))) == []
+    # While a thread of a graph without personal data past the same interval has one
+    plain = refund_builder().compile(checkpointer=store, name="plain-refund")
+    start(plain, "plain-1", BOB)
+    for n in range(SNAPSHOT_INTERVAL):
+        plain.update_state(config("plain-1"), {"name": f"{BOB['name']} {n}"})
+    assert list(store.snapshots.get(thread_uuid("plain-1"))) != []
