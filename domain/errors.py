@@ -548,3 +548,11 @@ class ReadNotRecordedError(HoldpointError):
             "try again"
         )
         self.actor_id = actor_id
+
+
+class PersonalDataError(HoldpointError, ValueError):
+    """Personal data that cannot be recorded protected: its data subject is not known."""
+
+
+class ErasureRefusedError(HoldpointError):
+    """An erasure that may not happen (a legal hold covers the subject's threads)."""

@@ -15,6 +15,14 @@ would miss), a number of 19 digits or more (orjson reads an integer beyond 64
 bits as a float; the json module keeps it exact), and JSON that orjson does not
 read (NaN, an infinite number), which it refuses.
 
+A stored state that holds sealed values (personal data encrypted under a data
+subject's key: `domain/privacy`, whose `EnvelopeOpener` the store hands the mapper as
+`sealed`, and a cheap byte search for its marker finds them) is decoded as any other,
+then `sealed.open` opens each envelope with the keys as they are at that moment (none
+is kept here): its value, or `[erased]` once the key is gone. Writing, an event that
+carries its fields as recorded (sealed: what its hash covers, in the attribute
+`sealed.attribute`) is stored in that form, never in the plaintext the domain folds.
+
 A stored event that cannot be made into its event, by either path, raises
 `UndecodableEventError` (the library's `MapperDeserialisationError`, naming the
 topic, the originator and its version, and why): JSON that cannot be read, a
@@ -30,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Hashable
 from datetime import datetime
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, Protocol, cast
 from uuid import UUID
 
 import orjson
@@ -40,7 +48,7 @@ from eventsourcing.persistence import (
     StoredEvent,
     find_id_convertor,
 )
-from eventsourcing.utils import TopicError, resolve_topic
+from eventsourcing.utils import TopicError, get_topic, resolve_topic
 
 TYPED_VALUE = b'"_type_"'
 ESCAPE = b"\\u"
@@ -55,6 +63,17 @@ NUMBER_SHAPES = bytes(
 )
 LONG_NUMBER = b":" + b"0" * 19
 _FROM_THE_ROW = frozenset({"originator_id", "originator_version"})
+
+
+class Sealed(Protocol):
+    """How events with sealed (personal) values are told apart, written and opened."""
+
+    marker: bytes  # in a stored state that holds sealed values
+    attribute: str  # of an event: its fields as recorded, sealed
+
+    def open(self, fields: dict[str, Any]) -> None:
+        """Replace the sealed values in a decoded event's fields, in place."""
+        ...
 
 
 class UndecodableEventError(MapperDeserialisationError):
@@ -101,6 +120,28 @@ class EventMapper(Mapper[UUID]):
         super().__init__(*args, **kwargs)
         self._plain = self.cipher is None and self.compressor is None
         self._classes: dict[str, _EventClass] = {}
+        self.sealed: Sealed | None = None  # set by the store (domain/privacy)
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        """The library's, but an event with personal values is stored as recorded: sealed."""
+        attribute = None if self.sealed is None else self.sealed.attribute
+        protected = None if attribute is None else domain_event.__dict__.get(attribute)
+        if protected is None:
+            return super().to_stored_event(domain_event)
+        event_state = {k: v for k, v in vars(domain_event).items() if k != attribute}
+        event_state.update(protected)
+        originator_id = event_state.pop("originator_id")
+        originator_version = event_state.pop("originator_version")
+        class_version = getattr(type(domain_event), "class_version", 1)
+        if class_version > 1:
+            event_state["class_version"] = class_version
+        stored_state = self.transcoder.encode(event_state)
+        if self.compressor:
+            stored_state = self.compressor.compress(stored_state)
+        if self.cipher:
+            stored_state = self.cipher.encrypt(stored_state)
+        topic = get_topic(type(domain_event))
+        return StoredEvent(originator_id, originator_version, topic, stored_state)
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         return self.event_of(
@@ -139,6 +180,8 @@ class EventMapper(Mapper[UUID]):
             missing = ", ".join(sorted(found.required - vars(event).keys()))
             reason = f"its stored state lacks the field(s) {missing}"
             raise UndecodableEventError(topic, originator_id, version, reason)
+        if self.sealed is not None and self.sealed.marker in state:
+            self.sealed.open(event.__dict__)
         return event
 
     def decode(self, topic: str, originator_id: Any, version: int, state: bytes) -> Any | None:

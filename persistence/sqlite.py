@@ -325,6 +325,9 @@ class TunedSQLiteConnectionPool(library.SQLiteConnectionPool):
             raise OperationalError(msg) from error
         if not self.is_sqlite_memory_mode:
             connection.cursor().execute(f"PRAGMA synchronous={self.synchronous}")
+            # A deleted row (a snapshot, a purged event) is zeroed in the file, not left in a
+            # free page: an erasure leaves no old copy (service/erasure.py).
+            connection.cursor().execute("PRAGMA secure_delete=ON")
             connection.cursor().execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
             with self._checkpointer_guard:  # once the file is open and in WAL mode
                 if self._release_checkpointer is None and not self.closed:

@@ -117,6 +117,8 @@ class SQLiteDatabase(Database):
         # Read models are rebuilt from the log, and a batch's rows commit with
         # its position: a crash may lose the last batches, never split one.
         self._connection.execute("PRAGMA synchronous = NORMAL")
+        # Rows deleted or rewritten (a rebuild after an erasure) are zeroed in the file.
+        self._connection.execute("PRAGMA secure_delete = ON")
         self._lock = threading.Lock()
         self._release_checkpointer: Callable[[], None] | None = None
         if path != ":memory:":  # the file's checkpointer, not this connection's commits

@@ -224,7 +224,8 @@ def load_graph(source: GraphSource, store: Workflows) -> ServedGraph:
     found = _graph_of(target, source)
     if not isinstance(found, StateGraph | CompiledStateGraph):
         return _served_langgraph(found, source, store)
-    graph = _builder_of(found).compile(checkpointer=store, name=source.name)
+    personal = found.personal if isinstance(found, CompiledStateGraph) else None
+    graph = _builder_of(found).compile(checkpointer=store, name=source.name, personal=personal)
     if isinstance(found, CompiledStateGraph):
         graph.adopt_settings(found)
     if source.interrupt_deadline is not None:

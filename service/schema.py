@@ -27,7 +27,9 @@ from projections import model_tables
 from projections.catalog import all_projections
 from projections.database import Cursor, Database
 from projections.privileges import (
+    INSERT,
     READ_WRITE,
+    SELECT,
     Need,
     may_create_tables,
     require,
@@ -36,7 +38,7 @@ from projections.privileges import (
     tables,
 )
 from projections.projection import Projection
-from service import reservations, run_store, sessions
+from service import reservations, run_store, sessions, subject_keys
 from service.notifications import deliveries
 
 DEFAULT_ROLE = "holdpoint_app"
@@ -69,6 +71,13 @@ PARTS: tuple[Part, ...] = (
         "deliveries",
         deliveries.create_tables,
         tables(READ_WRITE, deliveries.DELIVERIES, deliveries.NOTIFIER),
+    ),
+    # Data subjects' keys (domain/privacy): the servers read and add keys; only the
+    # owner deletes one (`holdpoint erase`).
+    Part(
+        "subject keys",
+        subject_keys.create_tables,
+        tables((SELECT, INSERT), subject_keys.SUBJECT_KEYS),
     ),
     # A new table beside the events: one line here, Part(name, create_tables, grants).
 )

@@ -39,6 +39,7 @@ def command_groups(command: str | None = None) -> tuple[CommandGroup, ...]:
         demo,
         history,
         keys,
+        privacy,
         projections,
         replay,
         report,
@@ -61,6 +62,7 @@ def command_groups(command: str | None = None) -> tuple[CommandGroup, ...]:
         threads,
         report,
         retention,
+        privacy,
         history,
         replay,
     )

@@ -27,6 +27,7 @@ from domain.history import state_snapshots as snapshots
 from domain.history.forks import branch
 from domain.oversight import hold_points
 from domain.oversight.hold_points import Oversight
+from domain.privacy.personal import Personal
 from domain.record.application import Workflows
 from domain.record.hashing import to_json
 from domain.record.schema import (
@@ -64,7 +65,13 @@ def _modes(stream_mode: StreamMode) -> tuple[str, ...]:
 class CompiledStateGraph:
     """A graph bound to a checkpointer: LangGraph's run and read methods."""
 
-    def __init__(self, builder: GraphDefinition, checkpointer: Any, graph_id: str) -> None:
+    def __init__(
+        self,
+        builder: GraphDefinition,
+        checkpointer: Any,
+        graph_id: str,
+        personal: Personal | None = None,
+    ) -> None:
         if checkpointer is not None and not isinstance(checkpointer, Workflows):
             msg = (
                 "checkpointer must be a Holdpoint store: InMemorySaver() or "
@@ -74,6 +81,9 @@ class CompiledStateGraph:
         self.builder = builder
         self.checkpointer: Workflows | None = checkpointer
         self.graph_id = graph_id
+        self.personal = personal  # a server compiling this graph on its store keeps it
+        if personal is not None and checkpointer is not None:
+            checkpointer.declare_personal(graph_id, personal)
         self.name = graph_id
         # LangGraph's attribute: seconds each node may run (None: no limit); set it after compile().
         self.step_timeout: float | None = None
@@ -340,6 +350,9 @@ class CompiledStateGraph:
             waiting_edges=self.waiting_edges,
             metadata=metadata,
             actor=actor,
+            protector=None
+            if self.checkpointer is None
+            else self.checkpointer.protector_for(self.graph_id),
         )
 
     def filter_update(self, values: dict[str, Any], what: str) -> dict[str, Any]:

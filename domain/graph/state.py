@@ -11,6 +11,7 @@ from domain.graph.compiled import CompiledStateGraph
 from domain.graph.constants import END, START
 from domain.graph.definition import Branch, NodeSpec
 from domain.graph.unsupported import refuse_unsupported
+from domain.privacy.personal import Personal
 from domain.record.schema import Channel, channels_of
 
 
@@ -206,8 +207,10 @@ class StateGraph:
         cache: Any = None,
         store: Any = None,
         debug: bool = False,
+        personal: Personal | None = None,
     ) -> CompiledStateGraph:
-        """Check the graph and bind it to a checkpointer (a store)."""
+        """Check the graph and bind it to a checkpointer (a store). `personal`: which of
+        its values are personal data, recorded encrypted per subject (domain/privacy)."""
         refuse_unsupported("compile()", {"cache": cache, "store": store, "debug": debug})
         if interrupt_before or interrupt_after:
             msg = (
@@ -216,4 +219,4 @@ class StateGraph:
             )
             raise GraphDefinitionError(msg)
         self.validate()
-        return CompiledStateGraph(self, checkpointer, name or "graph")
+        return CompiledStateGraph(self, checkpointer, name or "graph", personal)

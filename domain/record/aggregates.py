@@ -18,6 +18,7 @@ from domain.memory.item import MemoryItem
 from domain.oversight.policy_record import OversightPolicy
 from domain.oversight.read_log import ReadLog
 from domain.oversight.suspension import GraphSuspension
+from domain.privacy.erasures import SubjectErasures
 from domain.record.thread import WorkflowThread
 from domain.retention.incidents import IncidentRegister
 from domain.retention.legal_holds import LegalHolds
@@ -42,4 +43,5 @@ AGGREGATES = (
     LegalHolds,
     PurgeLedger,
     IncidentRegister,
+    SubjectErasures,
 )

@@ -21,7 +21,7 @@ from eventsourcing.persistence import (
     MapperDeserialisationError,
     StoredEvent,
 )
-from eventsourcing.utils import TopicError, get_topic
+from eventsourcing.utils import TopicError, get_topic, resolve_topic
 
 from domain.access.identity import RefusedAttempt
 from domain.errors import (
@@ -30,6 +30,11 @@ from domain.errors import (
     ThreadNotFoundError,
     ThreadUnreadableError,
 )
+from domain.privacy.envelopes import Cipher
+from domain.privacy.opener import EnvelopeOpener
+from domain.privacy.personal import Personal
+from domain.privacy.protector import Protector
+from domain.privacy.subject_keys import MemorySubjectKeys, SubjectKeys
 from domain.record.aggregates import AGGREGATES
 from domain.record.chain import ChainReport, RecordedEvent, verify_records
 from domain.record.hashing import to_json
@@ -45,6 +50,11 @@ RECORDED = AGGREGATES  # imported: each event of the log decodes in a process wi
 # `persistence.event_mapper.UndecodableEventError`, is a MapperDeserialisationError).
 UNDECODABLE = (MapperDeserialisationError, TopicError)
 SNAPSHOT_TOPIC = get_topic(WorkflowThread.Snapshot)
+# The SQL stores' subjects' keys, a table beside the events (a memory store keeps them
+# in memory), and the cipher that seals personal values: by topic, as the domain
+# imports no infrastructure and no cryptography library.
+SUBJECT_KEYS_TOPIC = "service.subject_keys:subject_keys_for"
+SUBJECT_CIPHER_TOPIC = "integrity.subject_cipher:CIPHER"
 T = TypeVar("T")
 
 
@@ -157,6 +167,58 @@ class Workflows(Application[Any]):
         self.url = url
         reader = self.recorder if hasattr(self.recorder, "select_at_version") else None
         self._reads_at_version = cast("ReadsAtVersion | None", reader)
+        self._personal: dict[str, Personal] = {}
+        self._subject_keys: SubjectKeys | None = None
+        self._subject_cipher: Cipher | None = None
+        if hasattr(self.mapper, "sealed"):  # the store's mapper: it writes and opens envelopes
+            self.mapper.sealed = EnvelopeOpener(
+                lambda: self.subject_keys, lambda: self.subject_cipher
+            )
+
+    # -- personal data (domain/privacy) ---------------------------------
+
+    def declare_personal(self, graph_id: str, personal: Personal) -> None:
+        """Record the personal values of `graph_id`'s threads sealed (`Personal`), on every
+        path that records on them through this store."""
+        self._personal[graph_id] = personal
+
+    def protector_for(self, graph_id: str) -> Protector | None:
+        """What seals the personal values of `graph_id`'s events (None: it declares none)."""
+        personal = self._personal.get(graph_id)
+        if personal is None:
+            return None
+        return Protector(personal, self.subject_keys, self.subject_cipher)
+
+    @property
+    def subject_keys(self) -> SubjectKeys:
+        """The data subjects' keys, kept apart from the events."""
+        if self._subject_keys is None:
+            if self.env.get("PERSISTENCE_MODULE") == "eventsourcing.popo":
+                self._subject_keys = MemorySubjectKeys()
+            else:
+                self._subject_keys = resolve_topic(SUBJECT_KEYS_TOPIC)(self)
+        return self._subject_keys
+
+    @property
+    def subject_cipher(self) -> Cipher:
+        """The cipher of the envelopes (AES-256-GCM)."""
+        if self._subject_cipher is None:
+            self._subject_cipher = resolve_topic(SUBJECT_CIPHER_TOPIC)
+        return self._subject_cipher
+
+    def close(self) -> None:
+        keys, self._subject_keys = self._subject_keys, None
+        if keys is not None:
+            keys.close()
+        super().close()
+
+    def _protected(self, thread: T) -> T:
+        """`thread`, given its graph's protector if its graph declares personal data."""
+        if self._personal and isinstance(thread, WorkflowThread):
+            protector = self.protector_for(thread.graph_id)
+            if protector is not None:
+                thread.protect_with(protector)
+        return thread
 
     def __enter__(self) -> Workflows:
         return self
@@ -165,6 +227,11 @@ class Workflows(Application[Any]):
         self.close()
 
     def thread(self, thread_id: str, version: int | None = None) -> WorkflowThread | None:
+        """The thread as of `version` (default: now), or None if never recorded (see
+        `_thread`)."""
+        return self._protected(self._thread(thread_id, version))
+
+    def _thread(self, thread_id: str, version: int | None = None) -> WorkflowThread | None:
         """The thread as of `version` (default: now), or None if never recorded.
 
         A short thread (fewer than SHORT_THREAD events: a typical approval)
@@ -261,7 +328,7 @@ class Workflows(Application[Any]):
             if event.originator_version > after:
                 thread = event.mutate(thread)
             if event.originator_version == version:
-                return VersionRead(ThreadAt(thread, event, events), last)
+                return VersionRead(ThreadAt(self._protected(thread), event, events), last)
         return VersionRead(None, last)
 
     def _head(self, aggregate_id: UUID) -> int:
@@ -341,7 +408,9 @@ class Workflows(Application[Any]):
         the thread as those events leave it."""
         events = thread.collect_events()
         snapshot = None
-        if events and self.snapshots is not None:
+        # A thread with personal data is never snapshotted: a snapshot holds its values
+        # in plaintext, which an erasure could not reach by destroying a key.
+        if events and self.snapshots is not None and not thread.protected:
             first, last = events[0].originator_version, events[-1].originator_version
             interval = self.snapshotting_intervals.get(WorkflowThread, SNAPSHOT_INTERVAL)
             if (first - 1) // interval != last // interval:

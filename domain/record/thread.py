@@ -25,6 +25,7 @@ from typing import Any, Self
 from eventsourcing.domain import Aggregate
 
 from domain.oversight.hold_points import question_digest, record_digest
+from domain.privacy.protector import PROTECTED, Protector
 from domain.record import langgraph_folds
 from domain.record.fork_state import restore_carried_state
 from domain.record.hashing import GENESIS_HASH, event_hash
@@ -168,13 +169,21 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
         return datetime.now(UTC)
 
     @classmethod
-    def _open(cls, event_class: type[Aggregate.Created], fields: dict[str, Any]) -> Self:
-        """A new thread whose first event, `event_class` with `fields`, heads a new chain."""
+    def _open(
+        cls,
+        event_class: type[Aggregate.Created],
+        fields: dict[str, Any],
+        protector: Protector | None = None,
+    ) -> Self:
+        """A new thread whose first event, `event_class` with `fields`, heads a new chain.
+        `protector`: the graph's, if it declares personal data (see `_record`)."""
         timestamp = cls._now()
         thread_id = fields["thread_id"]
         fields = {**_defaults(event_class), **fields}
-        digest = event_hash(event_class.__name__, thread_id, 1, timestamp, GENESIS_HASH, fields)
-        return cls._create(
+        name = event_class.__name__
+        recorded = protector.protect(name, fields, {}, {}) if protector else None
+        digest = event_hash(name, thread_id, 1, timestamp, GENESIS_HASH, recorded or fields)
+        thread = cls._create(
             event_class,
             id=thread_uuid(thread_id),
             timestamp=timestamp,
@@ -182,6 +191,20 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
             event_hash=digest,
             **fields,
         )
+        if protector is not None:
+            thread.protect_with(protector)
+            if recorded is not None:
+                object.__setattr__(thread._pending_events[-1], PROTECTED, recorded)
+        return thread
+
+    def protect_with(self, protector: Protector | None) -> None:
+        """Record this thread's personal values sealed by `protector` (domain/privacy)."""
+        self._protector = protector
+
+    @property
+    def protected(self) -> bool:
+        """Whether this thread records personal values sealed (and so takes no snapshot)."""
+        return self.__dict__.get("_protector") is not None
 
     def _record(
         self, event_class: type[Event], timestamp: datetime | None = None, **fields: Any
@@ -194,13 +217,17 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
         defaults = _defaults(event_class)
         if defaults and not defaults.keys() <= fields.keys():
             fields = {**defaults, **fields}
+        protector: Protector | None = self.__dict__.get("_protector")
+        recorded = None
+        if protector is not None:  # the hash covers the fields as recorded: sealed
+            recorded = protector.protect(event_class.__name__, fields, self.metadata, self.values)
         digest = event_hash(
             event_class.__name__,
             self.thread_id,
             version,
             timestamp,
             self.head_hash,
-            fields,
+            recorded or fields,
         )
         self.trigger_event(
             event_class,
@@ -209,6 +236,8 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
             event_hash=digest,
             **fields,
         )
+        if recorded is not None:
+            object.__setattr__(self._pending_events[-1], PROTECTED, recorded)
 
     def makes_checkpoint(self, event: WorkflowThread.Event) -> bool:
         """Whether applying `event` next would make a checkpoint."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from domain.assistants.assistant import ASSISTANT_KEYS
 from domain.errors import (
@@ -28,6 +28,9 @@ from domain.record.fork_state import carried_state
 from domain.record.hashing import to_json
 from domain.record.supersteps import START
 from domain.record.thread_state import CANCELLED, IDLE, INTERRUPTED, ThreadState
+
+if TYPE_CHECKING:
+    from domain.privacy.protector import Protector
 
 _UNSET = object()  # a metadata key the thread does not have
 
@@ -70,7 +73,9 @@ class ThreadCommands(ThreadState):
         raise NotImplementedError
 
     @classmethod
-    def _open(cls, event_class: type[Any], fields: dict[str, Any]) -> Self:
+    def _open(
+        cls, event_class: type[Any], fields: dict[str, Any], protector: Protector | None = None
+    ) -> Self:
         """A new thread, its first event `event_class` with `fields` (a new chain)."""
         raise NotImplementedError
 
@@ -94,7 +99,9 @@ class ThreadCommands(ThreadState):
         waiting_edges: dict[str, list[str]],
         metadata: dict[str, Any],
         actor: dict[str, Any],
+        protector: Protector | None = None,
     ) -> Self:
+        """A new thread; `protector`: its graph's, if it declares personal data."""
         fields = {
             "thread_id": thread_id,
             "graph_id": graph_id,
@@ -105,7 +112,7 @@ class ThreadCommands(ThreadState):
             "metadata": metadata,
             "actor": actor,
         }
-        return cls._open(cls.ThreadStarted, fields)
+        return cls._open(cls.ThreadStarted, fields, protector)
 
     def fork(self, new_thread_id: str, actor: dict[str, Any], run_id: str | None = None) -> Self:
         """A new thread that starts from this one as it stands, at its checkpoint.
@@ -130,7 +137,8 @@ class ThreadCommands(ThreadState):
             "state": carried_state(self),
             "run_id": run_id,
         }
-        return type(self)._open(self.ThreadForked, fields)
+        protector: Protector | None = self.__dict__.get("_protector")
+        return type(self)._open(self.ThreadForked, fields, protector)
 
     # -- what happens to a thread, each refusing what may not happen -----
 

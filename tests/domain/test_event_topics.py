@@ -75,6 +75,8 @@ RECORDED_TOPICS = {
     "domain.retention.incidents:IncidentRegister.Opened",
     "domain.retention.incidents:IncidentRegister.IncidentOpened",
     "domain.retention.incidents:IncidentRegister.IncidentClosed",
+    "domain.privacy.erasures:SubjectErasures.Opened",
+    "domain.privacy.erasures:SubjectErasures.SubjectErased",
 }
 # Snapshots are a cache, never evidence, but a stored one must still be read back.
 SNAPSHOT_TOPICS = {"eventsourcing.domain:Snapshot"}  # the library's class, not a nested one

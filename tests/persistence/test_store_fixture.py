@@ -39,7 +39,7 @@ ADDED_SINCE = {
     "domain.thread:WorkflowThread.CheckpointSaved",
     "domain.thread:WorkflowThread.WritesSaved",
 } | {  # aggregates added since: memory items, crons, assistants, suspensions, read logs,
-    # retention
+    # retention, erasures
     topic
     for topic in RECORDED_TOPICS
     if topic.startswith(
@@ -52,6 +52,7 @@ ADDED_SINCE = {
             "domain.oversight.policy_record",
             "domain.oversight.read_log",
             "domain.retention.",
+            "domain.privacy.",
         )
     )
 }

@@ -27,6 +27,7 @@ from domain.oversight.policy_records import record_policy
 from domain.oversight.read_log import Read
 from domain.oversight.read_logs import ReadLogs
 from domain.oversight.suspensions import Suspensions
+from domain.privacy.erasure import erase_subject, find_subject
 from domain.record.application import Workflows
 from domain.retention.policy import RetentionPolicy
 from domain.retention.retention import Due, Retention
@@ -207,6 +208,13 @@ def record_history(store: Workflows, prefix: str = "") -> None:
     record_role_changes(store)
     record_policy_changes(store)
     record_retention(store, pipeline, prefix)
+    record_erasure(store)
+
+
+def record_erasure(store: Workflows) -> None:
+    """A data subject erased (one of whom nothing was recorded: the log's threads stay
+    as they are)."""
+    erase_subject(store, find_subject(store, "subject-of-no-thread"), REVIEWER, "Art. 17")
 
 
 def record_reads(store: Workflows, prefix: str = "") -> None:

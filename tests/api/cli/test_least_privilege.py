@@ -236,11 +236,13 @@ COMMANDS: dict[str, tuple[list[str], str]] = {
 }
 # Covered by the tests below them: long-running processes, the owner's command, the demo,
 # and the record's life, run in order (a policy or a hold made, then retired or lifted).
+# `erase` is the owner's too (it deletes a key and snapshots, and vacuums):
+# tests/api/cli/test_erasure.py.
 RECORD_LIFE = {
     "retention set", "retention retire", "retention list", "retention apply",
     "hold place", "hold lift", "hold list", "incident open", "incident close", "incident list",
 }  # fmt: skip
-OTHER_COMMANDS = {"serve", "projector", "worker", "db init", "demo", *RECORD_LIFE}
+OTHER_COMMANDS = {"serve", "projector", "worker", "db init", "demo", "erase", *RECORD_LIFE}
 
 
 def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
