@@ -19,6 +19,7 @@ from domain.errors import (
     UnknownInterruptError,
     WrongRoleError,
 )
+from domain.privacy.personal import Personal
 from langgraph.checkpoint.holdpoint import AppendOnlyError, HoldpointSaver
 from tests.saver.langgraph_graphs import refund_builder, thread
 
@@ -191,3 +192,18 @@ def test_deleting_or_pruning_is_refused_and_the_thread_stays(store, delete):
 
     assert len(store.thread_events("t")) == before
     assert saver.get_tuple(thread("t")) is not None
+
+
+def test_a_real_graph_takes_no_personal_data_declaration_and_records_values_as_they_are():
+    # LangGraph's compile has no `personal`: the declaration is the native engine's
+    with pytest.raises(TypeError, match="personal"):
+        refund_builder().compile(
+            checkpointer=HoldpointSaver(), personal=Personal(subject="metadata:customer")
+        )
+    # So a real graph's values are recorded as they are
+    saver = HoldpointSaver()
+    graph = refund_builder().compile(checkpointer=saver)
+    graph.invoke({"amount": 250.0}, thread("as-they-are"))
+    stored = [e.__dict__ for e in saver.store.thread_events("as-they-are")]
+    assert "_personal_" not in repr(stored)
+    assert "250.0" in repr(stored)
