@@ -20,6 +20,7 @@ from typing import Any
 
 from domain.record.thread import WorkflowThread
 from projections.database import Cursor, Database
+from projections.decision_register import DECISIONS
 from projections.log_reader import Entry
 from projections.paging import keyset_page
 from projections.projection import Projection
@@ -226,6 +227,9 @@ class ThreadIndex:
         created_after: datetime | None = None,
         created_before: datetime | None = None,
         metadata: dict[str, str] | None = None,
+        updated_after: datetime | None = None,
+        updated_before: datetime | None = None,
+        decided_by: str | None = None,
         limit: int = 50,
         after: str | None = None,
         sort_by: str = "created_at",
@@ -235,7 +239,9 @@ class ThreadIndex:
         newest first by default), `limit` a page, after the cursor `after` (a page's
         `next_cursor`): of `graph_id`, in `status` (one, or any of several), created
         at or after `created_after` and before `created_before` (UTC when naive),
-        with every `metadata` key equal to its value as JSON text (strings bare)."""
+        with every `metadata` key equal to its value as JSON text (strings bare), last
+        changed in [`updated_after`, `updated_before`), and with a decision by the
+        principal `decided_by` on one of its interrupts (the decision register's)."""
         if sort_by not in SORT_KEYS:
             msg = f"Unknown sort key {sort_by!r}: use one of {', '.join(SORT_KEYS)}"
             raise ValueError(msg)
@@ -261,6 +267,17 @@ class ThreadIndex:
         for key, value in (metadata or {}).items():
             where.append(self._metadata_equals())
             params += [key, str(value)]
+        for clause, moment in (
+            ("updated_at >= %s", updated_after),
+            ("updated_at < %s", updated_before),
+        ):
+            if moment is not None:
+                where.append(clause)
+                params.append(utc_text(_utc(moment)))
+        if decided_by is not None:
+            decisions = self.db.table(DECISIONS)
+            where.append(f"thread_id IN (SELECT thread_id FROM {decisions} WHERE decider_id = %s)")
+            params.append(decided_by)
         key = SORT_KEYS[sort_by]
         page = keyset_page(
             self.db,

@@ -16,7 +16,14 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
 from api.http.problems import Problem
-from api.ui import routes_dashboard, routes_decision, routes_inbox, routes_session, routes_thread
+from api.ui import (
+    routes_dashboard,
+    routes_decision,
+    routes_inbox,
+    routes_session,
+    routes_thread,
+    routes_threads_search,
+)
 from api.ui.pages import error_page
 from service.services import Services
 
@@ -28,7 +35,14 @@ def ui_app(services: Services) -> FastAPI:
     """The UI's pages, and its CSS and JS under /static (nothing from elsewhere)."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.state.services = services
-    for module in (routes_session, routes_inbox, routes_decision, routes_thread, routes_dashboard):
+    for module in (
+        routes_session,
+        routes_inbox,
+        routes_decision,
+        routes_thread,
+        routes_dashboard,
+        routes_threads_search,
+    ):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_exception_handler(HTTPException, _http_error_page)
