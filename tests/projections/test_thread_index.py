@@ -17,6 +17,7 @@ import pytest
 from domain.errors import GraphRecursionError
 from domain.graph import END, START, StateGraph
 from domain.types import Command
+from projections.decision_register import DecisionRegisterProjection
 from projections.runner import ProjectionRunner
 from projections.thread_index import STATUSES, ThreadIndex, ThreadIndexProjection
 from tests.projections.histories import (
@@ -356,6 +357,42 @@ def test_time_metadata_and_status_filters_page_together(store, runner, index):
     # Then
     assert (ids(first), ids(second)) == (["acme-3", "acme-2"], ["acme-1", "acme-0"])
     assert (first.total, second.total, second.next_cursor) == (4, 4, None)
+
+
+def test_threads_are_found_by_who_decided_one_of_their_interrupts(store):
+    # Given two refunds answered by two reviewers and one still waiting
+    other = {**REVIEWER, "id": "omar"}
+    graph = approval_graph(store)
+    for thread_id in ("by-rita", "by-omar", "waiting"):
+        ask_for(graph, thread_id)
+    answer(graph, "by-rita")
+    graph.invoke(Command(resume=False), config("by-omar", actor=other))
+    runner = ProjectionRunner(store, [ThreadIndexProjection(), DecisionRegisterProjection()])
+    try:
+        runner.catch_up()
+        index = ThreadIndex(runner.db)
+
+        # Then each reviewer finds the thread they decided, and nobody finds none
+        assert ids(index.search(decided_by="rita")) == ["by-rita"]
+        assert ids(index.search(decided_by="omar", status="completed")) == ["by-omar"]
+        assert ids(index.search(decided_by="nobody")) == []
+    finally:
+        runner.close()
+
+
+def test_threads_are_found_by_the_time_of_their_last_change(store, runner, index):
+    # Given two threads created before a moment, one of them answered after it
+    graph = approval_graph(store)
+    ask_for(graph, "still")
+    ask_for(graph, "answered")
+    boundary = datetime.now(UTC)
+    answer(graph, "answered")
+    runner.catch_up()
+
+    # Then the one answered changed after the moment, the other before it
+    assert ids(index.search(updated_after=boundary)) == ["answered"]
+    assert ids(index.search(updated_before=boundary)) == ["still"]
+    assert ids(index.search(created_before=boundary, updated_after=boundary)) == ["answered"]
 
 
 def test_a_thread_is_created_when_its_first_event_was_recorded(store, runner, index):
