@@ -47,6 +47,17 @@ HISTOGRAM_EDGES = (
     (4 * 3600, "4 h"),
     (86400, "24 h"),
 )
+RUBBER_STAMP_SECONDS = 10.0
+# The conditions of the figures that have lists behind them (projections/report_lists.py
+# reads the same rows with the same words): each %s is a parameter, in order.
+RAISED = "raised_at >= %s AND raised_at < %s"  # the period's start and end
+BREACHED = (  # the report's `now`
+    "due_by IS NOT NULL AND (outcome = 'expired' OR escalations > 0 "
+    "OR closed_at > due_by OR (outcome = 'open' AND due_by < %s))"
+)
+HUMAN = "decision <> 'expired'"
+FAST = "seconds_to_decision < %s"  # the rubber-stamp floor
+OPEN = "outcome = 'open'"
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
@@ -67,7 +78,7 @@ def oversight_report(
     since: datetime,
     until: datetime,
     graph_id: str | None = None,
-    rubber_stamp_seconds: float = 10.0,
+    rubber_stamp_seconds: float = RUBBER_STAMP_SECONDS,
     now: datetime | None = None,
 ) -> dict[str, Any]:
     now = now or datetime.now(UTC)
@@ -76,7 +87,7 @@ def oversight_report(
         raised, outcomes, breaches = _raised(cursor, scope, now)
         groups = _decision_groups(cursor, scope, rubber_stamp_seconds)
         seconds = _human_seconds(cursor, scope)
-        cancellations = _cancellations(cursor, scope)
+        cancellations = cancelled_threads(cursor, scope)
         hold_points = hold_point_figures(cursor, scope)
         backlog = _backlog(cursor, scope, now)
         ran_past = unapplied(cursor, scope)
@@ -164,10 +175,8 @@ def _raised(cursor: Cursor, scope: ReportScope, now: datetime) -> tuple[int, dic
     """Interrupts raised in the period: how many, how many of each outcome, how many breached."""
     per_outcome = ", ".join(f"COUNT(*) FILTER (WHERE outcome = '{name}')" for name in OUTCOMES)
     cursor.execute(
-        f"SELECT COUNT(*), {per_outcome}, COUNT(*) FILTER (WHERE due_by IS NOT NULL "
-        "AND (outcome = 'expired' OR escalations > 0 OR closed_at > due_by "
-        "OR (outcome = 'open' AND due_by < %s))) "
-        f"FROM {scope.log} WHERE raised_at >= %s AND raised_at < %s{scope.graph}",
+        f"SELECT COUNT(*), {per_outcome}, COUNT(*) FILTER (WHERE {BREACHED}) "
+        f"FROM {scope.log} WHERE {RAISED}{scope.graph}",
         [utc_text(now), scope.start, scope.end, *scope.graph_params],
     )
     raised, *counts, breaches = (int(n) for n in cursor.fetchone())
@@ -178,7 +187,7 @@ def _decision_groups(cursor: Cursor, scope: ReportScope, floor: float) -> list[A
     """(UTC day, kind, reviewer, graph, decisions, of which faster than `floor`) for the period."""
     cursor.execute(
         "SELECT substr(closed_at, 1, 10), decision, reviewer_id, graph_id, COUNT(*), "
-        "COUNT(*) FILTER (WHERE seconds_to_decision < %s) "
+        f"COUNT(*) FILTER (WHERE {FAST}) "
         f"FROM {scope.log} WHERE {scope.decided} GROUP BY 1, 2, 3, 4",
         [floor, *scope.decided_params],
     )
@@ -196,7 +205,8 @@ def _human_seconds(cursor: Cursor, scope: ReportScope) -> list[float]:
     return sorted([row[0] for row in cursor.fetchall()])
 
 
-def _cancellations(cursor: Cursor, scope: ReportScope) -> list[Any]:
+def cancelled_threads(cursor: Cursor, scope: ReportScope) -> list[Any]:
+    """(thread, graph, when, by, reason) of the threads cancelled in the period."""
     cursor.execute(
         f"SELECT thread_id, graph_id, cancelled_at, actor_id, reason FROM {scope.cancelled} "
         f"WHERE cancelled_at >= %s AND cancelled_at < %s{scope.graph} ORDER BY cancelled_at",
@@ -289,7 +299,7 @@ def _backlog(cursor: Cursor, scope: ReportScope, now: datetime) -> dict[str, Any
     younger = [utc_text(now - timedelta(seconds=limit)) for limit, _ in AGE_BUCKETS]
     younger_than = ", ".join("COUNT(*) FILTER (WHERE raised_at > %s)" for _ in younger)
     cursor.execute(
-        f"SELECT COUNT(*), {younger_than} FROM {scope.log} WHERE outcome = 'open'{scope.graph}",
+        f"SELECT COUNT(*), {younger_than} FROM {scope.log} WHERE {OPEN}{scope.graph}",
         [*younger, *scope.graph_params],
     )
     total, *younger_counts = (int(n) for n in cursor.fetchone())

@@ -18,11 +18,13 @@ from api.ui.pages import PageRoute, render
 from domain.oversight.read_log import Read, read_target
 from projections.oversight_report import oversight_report
 from projections.report_formats import FORMATS, to_html
+from projections.report_lists import FIGURES, count_of, figure_list
 from service.services import Services
 
 router = APIRouter(route_class=PageRoute)
 PRESETS = {"1": "last 24 hours", "7": "last 7 days", "30": "last 30 days", "90": "last 90 days"}
-QUERY = ("days", "since", "until", "graph_id", "format")
+FILTERS = ("days", "since", "until", "graph_id")
+QUERY = (*FILTERS, "format", "figure")
 _STYLE = re.compile(r"<style>(.*?)</style>", re.DOTALL)
 _MAIN = re.compile(r"<main>(.*)</main>", re.DOTALL)
 
@@ -103,7 +105,11 @@ def dashboard(request: Request, services: ServicesDep, viewer: AuditingViewer) -
         Read("report", read_target("dashboard", query_of(request)), "ui"),
     )
     style, content = embedded(report)
-    query = {k: v for k, v in request.query_params.items() if k != "format" and v}
+    query = {k: v for k, v in request.query_params.items() if k in FILTERS and v}
+    drills = [
+        (name, figure.label, count_of(report, name), dict(query, figure=name))
+        for name, figure in FIGURES.items()
+    ]
     return render(
         request,
         "dashboard.html",
@@ -113,6 +119,39 @@ def dashboard(request: Request, services: ServicesDep, viewer: AuditingViewer) -
         graphs=sorted(services.graphs),
         report_style=style,
         report_html=content,
+        query=query,
+        drills=drills,
+    )
+
+
+@router.get("/dashboard/list")
+def drill_down(request: Request, services: ServicesDep, viewer: AuditingViewer) -> Response:
+    """The interrupts (or threads) behind one of the dashboard's counts, same filters."""
+    now = datetime.now(UTC)
+    chosen = period(request.query_params, now)
+    name = request.query_params.get("figure", "")
+    if name not in FIGURES:
+        raise Problem(422, f"Invalid figure {name!r}: one of {', '.join(FIGURES)}")
+    services.read_models.catch_up_to_head()
+    rows = figure_list(
+        services.read_models.db,
+        name,
+        since=chosen["since"],
+        until=chosen["until"],
+        graph_id=chosen["graph_id"],
+        now=now,
+    )
+    read = Read("report", read_target("dashboard/list", query_of(request)), "ui")
+    record_reads(services, viewer.principal, read)
+    query = {k: v for k, v in request.query_params.items() if k in FILTERS and v}
+    return render(
+        request,
+        "dashboard_list.html",
+        viewer=viewer,
+        chosen=chosen,
+        figure=FIGURES[name],
+        name=name,
+        rows=rows,
         query=query,
     )
 

@@ -186,7 +186,9 @@ def test_the_dashboard_shows_the_counts_of_a_scripted_history(tmp_path, browser)
         page.context.close()
 
 
-@pytest.mark.parametrize("where", ["inbox", "decision", "thread", "dashboard", "threads"])
+@pytest.mark.parametrize(
+    "where", ["inbox", "decision", "thread", "dashboard", "drill-down", "threads"]
+)
 def test_pages_fit_a_320_pixel_screen(server, browser, where):
     # Given an open interrupt on a 320 px wide screen
     thread_id, interrupt_id = paused(server, graph="echo", values={"payload": {"note": "x" * 500}})
@@ -195,6 +197,7 @@ def test_pages_fit_a_320_pixel_screen(server, browser, where):
         "decision": f"/ui/approvals/{interrupt_id}",
         "thread": f"/ui/threads/{thread_id}",
         "dashboard": "/ui/dashboard",
+        "drill-down": "/ui/dashboard/list?figure=backlog",
         "threads": "/ui/threads",
     }
     page = browser.new_context(viewport={"width": 320, "height": 640}).new_page()
