@@ -15,7 +15,8 @@ import pytest
 
 from projections.report_lists import FIGURES, count_of, figure_list
 from tests.api.http_harness import running_server
-from tests.api.ui.story import scripted_history
+from tests.api.ui.browser import sign_in
+from tests.api.ui.story import decided, paused, scripted_history
 from tests.api.ui.ui_client import UiClient
 from tests.projections.test_oversight_report import NOW, SINCE, UNTIL, report
 from tests.projections.test_oversight_report import clock as clock  # noqa: PLC0414 - fixture
@@ -100,6 +101,41 @@ def test_each_dashboard_count_links_to_a_list_as_long_with_the_filters_kept(tmp_
                 data = api.get("/audit/reads", params={"actor": "auditor", "limit": 1000})
             targets = {r["target"] for r in data.json()["data"] if r["kind"] == "report"}
             assert "dashboard/list?days=7&figure=fast_decisions&graph_id=refund" in targets
+
+
+def test_in_chromium_each_count_clicked_shows_as_many_rows_and_each_row_opens_its_thread(
+    server, browser
+):
+    pytest.importorskip("playwright")
+    from playwright.sync_api import expect  # noqa: PLC0415 - only where Playwright is
+
+    # Given one refund rejected and one still open, and an auditor on the dashboard
+    decided(server, paused(server)[1], "reject")
+    thread_id, _ = paused(server)
+    page = browser.new_context().new_page()
+    sign_in(page, server.url, server.keys["auditor"], "/ui/dashboard")
+    page.goto(f"{server.url}/ui/dashboard?days=1&graph_id=refund")
+    links = page.locator("#drill-down a")
+    expect(links).to_have_count(len(FIGURES))
+    for name in FIGURES:
+        # When they click a figure's count
+        page.goto(f"{server.url}/ui/dashboard?days=1&graph_id=refund")
+        link = page.locator(f'#drill-down a[data-figure="{name}"]')
+        count = int(link.inner_text().rsplit(": ", 1)[1])
+        link.click()
+        # Then its list has as many rows, with the period and graph kept in the URL
+        expect(page.locator("h1")).to_contain_text(FIGURES[name].label)
+        expect(page.locator("#drill-list li")).to_have_count(count)
+        assert parse_qs(urlsplit(page.url).query) == {
+            "days": ["1"],
+            "graph_id": ["refund"],
+            "figure": [name],
+        }
+    # And a row of the backlog opens its thread's page
+    page.goto(f"{server.url}/ui/dashboard/list?days=1&graph_id=refund&figure=backlog")
+    page.locator(f'#drill-list li[data-thread="{thread_id}"] a').click()
+    expect(page.locator("h1")).to_contain_text(thread_id)
+    page.context.close()
 
 
 def test_an_unknown_figure_is_refused_clearly(server):
