@@ -15,6 +15,7 @@ import pytest
 
 from projections.report_lists import FIGURES, count_of, figure_list
 from tests.api.http_harness import running_server
+from tests.api.ui.accessibility import accessible_context, axe_violations
 from tests.api.ui.browser import sign_in
 from tests.api.ui.story import decided, paused, scripted_history
 from tests.api.ui.ui_client import UiClient
@@ -144,3 +145,23 @@ def test_an_unknown_figure_is_refused_clearly(server):
         refused = auditor.get("/ui/dashboard/list?figure=everything")
     assert refused.status_code == 422
     assert "Invalid figure" in refused.text
+
+
+@pytest.mark.parametrize("figure", ["backlog", "decisions_reject", "cancellations"])
+def test_axe_core_finds_nothing_to_fix_on_the_dashboard_and_a_drill_down(server, browser, figure):
+    from playwright.sync_api import expect  # noqa: PLC0415 - only where Playwright is
+
+    # Given a rejected refund and an open one
+    decided(server, paused(server)[1], "reject")
+    paused(server)
+    page = accessible_context(browser).new_page()
+    # When an auditor opens the dashboard, then a figure's list
+    sign_in(page, server.url, server.keys["auditor"], "/ui/dashboard")
+    expect(page.locator("#drill-down a")).to_have_count(len(FIGURES))
+    dashboard_violations = axe_violations(page)
+    page.goto(f"{server.url}/ui/dashboard/list?days=1&figure={figure}")
+    expect(page.locator("h1")).to_contain_text(FIGURES[figure].label)
+    # Then axe-core finds no WCAG 2 A/AA violation on either
+    assert dashboard_violations == []
+    assert axe_violations(page) == []
+    page.context.close()
