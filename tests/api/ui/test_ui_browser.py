@@ -10,6 +10,7 @@ import os
 import pytest
 
 from tests.api.http_harness import running_server
+from tests.api.ui.accessibility import accessible_context, axe_violations
 from tests.api.ui.browser import horizontal_overflow, sign_in
 from tests.api.ui.story import decided, paused, scripted_history
 
@@ -226,3 +227,31 @@ def test_sign_out_ends_the_session_on_the_server(server, context, page):
     context.add_cookies([session])
     page.goto(f"{server.url}/ui/inbox")
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+
+
+@pytest.mark.parametrize(
+    "where", ["sign-in", "inbox", "decision", "thread", "dashboard", "drill-down", "threads"]
+)
+def test_axe_core_finds_no_wcag_violation_on_each_page(server, browser, where):
+    # Given an open interrupt, and a page of each kind, as an admin sees it
+    thread_id, interrupt_id = paused(server, graph="echo", values={"payload": {"note": "x"}})
+    paths = {
+        "inbox": "/ui/inbox",
+        "decision": f"/ui/approvals/{interrupt_id}",
+        "thread": f"/ui/threads/{thread_id}",
+        "dashboard": "/ui/dashboard",
+        "drill-down": "/ui/dashboard/list?figure=backlog",
+        "threads": "/ui/threads",
+    }
+    context = accessible_context(browser)
+    page = context.new_page()
+    if where == "sign-in":
+        page.goto(f"{server.url}/ui/inbox")
+        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    else:
+        sign_in(page, server.url, server.keys["admin"], paths[where])
+        expect(page.locator("h1")).to_be_visible()
+
+    # Then axe-core finds nothing against WCAG 2.0 and 2.1, A and AA
+    assert axe_violations(page) == []
+    context.close()
