@@ -18,10 +18,12 @@ from api.ui.forms import check_form, read_form
 from api.ui.pages import PageRoute, render
 from api.ui.thread_timeline import completed, thread_timeline
 from domain.history.time_travel import diff_versions, head_version, state_at_version
+from domain.integrity.seal import SealFormatError
 from domain.oversight.read_log import Read
 from domain.retention.retention import Retention, holds_shown
 from integrity.export import export_thread
 from integrity.reporting import problem_line
+from integrity.sealing import latest_seal
 from projections.read_records import ReadRecords
 from service.lineage import lineage
 from service.services import Services
@@ -67,6 +69,7 @@ def _thread_context(
         "timeline": found,
         "lineage": lineage(services.store, services.read_models.db, thread_id),
         "may_audit": viewer.may(Permission.AUDIT),
+        "seal": _seal_status(services),
         "legal_holds": holds_shown(
             Retention(services.store).holds(),
             thread_id,
@@ -74,6 +77,18 @@ def _thread_context(
             _metadata(services, thread_id),
         ),
     }
+
+
+def _seal_status(services: Services) -> dict[str, Any]:
+    """What the evidence download can prove: the latest seal's position and time, or why
+    there is none to prove it against."""
+    try:
+        seal = latest_seal(services.store)
+    except SealFormatError as error:
+        return {"problem": str(error)}
+    if seal is None:
+        return {"problem": None, "position": None}
+    return {"problem": None, "position": seal.get("position"), "at": seal.get("sealed_at")}
 
 
 def _metadata(services: Services, thread_id: str) -> dict[str, Any]:
