@@ -398,6 +398,7 @@ class RunManager:
     ) -> Begun:
         """Hold a run that has begun in this process: its record, its lease."""
         record = _record_of(request, stored, run.thread_id)
+        record.started()  # its input is on record: running, never pending, from here on
         record.position = run.position
         record.emit(chunks)
         before = set(run.thread.interrupts) if run.thread is not None else set()
@@ -432,7 +433,6 @@ class RunManager:
     def finish(self, begun: Begun) -> None:
         """Run a begun run's supersteps to its end, and record how it ended."""
         record, run, before = begun.record, begun.run, begun.before
-        record.started()
         at_end = self._end(begun) if self.store.guards and isinstance(run, Run) else None
         recorded_end = False  # with the last step's events
         try:

@@ -211,3 +211,37 @@ def test_a_run_that_waits_for_its_threads_lock_does_not_hold_up_another_threads_
 
     assert fast_record.output == {"key": "fast", "found": "FAST"}
     assert queued_record.output == {"key": "next", "found": "NEXT"}
+
+
+class HeldManager(RunManager):
+    """A RunManager whose runs wait at `held` between beginning and their first step."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.held = threading.Event()
+
+    def finish(self, begun: Any) -> None:
+        assert self.held.wait(WAIT)
+        super().finish(begun)
+
+
+def test_a_launched_run_is_running_once_it_has_begun_before_its_first_step():
+    # What the route reads to drop the thread's reservation: a pending record there would
+    # leave a reserved thread listed twice by a search, once reserved and once recorded.
+    with open_store("memory://") as store:
+        runs = RunStore(database_for(store))
+        manager = HeldManager(store=runs, workers=2, busy_wait=WAIT, keep=10, lease_ttl=WAIT)
+        graph = linear_graph(store, Lookup, lookup, name="lookup")
+        try:
+
+            async def scenario() -> str:
+                record = await asyncio.wait_for(
+                    manager.launch(lambda: _request(graph, "t-held", "held")), WAIT
+                )
+                return str(record.status)
+
+            assert asyncio.run(scenario()) == "running"
+        finally:
+            manager.held.set()
+            manager.shutdown()
+            runs.close()

@@ -26,7 +26,7 @@ def test_graphs_without_a_step_timeout_get_the_servers():
             assert own.step_timeout == 3.0
             assert all(graph.step_timeout == 30 for graph in others)
         finally:
-            services.read_models.stop()
+            services.close()
 
 
 @pytest.mark.parametrize("value", [0, -1, "30", True])
