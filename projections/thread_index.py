@@ -219,6 +219,20 @@ class ThreadIndex:
             row = cursor.fetchone()
         return None if row is None else _summary(row)
 
+    def recorded(self, thread_ids: Sequence[str]) -> set[str]:
+        """Which of `thread_ids` the index has."""
+        found: set[str] = set()
+        with self.db.transaction(write=False) as cursor:
+            for start in range(0, len(thread_ids), 500):
+                batch = thread_ids[start : start + 500]
+                cursor.execute(
+                    f"SELECT thread_id FROM {self.db.table(THREADS)} "
+                    f"WHERE thread_id IN ({', '.join(['%s'] * len(batch))})",
+                    list(batch),
+                )
+                found.update(str(row[0]) for row in cursor.fetchall())
+        return found
+
     def search(
         self,
         *,

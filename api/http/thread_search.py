@@ -134,13 +134,21 @@ def _matches(
 def _reservations(
     services: Services, body: ThreadSearch, graph_id: Any, metadata: dict[str, Any]
 ) -> list[dict[str, Any]]:
+    """The reserved threads the search finds; one whose run has begun is in the index
+    already (its reservation is dropped just after, maybe by another process)."""
     if graph_id is not None or body.values or body.status not in (None, "idle"):
         return []
-    return [
-        reserved_thread_json(r.thread_id, r.created_at, r.metadata)
+    reserved = [
+        r
         for r in reversed(services.reservations.all())
         if all(r.metadata.get(key) == value for key, value in metadata.items())
         and _created_within(r.created_at, body)
+    ]
+    recorded = ThreadIndex(services.read_models.db).recorded([r.thread_id for r in reserved])
+    return [
+        reserved_thread_json(r.thread_id, r.created_at, r.metadata)
+        for r in reserved
+        if r.thread_id not in recorded
     ]
 
 

@@ -128,3 +128,19 @@ def test_threads_are_counted_with_the_searchs_filters(server):
     assert agent.threads.count(metadata={"tag": tag}, status="idle") == 2
     assert agent.threads.count(metadata={"tag": tag, "graph_id": "refund"}) == 2
     assert agent.threads.count(metadata={"tag": tag}, values={"refund_amount": 500.0}) == 1
+
+
+def test_a_thread_recorded_while_still_reserved_is_found_once(server):
+    # Given a thread whose run has begun while its reservation is not dropped yet (the
+    # moment between the run's first commit and the drop, maybe in another process)
+    tag = uuid4().hex
+    thread_id = "ran-" + tag
+    pipeline_graph(server.store).invoke({"out": []}, config(thread_id, metadata={"tag": tag}))
+    server.services.reservations.add(thread_id, {"tag": tag}, "amy")
+
+    # Then a search lists it once, as recorded
+    with server.http("agent") as agent:
+        answer = agent.post("/threads/search", json={"metadata": {"tag": tag}}).json()
+        counted = agent.post("/threads/count", json={"metadata": {"tag": tag}}).json()
+    assert [(t["thread_id"], t["status"]) for t in answer] == [(thread_id, "idle")]
+    assert counted == 1
