@@ -25,6 +25,7 @@ from bench.cases import CASES
 from bench.harness import QUICK, Progress, Runner, Settings
 from bench.http import HTTP_CASES
 from bench.integrity import INTEGRITY_CASES
+from bench.kinds import KINDS_CASES
 from bench.load import LOAD_CASES
 from bench.machine import cpu_busy, header_lines, load_average, postgres_line, speed_probe
 from bench.postgres import connect
@@ -42,6 +43,7 @@ ALL_CASES = {
     **RUN_CASES,
     **LOAD_CASES,
     **INTEGRITY_CASES,
+    **KINDS_CASES,
     **TIME_TRAVEL_CASES,
     **SAVER_CASES,
 }

@@ -50,6 +50,7 @@ from eventsourcing.persistence import (
     AggregateRecorder,
     ApplicationRecorder,
     InterfaceError,
+    Notification,
     OperationalError,
     StoredEvent,
 )
@@ -57,6 +58,7 @@ from eventsourcing.utils import Environment, retry
 from psycopg.sql import SQL, Composed, Identifier, Literal
 from psycopg_pool.base import AttemptWithBackoff
 
+from persistence import kind_index
 from persistence.commit_guard import CommitGuard, CommitRefusedError
 from persistence.version_reads import select_at_sql, split_rows
 
@@ -174,7 +176,7 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
     """Inserts through one locking function; the table refuses changes."""
 
     select_events = _tried(library.PostgresApplicationRecorder.select_events)
-    select_notifications = _tried(library.PostgresApplicationRecorder.select_notifications)
+    library_notifications = _tried(library.PostgresApplicationRecorder.select_notifications)
     max_notification_id = _tried(library.PostgresApplicationRecorder.max_notification_id)
 
     def __init__(self, datastore: library.PostgresDatastore, **kwargs: Any) -> None:
@@ -212,6 +214,65 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
             SQL("REVOKE ALL ON FUNCTION {signature} FROM PUBLIC").format(signature=signature)
         )
         self.sql_create_statements.extend(self._append_only_statements(schema, table))
+        self.sql_create_statements.append(
+            SQL(
+                "CREATE INDEX IF NOT EXISTS {index} ON {schema}.{table} (topic, notification_id) "
+                f"WHERE {kind_index.condition()}"
+            ).format(
+                index=Identifier(kind_index.index_name(self.events_table_name)),
+                schema=schema,
+                table=table,
+            )
+        )
+
+    def select_notifications(
+        self,
+        start: int | None,
+        limit: int,
+        stop: int | None = None,
+        topics: Sequence[str] = (),
+        *,
+        inclusive_of_start: bool = True,
+    ) -> Sequence[Notification]:
+        """The library's read of the log; of rare kinds through their index
+        (`persistence.kind_index`)."""
+        if not kind_index.rare(topics):
+            found: Sequence[Notification] = self.library_notifications(
+                start, limit, stop, topics, inclusive_of_start=inclusive_of_start
+            )
+        else:
+            found = self._rare_notifications(start, limit, stop, list(topics), inclusive_of_start)
+        return found
+
+    @retry((InterfaceError, OperationalError), max_attempts=ATTEMPTS, wait=0.2)
+    def _rare_notifications(
+        self, start: int | None, limit: int, stop: int | None, topics: list[str], inclusive: bool
+    ) -> list[Notification]:
+        terms = [kind_index.condition(), "topic = ANY(%s)"]
+        params: list[Any] = [topics]
+        if start is not None:
+            terms.append("notification_id >= %s" if inclusive else "notification_id > %s")
+            params.append(start)
+        if stop is not None:
+            terms.append("notification_id <= %s")
+            params.append(stop)
+        statement = SQL(
+            "SELECT notification_id, originator_id, originator_version, topic, state "
+            "FROM {schema}.{table} WHERE " + " AND ".join(terms) + " "
+            "ORDER BY notification_id LIMIT %s"
+        ).format(schema=Identifier(self.datastore.schema), table=Identifier(self.events_table_name))
+        with self.datastore.get_connection() as connection, connection.cursor() as cursor:
+            cursor.execute(statement, [*params, limit])
+            return [
+                Notification(
+                    id=row["notification_id"],
+                    originator_id=row["originator_id"],
+                    originator_version=row["originator_version"],
+                    topic=row["topic"],
+                    state=bytes(row["state"]),
+                )
+                for row in cursor.fetchall()
+            ]
 
     @retry((InterfaceError, OperationalError), max_attempts=ATTEMPTS, wait=0.2)
     def insert_events(

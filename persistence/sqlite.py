@@ -48,12 +48,14 @@ from eventsourcing import persistence as errors
 from eventsourcing import sqlite as library
 from eventsourcing.persistence import (
     ConnectionUnavailableError,
+    Notification,
     OperationalError,
     PersistenceError,
     StoredEvent,
 )
 from eventsourcing.utils import Environment
 
+from persistence import kind_index
 from persistence.sqlite_checkpointer import BACKSTOP_PAGES, hold_checkpointer
 from persistence.version_reads import select_at_sql, split_rows
 
@@ -86,6 +88,8 @@ def write_gate(db_name: str) -> threading.Lock:
 class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
     """The library's recorder, plus triggers that make the events table append-only, and
     fewer SQLite calls per commit and per read (see the module's docstring)."""
+
+    _kind_index: bool | None = None  # whether the file has the index of rare kinds
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -169,6 +173,57 @@ class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
         converted = self.convert_originator_id(key)  # the stored text: it matched `key`
         return [StoredEvent(converted, version, topic, state) for version, topic, state in rows]
 
+    def select_notifications(
+        self,
+        start: int | None,
+        limit: int,
+        stop: int | None = None,
+        topics: Sequence[str] = (),
+        *,
+        inclusive_of_start: bool = True,
+    ) -> Sequence[Notification]:
+        """The library's read of the log; of rare kinds through their index
+        (`persistence.kind_index`), where the file has it."""
+        if not kind_index.rare(topics) or not self._has_kind_index():
+            return super().select_notifications(
+                start, limit, stop, topics, inclusive_of_start=inclusive_of_start
+            )
+        table = self.events_table_name
+        terms = [kind_index.condition(), f"topic IN ({','.join('?' * len(topics))})"]
+        params: list[Any] = list(topics)
+        if start is not None:
+            terms.append("rowid>=?" if inclusive_of_start else "rowid>?")
+            params.append(start)
+        if stop is not None:
+            terms.append("rowid<=?")
+            params.append(stop)
+        statement = (
+            f"SELECT rowid, originator_id, originator_version, topic, state FROM {table} "
+            f"INDEXED BY {kind_index.index_name(table)} WHERE {' AND '.join(terms)} "
+            "ORDER BY rowid LIMIT ?"
+        )
+        rows = self._select(statement, [*params, limit], tuples=True)
+        return [
+            Notification(
+                id=notification_id,
+                originator_id=self.convert_originator_id(originator_id),
+                originator_version=version,
+                topic=topic,
+                state=state,
+            )
+            for notification_id, originator_id, version, topic, state in rows
+        ]
+
+    def _has_kind_index(self) -> bool:
+        """Whether the file has the index of rare kinds (made when the store opens)."""
+        if self._kind_index is None:
+            found = self._select(
+                "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?",
+                [kind_index.index_name(self.events_table_name)],
+            )
+            self._kind_index = bool(found)
+        return self._kind_index
+
     def select_at_version(
         self, snapshots: Any, originator_id: Any, version: int, upto: int, *, head: bool
     ) -> tuple[Any, list[Any], int | None]:
@@ -199,6 +254,7 @@ class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
         )
         return [
             *super().construct_create_table_statements(),
+            kind_index.sqlite_index(table),
             f"CREATE TABLE IF NOT EXISTS {PURGED} (originator_id TEXT NOT NULL, "
             "upto INTEGER NOT NULL, operation INTEGER NOT NULL)",
             f"CREATE TRIGGER IF NOT EXISTS {PURGED}_no_update BEFORE UPDATE ON {PURGED} "

@@ -1,0 +1,169 @@
+"""Reads by kind of event (issue 26, Growth): keys and refusals as the log grows.
+
+Start-up's check for keys (`Keyring.has_keys`), `holdpoint keys list`
+(`Keyring.list`) and `GET /audit/refusals` (`Keyring.refusals`) read the log by kind
+of event. Each is timed on a log of refund cycles of two sizes, with the keys and
+refusals recorded after the cycles (the worst case for a scan, which meets them
+last), two ways in the same run: through the index of rare kinds
+(`persistence.kind_index`), and through the library's query, which scans the log.
+Holdpoint only: LangGraph has no keys or refusals.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from bench.harness import QUICK, Runner
+from bench.integrity import fill
+from bench.projections import AT_REST, STORES, fresh_store, settle_log
+from bench.report import CaseResult, Table, Target, skipped_row, skipped_target
+from bench.stats import fmt_ms, fmt_num, fmt_ratio, median
+
+GROWTH_LIMIT = 1.5  # each read at the large log within this of its figure at the small one
+KEYS = 3
+REFUSALS = 3
+
+
+@dataclass(frozen=True)
+class Sizes:
+    logs: tuple[int, int] = (10_000, 1_000_000)  # events of refund cycles
+    calls: int = 50  # per read, through the index
+    scan_calls: int = 5  # per read, by the library's scan
+
+
+QUICK_SIZES = Sizes(logs=(10_000, 40_000), calls=20, scan_calls=3)
+
+
+@contextmanager
+def scanning(recorder: Any) -> Iterator[None]:
+    """The recorder reads by kind with the library's query, as before the index."""
+    library: Any = type(recorder).__mro__[1]  # the library's recorder, which ours extends
+    recorder.select_notifications = getattr(recorder, "library_notifications", None) or (
+        lambda *args, **kwargs: library.select_notifications(recorder, *args, **kwargs)
+    )
+    try:
+        yield
+    finally:
+        del recorder.select_notifications
+
+
+def _median_ms(call: Callable[[], object], calls: int) -> float:
+    call()
+    gc.collect()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter_ns()
+        call()
+        times.append((time.perf_counter_ns() - start) / 1e6)
+    return median(times)
+
+
+def kinds_case(runner: Runner) -> CaseResult:
+    """Benchmark: keys and refusals read by kind, on a small and a large log."""
+    sizes = QUICK_SIZES if runner.settings == QUICK else Sizes()
+    small, large = sizes.logs
+    result = CaseResult(
+        "kinds",
+        "Growth: reads by kind of event (keys, refusals)",
+        f"Logs of {small:,} and {large:,} events of refund cycles (as the verify benchmark "
+        f"generates them), then {KEYS} keys made and {REFUSALS} refusals recorded, on a "
+        "fresh store each. Timed, the median of "
+        f"{sizes.calls} calls through the index of rare kinds and of {sizes.scan_calls} "
+        "through the library's query (a scan of the log, as before the index), one after "
+        "the other in the same run: `Keyring.has_keys()` (start-up's check), "
+        "`Keyring.list()` (`holdpoint keys list`), `Keyring.refusals(limit=100)` "
+        f"(`GET /audit/refusals`). {AT_REST}",
+        [Table(["store", "read", "log events", "index ms", "scan ms", "scan / index"])],
+    )
+    for backend in STORES:
+        description = (
+            f"{backend}: each read at {large:,} events within {GROWTH_LIMIT}x of {small:,} events'"
+        )
+        reason = runner.skipped(backend)
+        if reason is not None:
+            result.tables[0].rows.append(skipped_row(backend, reason, 4))
+            result.targets.append(skipped_target(description, reason))
+            continue
+        figures: dict[tuple[str, int], float] = {}
+        for events in sizes.logs:
+            runner.attempt(
+                f"kinds/{backend}/{events}",
+                "Holdpoint",
+                partial(_measure, runner, backend, events, sizes, result.tables[0], figures),
+                warm_up=False,
+            )
+        growth = {
+            name: figures[name, large] / figures[name, small]
+            for name, events in figures
+            if events == small and (name, large) in figures
+        }
+        if not growth:
+            result.targets.append(Target(description, None, "error, see below"))
+            continue
+        worst = max(growth, key=lambda name: growth[name])
+        result.targets.append(
+            Target(
+                description,
+                growth[worst] <= GROWTH_LIMIT,
+                f"worst {worst}: {fmt_num(growth[worst])}x "
+                f"({fmt_ms(figures[worst, large])} vs {fmt_ms(figures[worst, small])} ms)",
+            )
+        )
+    return result
+
+
+def _measure(
+    runner: Runner,
+    backend: str,
+    events: int,
+    sizes: Sizes,
+    table: Table,
+    figures: dict[tuple[str, int], float],
+    *,
+    warm_up: bool,  # noqa: ARG001
+) -> dict[str, float]:
+    """Time each read on a fresh log of `events`; its rows in `table`, the indexed
+    medians in `figures`."""
+    from domain.access.keyring import Keyring  # noqa: PLC0415
+
+    with fresh_store(backend, runner.server) as (store, _url):
+        runner.progress(f"kinds/{backend}: {events:,} events")
+        fill([store], events)
+        keyring = Keyring(store)
+        for n in range(KEYS):
+            keyring.create(f"bench-{n}", "reviewer")
+        for n in range(REFUSALS):
+            keyring.record_refusal(
+                principal=None, action="GET /approvals", reason="no_key", message=f"{n}"
+            )
+        settle_log(runner, backend, store)
+        reads: dict[str, Callable[[], object]] = {
+            "has_keys (start-up)": keyring.has_keys,
+            "list (keys list)": keyring.list,
+            "refusals (GET /audit/refusals)": lambda: keyring.refusals(limit=100),
+        }
+        for name, read in reads.items():
+            indexed = _median_ms(read, sizes.calls)
+            with scanning(store.recorder):
+                scanned = _median_ms(read, sizes.scan_calls)
+            figures[name, events] = indexed
+            table.rows.append(
+                [
+                    backend,
+                    name,
+                    f"{events:,}",
+                    fmt_ms(indexed),
+                    fmt_ms(scanned),
+                    fmt_ratio(scanned / indexed),
+                ]
+            )
+    return {}
+
+
+KINDS_CASES: dict[str, Callable[[Runner], CaseResult]] = {"kinds": kinds_case}
