@@ -16,7 +16,8 @@ from api.http.reads import record_reads
 from api.ui.access import AuditingViewer, ReadingViewer, Viewer
 from api.ui.forms import check_form, read_form
 from api.ui.pages import PageRoute, render
-from api.ui.thread_timeline import completed, thread_timeline
+from api.ui.seal_reach import seal_reach
+from api.ui.thread_timeline import completed, thread_timeline, with_payloads
 from domain.history.time_travel import diff_versions, head_version, state_at_version
 from domain.integrity.seal import SealFormatError
 from domain.oversight.read_log import Read
@@ -66,7 +67,8 @@ def _thread_context(
         "version": version,
         "state": state,
         "diff": diff,
-        "timeline": found,
+        "timeline": with_payloads(found),
+        "seal_reach": seal_reach(services.store, thread_id),
         "lineage": lineage(services.store, services.read_models.db, thread_id),
         "may_audit": viewer.may(Permission.AUDIT),
         "seal": _seal_status(services),

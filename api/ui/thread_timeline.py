@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from api.presenters.audit_timeline import timeline
+from domain.oversight.hold_points import record_digest
 from domain.record.application import Workflows
 
 NEUTRAL = {
@@ -43,3 +44,28 @@ def thread_timeline(store: Workflows, thread_id: str, *, with_actors: bool) -> d
 def completed(found: dict[str, Any]) -> bool:
     entries = found["entries"]
     return bool(entries) and entries[-1]["event"] == "ThreadCompleted"
+
+
+ASKED = "InterruptRaised"
+ANSWERED = ("InterruptResumed", "InterruptApproved")
+
+
+def with_payloads(found: dict[str, Any]) -> dict[str, Any]:
+    """Each interrupt's payload as its decider was shown it, with its digest
+    (`record_digest`: the recorded one, or computed for interrupts recorded before
+    digests were); and on each answer, the digest it was given on, and whether that is
+    the digest of the payload its interrupt asked."""
+    asked: dict[str, str] = {}
+    for entry in found["entries"]:
+        details = entry["details"]
+        if entry["event"] == ASKED:
+            digest = record_digest({"value": details["value"], "digest": details["digest"]})
+            asked[details["interrupt_id"]] = digest
+            entry["asked"] = {"payload": details["value"], "digest": digest}
+        elif entry["event"] in ANSWERED:
+            digest = details.get("digest")
+            entry["answered"] = {
+                "digest": digest,
+                "matches": digest is not None and digest == asked.get(details["interrupt_id"]),
+            }
+    return found
