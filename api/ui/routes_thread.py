@@ -4,12 +4,16 @@ its hash chain's check, its forks, and its evidence bundle as a download."""
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
+from urllib.parse import quote
 
+import structlog
 from fastapi import APIRouter, Request, Response
+from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from api.http.auth import Permission
+from api.http.auth import Permission, refuse
 from api.http.deps import ServicesDep
 from api.http.problems import Problem
 from api.http.reads import record_reads
@@ -24,12 +28,14 @@ from domain.oversight.read_log import Read
 from domain.retention.retention import Retention, holds_shown
 from integrity.export import export_thread
 from integrity.reporting import problem_line
-from integrity.sealing import latest_seal
+from integrity.sealing import SealConflictError, latest_seal, make_seal
+from integrity.signing import KEY_VARIABLE, SealKeyError, load_private_key
 from projections.read_records import ReadRecords
 from service.lineage import lineage
 from service.services import Services
 
 router = APIRouter(route_class=PageRoute)
+log = structlog.get_logger()
 READS_SHOWN = 50  # the latest reads of the thread its page lists
 
 
@@ -72,6 +78,8 @@ def _thread_context(
         "lineage": lineage(services.store, services.read_models.db, thread_id),
         "may_audit": viewer.may(Permission.AUDIT),
         "seal": _seal_status(services),
+        "may_seal": may_seal(viewer),
+        "seal_key": bool(os.environ.get(KEY_VARIABLE)),
         "legal_holds": holds_shown(
             Retention(services.store).holds(),
             thread_id,
@@ -137,3 +145,39 @@ async def export_evidence(
             "Cache-Control": "no-store",
         },
     )
+
+
+def may_seal(viewer: Viewer) -> bool:
+    """Sealing the log is for admins, as `holdpoint seal` is for who holds the key."""
+    return viewer.principal.role == "admin"
+
+
+@router.post("/threads/{thread_id}/seal")
+async def seal_first(
+    thread_id: str, request: Request, services: ServicesDep, viewer: AuditingViewer
+) -> Response:
+    """Seal the whole log up to its head, as `holdpoint seal` does (`make_seal`: the log is
+    verified first, and nothing is recorded on a problem), with the server's seal key
+    (HOLDPOINT_SEAL_KEY); then back to the thread, whose evidence download now proves its
+    events in the sealed log."""
+    form = await read_form(request)
+    check_form(services, request, form, viewer.session.csrf_token, viewer.principal)
+    if not may_seal(viewer):
+        principal = viewer.principal
+        msg = f"Principal {principal.id!r} has role {principal.role!r}: only admin seals the log"
+        raise await run_in_threadpool(refuse, services, request, principal, 403, "wrong_role", msg)
+    await run_in_threadpool(head_version, services.store, thread_id)  # ThreadNotFoundError: 404
+    try:
+        key = load_private_key()
+    except SealKeyError as error:
+        raise Problem(503, f"Nothing was sealed: {error}") from None
+    try:
+        document, _, problems = await run_in_threadpool(make_seal, services.store, key)
+    except SealConflictError as error:
+        raise Problem(409, f"Nothing was sealed: {error}") from None
+    if document is None:
+        lines = "; ".join(problem_line(problem) for problem in problems[:5])
+        msg = f"Refused to seal: the log failed its check ({lines}). Nothing was recorded."
+        raise Problem(409, msg)
+    log.info("log sealed from the UI", principal=viewer.principal.id, position=document["position"])
+    return RedirectResponse(f"/ui/threads/{quote(thread_id, safe='')}#chain", status_code=303)
