@@ -1,7 +1,10 @@
 """The interrupts or threads behind a count of the oversight report: the dashboard's
 drill-down. Each list reads the table its figure counts, with the condition the figure
 counts by (`projections.oversight_report`'s RAISED, BREACHED, FAST, OPEN and the
-scope's `decided`), so a count and its list cannot come to differ."""
+scope's `decided`; cancellations: `cancelled_threads`'s period and graph), so a count and
+its list cannot come to differ. Some figures are split on the dashboard (`PARTS`: decisions
+by reviewer, interrupts by outcome), each part with its own list. Lists are read a page at a
+time, by keyset (`projections.paging`)."""
 
 from __future__ import annotations
 
@@ -13,23 +16,25 @@ from typing import Any
 from projections.database import Database
 from projections.oversight_report import (
     BREACHED,
+    COVERAGE,
     DECISION_KINDS,
     FAST,
     HUMAN,
     OPEN,
     RAISED,
     RUBBER_STAMP_SECONDS,
-    cancelled_threads,
 )
+from projections.paging import KeysetPage, keyset_page
 from projections.report_scope import ReportScope
 from projections.timestamps import utc_text
 
+# The keyset's two columns first (projections/paging.py), then the rest a row shows.
 INTERRUPT_COLUMNS = (
+    "raised_at",
     "interrupt_id",
     "thread_id",
     "graph_id",
     "node",
-    "raised_at",
     "due_by",
     "outcome",
     "closed_at",
@@ -37,7 +42,8 @@ INTERRUPT_COLUMNS = (
     "reviewer_id",
     "seconds_to_decision",
 )
-CANCELLATION_COLUMNS = ("thread_id", "graph_id", "cancelled_at", "actor_id", "reason")
+CANCELLATION_COLUMNS = ("cancelled_at", "thread_id", "graph_id", "actor_id", "reason")
+PAGE_SIZE = 50
 Condition = Callable[[ReportScope, str], tuple[str, list[Any]]]
 
 
@@ -103,6 +109,113 @@ def count_of(report: dict[str, Any], name: str) -> int:
     return int(value["value"] if isinstance(value, dict) else value)
 
 
+class UnknownPartError(ValueError):
+    """A part of a figure that it has no count for."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """The counts a figure is split into on the dashboard (one reviewer's, one outcome's):
+    the query parameter naming one, where the report keeps each count, and the condition
+    on the interrupt log that selects one part's rows."""
+
+    param: str
+    label: str
+    counts: Callable[[dict[str, Any]], dict[str, int]]
+    condition: Callable[[str], tuple[str, list[Any]]]
+    known: tuple[str, ...] = ()  # the only values it takes, if limited
+
+
+def _by_reviewer(value: str) -> tuple[str, list[Any]]:
+    return f"{HUMAN} AND COALESCE(reviewer_id, 'unknown') = %s", [value]
+
+
+def _by_outcome(value: str) -> tuple[str, list[Any]]:
+    return "outcome = %s", [value]
+
+
+PARTS: dict[str, Part] = {
+    "decisions": Part(
+        "reviewer",
+        "by reviewer",
+        lambda report: {
+            name: int(kinds["total"]) for name, kinds in report["decisions"]["by_reviewer"].items()
+        },
+        _by_reviewer,
+    ),
+    "fast_decisions": Part(
+        "reviewer",
+        "by reviewer",
+        lambda report: dict(report["fast_decisions"]["by_reviewer"]),
+        _by_reviewer,
+    ),
+    "interrupts_raised": Part(
+        "outcome",
+        "by outcome",
+        lambda report: {outcome: int(report["coverage"][outcome]) for outcome in COVERAGE},
+        _by_outcome,
+        COVERAGE,
+    ),
+}
+
+
+def parts_of(report: dict[str, Any], name: str) -> list[tuple[str, int]]:
+    """The figure's parts and their counts, as the report gives them (none if unsplit)."""
+    part = PARTS.get(name)
+    return [] if part is None else list(part.counts(report).items())
+
+
+def _part_condition(name: str, value: str | None) -> tuple[str, list[Any]]:
+    part = PARTS.get(name)
+    if value is None:
+        return "", []
+    if part is None or (part.known and value not in part.known):
+        known = f": one of {', '.join(part.known)}" if part is not None and part.known else ""
+        msg = f"Figure {name!r} has no part {value!r}{known}"
+        raise UnknownPartError(msg)
+    where, params = part.condition(value)
+    return f" AND {where}", params
+
+
+def figure_page(
+    db: Database,
+    name: str,
+    *,
+    since: datetime,
+    until: datetime,
+    graph_id: str | None,
+    now: datetime,
+    part: str | None = None,
+    after: str | None = None,
+    limit: int = PAGE_SIZE,
+) -> KeysetPage:
+    """One page of the rows the figure `name` (or its `part`) counts, for the period and
+    graph, oldest first, after the cursor `after`; its total is the count's."""
+    scope = ReportScope.of(db, utc_text(since), utc_text(until), graph_id)
+    condition = FIGURES[name].condition
+    columns: tuple[str, ...]
+    if condition is None:
+        where = f"cancelled_at >= %s AND cancelled_at < %s{scope.graph}"
+        table, columns, params = scope.cancelled, CANCELLATION_COLUMNS, scope.period_params
+    else:
+        where, params = condition(scope, utc_text(now))
+        table, columns = scope.log, INTERRUPT_COLUMNS
+    extra, extra_params = _part_condition(name, part)
+    page = keyset_page(
+        db,
+        table=table,
+        columns=", ".join(columns),
+        where=[where + extra],
+        params=[*params, *extra_params],
+        keys=(columns[0], columns[1]),
+        descending=False,
+        limit=limit,
+        after=after,
+    )
+    rows = [dict(zip(columns, row, strict=True)) for row in page.rows]
+    return KeysetPage(rows, page.total, page.next_cursor)
+
+
 def figure_list(
     db: Database,
     name: str,
@@ -111,20 +224,16 @@ def figure_list(
     until: datetime,
     graph_id: str | None,
     now: datetime,
+    part: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The rows the figure `name` counts, for the period and graph, oldest first."""
-    scope = ReportScope.of(db, utc_text(since), utc_text(until), graph_id)
-    condition = FIGURES[name].condition
-    with db.transaction(write=False) as cursor:
-        if condition is None:
-            return [
-                dict(zip(CANCELLATION_COLUMNS, r, strict=True))
-                for r in cancelled_threads(cursor, scope)
-            ]
-        where, params = condition(scope, utc_text(now))
-        cursor.execute(
-            f"SELECT {', '.join(INTERRUPT_COLUMNS)} FROM {scope.log} WHERE {where} "
-            "ORDER BY raised_at, interrupt_id",
-            params,
+    """Every row the figure `name` (or its `part`) counts, page after page."""
+    rows: list[dict[str, Any]] = []
+    after = None
+    while True:
+        page = figure_page(
+            db, name, since=since, until=until, graph_id=graph_id, now=now, part=part, after=after
         )
-        return [dict(zip(INTERRUPT_COLUMNS, row, strict=True)) for row in cursor.fetchall()]
+        rows += page.rows
+        after = page.next_cursor
+        if after is None:
+            return rows

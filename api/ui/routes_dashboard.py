@@ -18,13 +18,23 @@ from api.ui.pages import PageRoute, render
 from domain.oversight.read_log import Read, read_target
 from projections.oversight_report import oversight_report
 from projections.report_formats import FORMATS, to_html
-from projections.report_lists import FIGURES, count_of, figure_list
+from projections.report_lists import (
+    FIGURES,
+    PAGE_SIZE,
+    PARTS,
+    UnknownPartError,
+    count_of,
+    figure_page,
+    parts_of,
+)
 from service.services import Services
 
 router = APIRouter(route_class=PageRoute)
 PRESETS = {"1": "last 24 hours", "7": "last 7 days", "30": "last 30 days", "90": "last 90 days"}
 FILTERS = ("days", "since", "until", "graph_id")
-QUERY = (*FILTERS, "format", "figure")
+PART_PARAMS = tuple(sorted({part.param for part in PARTS.values()}))
+QUERY = (*FILTERS, "format", "figure", *PART_PARAMS, "after", "limit")
+MAX_PAGE_SIZE = 200
 _STYLE = re.compile(r"<style>(.*?)</style>", re.DOTALL)
 _MAIN = re.compile(r"<main>(.*)</main>", re.DOTALL)
 
@@ -107,7 +117,13 @@ def dashboard(request: Request, services: ServicesDep, viewer: AuditingViewer) -
     style, content = embedded(report)
     query = {k: v for k, v in request.query_params.items() if k in FILTERS and v}
     drills = [
-        (name, figure.label, count_of(report, name), dict(query, figure=name))
+        {
+            "name": name,
+            "label": figure.label,
+            "count": count_of(report, name),
+            "params": dict(query, figure=name),
+            "parts": _parts(report, name, query),
+        }
         for name, figure in FIGURES.items()
     ]
     return render(
@@ -132,18 +148,30 @@ def drill_down(request: Request, services: ServicesDep, viewer: AuditingViewer) 
     name = request.query_params.get("figure", "")
     if name not in FIGURES:
         raise Problem(422, f"Invalid figure {name!r}: one of {', '.join(FIGURES)}")
+    part = _part_asked(request, name)
     services.read_models.catch_up_to_head()
-    rows = figure_list(
-        services.read_models.db,
-        name,
-        since=chosen["since"],
-        until=chosen["until"],
-        graph_id=chosen["graph_id"],
-        now=now,
-    )
+    try:
+        page = figure_page(
+            services.read_models.db,
+            name,
+            since=chosen["since"],
+            until=chosen["until"],
+            graph_id=chosen["graph_id"],
+            now=now,
+            part=part[1] if part else None,
+            after=request.query_params.get("after") or None,
+            limit=_page_size(request.query_params.get("limit")),
+        )
+    except UnknownPartError as error:
+        raise Problem(422, str(error)) from None
     read = Read("report", read_target("dashboard/list", query_of(request)), "ui")
     record_reads(services, viewer.principal, read)
     query = {k: v for k, v in request.query_params.items() if k in FILTERS and v}
+    listed = dict(query, figure=name)
+    if part:
+        listed[part[0]] = part[1]
+    if request.query_params.get("limit"):
+        listed["limit"] = request.query_params["limit"]
     return render(
         request,
         "dashboard_list.html",
@@ -151,9 +179,46 @@ def drill_down(request: Request, services: ServicesDep, viewer: AuditingViewer) 
         chosen=chosen,
         figure=FIGURES[name],
         name=name,
-        rows=rows,
+        part=part,
+        rows=page.rows,
+        total=page.total,
+        next_params=None if page.next_cursor is None else dict(listed, after=page.next_cursor),
+        first_params=listed if request.query_params.get("after") else None,
         query=query,
     )
+
+
+def _parts(report: dict[str, Any], name: str, query: dict[str, str]) -> list[dict[str, Any]]:
+    """The counts a figure is split into, each with its list's query."""
+    part = PARTS.get(name)
+    if part is None:
+        return []
+    return [
+        {"value": value, "count": count, "params": dict(query, figure=name, **{part.param: value})}
+        for value, count in parts_of(report, name)
+    ]
+
+
+def _part_asked(request: Request, name: str) -> tuple[str, str] | None:
+    """(parameter, value) of the part of the figure the list is asked for, if any."""
+    part = PARTS.get(name)
+    for param in PART_PARAMS:
+        value = request.query_params.get(param)
+        if value is None:
+            continue
+        if part is None or part.param != param:
+            raise Problem(422, f"Invalid {param}: figure {name!r} is not split by {param}")
+        return param, value
+    return None
+
+
+def _page_size(text: str | None) -> int:
+    if not text:
+        return PAGE_SIZE
+    if not text.isdigit() or not 1 <= int(text) <= MAX_PAGE_SIZE:
+        msg = f"Invalid limit {text!r}: a whole number from 1 to {MAX_PAGE_SIZE}"
+        raise Problem(422, msg)
+    return int(text)
 
 
 @router.get("/dashboard/download")
