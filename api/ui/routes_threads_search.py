@@ -20,6 +20,7 @@ from projections.thread_index import STATUSES, ThreadIndex
 
 router = APIRouter(route_class=PageRoute)
 PAGE_SIZE = 25
+MAX_PAGE_SIZE = 100
 DATES = ("created_from", "created_to", "updated_from", "updated_to")
 FILTERS = ("graph_id", "status", *DATES, "metadata", "decider")
 
@@ -102,13 +103,25 @@ def _metadata(text: str | None) -> dict[str, str] | None:
     return pairs
 
 
+def _page_size(text: str) -> int:
+    if not text:
+        return PAGE_SIZE
+    if not text.isdigit() or not 1 <= int(text) <= MAX_PAGE_SIZE:
+        msg = f"Invalid limit {text!r}: a whole number from 1 to {MAX_PAGE_SIZE}"
+        raise Problem(422, msg)
+    return int(text)
+
+
 @router.get("/threads")
 def thread_search(request: Request, services: ServicesDep, viewer: AuditingViewer) -> Response:
     filters = filters_of(request)
     arguments = filters.search_arguments()
     after = request.query_params.get("after") or None
+    size = request.query_params.get("limit", "").strip()
+    limit = _page_size(size)
+    kept = {"limit": size} if size else {}  # a page size asked for stays in the URL
     services.read_models.catch_up_to_head()
-    page = ThreadIndex(services.read_models.db).search(**arguments, limit=PAGE_SIZE, after=after)
+    page = ThreadIndex(services.read_models.db).search(**arguments, limit=limit, after=after)
     read_query = filters.query(**({"after": after} if after else {}))
     record_reads(
         services, viewer.principal, Read("report", read_target("threads", read_query), "ui")
@@ -121,6 +134,6 @@ def thread_search(request: Request, services: ServicesDep, viewer: AuditingViewe
         graphs=sorted(services.graphs),
         statuses=STATUSES,
         page=page,
-        next_query=filters.query(after=page.next_cursor) if page.next_cursor else None,
-        first_query=filters.query() if after else None,
+        next_query=filters.query(**kept, after=page.next_cursor) if page.next_cursor else None,
+        first_query=filters.query(**kept) if after else None,
     )

@@ -9,6 +9,7 @@ import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from html import unescape
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
@@ -108,6 +109,60 @@ def test_next_page_walks_every_thread_once_keeping_the_filters(server, auditor):
     assert set(seen) == made
 
 
+def test_every_filter_at_once_pages_through_its_threads_each_page_keeping_them_all(server, auditor):
+    # Given five refunds for globex that reviewer2 decided, in one batch; and beside them a
+    # refund reviewer decided, one still waiting, one for initech and an echo thread
+    batch = uuid.uuid4().hex
+    wanted = set()
+    for n in range(5):
+        thread_id, interrupt_id = tagged_thread(
+            server, batch, "refund", {"refund_amount": 200.0 + n}, customer="globex"
+        )
+        decided(server, interrupt_id, "approve" if n % 2 else "reject", who="reviewer2")
+        wanted.add(thread_id)
+    other_decider = tagged_thread(
+        server, batch, "refund", {"refund_amount": 250.0}, customer="globex"
+    )
+    decided(server, other_decider[1], "approve", who="reviewer")
+    tagged_thread(server, batch, "refund", {"refund_amount": 260.0}, customer="globex")
+    initech = tagged_thread(server, batch, "refund", {"refund_amount": 270.0}, customer="initech")
+    decided(server, initech[1], "approve", who="reviewer2")
+    tagged_thread(server, batch, "echo", customer="globex")
+    today = str(datetime.now(UTC).date())
+    filters = {
+        "graph_id": "refund",
+        "status": "completed",
+        "created_from": today,
+        "created_to": today,
+        "updated_from": today,
+        "updated_to": today,
+        "metadata": f"batch={batch},customer=globex",
+        "decider": "reviewer2",
+        "limit": "2",
+    }
+
+    # When the auditor searches with every filter, two a page, and follows "Next page"
+    seen: list[str] = []
+    queries = []
+    url: str | None = "/ui/threads?" + urlencode(filters)
+    while url:
+        page = auditor.get(url)
+        assert page.status_code == 200, page.text
+        queries.append(parse_qs(urlsplit(url).query))
+        assert "<strong>5</strong> threads matching" in page.text
+        seen += ROW.findall(page.text)
+        found = NEXT.search(page.text)
+        url = unescape(found.group(1)) if found else None
+
+    # Then the five are listed once each, over three pages
+    assert len(seen) == len(set(seen)) == 5
+    assert set(seen) == wanted
+    assert len(queries) == 3
+    # And every page's URL kept every filter and the page size
+    for query in queries:
+        assert {name: query[name] for name in filters} == {k: [v] for k, v in filters.items()}
+
+
 def test_a_search_is_on_record_as_the_auditors_read(server, auditor):
     query = {"graph_id": "echo", "status": "completed"}
     assert auditor.get("/ui/threads", params=query).status_code == 200
@@ -121,8 +176,11 @@ def test_a_filter_that_cannot_be_read_is_refused_clearly(server, auditor):
     bad_metadata = auditor.get("/ui/threads", params={"metadata": "customer"})
     bad_date = auditor.get("/ui/threads", params={"created_from": "yesterday"})
     bad_status = auditor.get("/ui/threads", params={"status": "busy"})
+    bad_limit = auditor.get("/ui/threads", params={"limit": "0"})
 
     assert bad_metadata.status_code == bad_date.status_code == bad_status.status_code == 422
+    assert bad_limit.status_code == 422
+    assert "Invalid limit '0': a whole number from 1 to 100" in unescape(bad_limit.text)
     assert "write key=value (e.g. customer=globex)" in unescape(bad_metadata.text)
     assert "'yesterday' is not a date like 2026-03-01" in unescape(bad_date.text)
     assert "Invalid status 'busy'" in unescape(bad_status.text)
