@@ -36,6 +36,7 @@ OVERRIDES = ("reject", "edit")
 OUTCOMES = ("decided", "expired", "cancelled", "superseded", "open")
 COVERAGE = ("decided", "cancelled", "expired", "superseded", "open")  # the figure's order
 AGE_BUCKETS = ((3600, "under 1 h"), (4 * 3600, "1-4 h"), (86400, "4-24 h"), (7 * 86400, "1-7 days"))
+OLDEST = "over 7 days"  # the backlog's last age bucket, past AGE_BUCKETS
 # Upper edges (seconds) of the time-to-decision histogram's buckets; a last bucket has none.
 HISTOGRAM_EDGES = (
     (10, "10 s"),
@@ -303,7 +304,7 @@ def _backlog(cursor: Cursor, scope: ReportScope, now: datetime) -> dict[str, Any
         [*younger, *scope.graph_params],
     )
     total, *younger_counts = (int(n) for n in cursor.fetchone())
-    labels = [label for _, label in AGE_BUCKETS] + ["over 7 days"]
+    labels = [label for _, label in AGE_BUCKETS] + [OLDEST]
     cumulative = [*younger_counts, total]
     counts = [b - a for a, b in zip([0, *cumulative], cumulative, strict=False)]
     return {

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from projections.database import Database
 from projections.oversight_report import (
+    AGE_BUCKETS,
     BREACHED,
     COVERAGE,
     DECISION_KINDS,
     FAST,
     HUMAN,
+    OLDEST,
     OPEN,
     RAISED,
     RUBBER_STAMP_SECONDS,
@@ -113,36 +115,64 @@ class UnknownPartError(ValueError):
     """A part of a figure that it has no count for."""
 
 
+PartCondition = Callable[[str, datetime], tuple[str, list[Any]]]
+
+
 @dataclass(frozen=True)
 class Part:
-    """The counts a figure is split into on the dashboard (one reviewer's, one outcome's):
-    the query parameter naming one, where the report keeps each count, and the condition
-    on the interrupt log that selects one part's rows."""
+    """The counts a figure is split into on the dashboard (one reviewer's, one outcome's,
+    one age's): the query parameter naming one, where the report keeps each count, and
+    the condition on the interrupt log that selects one part's rows (given the report's
+    `now`)."""
 
     param: str
     label: str
     counts: Callable[[dict[str, Any]], dict[str, int]]
-    condition: Callable[[str], tuple[str, list[Any]]]
+    condition: PartCondition
     known: tuple[str, ...] = ()  # the only values it takes, if limited
 
 
-def _by_reviewer(value: str) -> tuple[str, list[Any]]:
+def _by_reviewer(value: str, _now: datetime) -> tuple[str, list[Any]]:
     return f"{HUMAN} AND COALESCE(reviewer_id, 'unknown') = %s", [value]
 
 
-def _by_outcome(value: str) -> tuple[str, list[Any]]:
+def _by_outcome(value: str, _now: datetime) -> tuple[str, list[Any]]:
     return "outcome = %s", [value]
 
 
+AGES = (*(label for _, label in AGE_BUCKETS), OLDEST)
+
+
+def _by_age(value: str, now: datetime) -> tuple[str, list[Any]]:
+    """Raised within the bucket's limit of `now` and not within the one's before it (the
+    report's `_backlog`, which counts raised_at > now - limit)."""
+    limits = [seconds for seconds, _ in AGE_BUCKETS]
+    index = AGES.index(value)
+    where, params = [], []
+    if index < len(limits):
+        where.append("raised_at > %s")
+        params.append(utc_text(now - timedelta(seconds=limits[index])))
+    if index > 0:
+        where.append("raised_at <= %s")
+        params.append(utc_text(now - timedelta(seconds=limits[index - 1])))
+    return " AND ".join(where), params
+
+
+def _reviewers_of(kind: str | None) -> Callable[[dict[str, Any]], dict[str, int]]:
+    def counts(report: dict[str, Any]) -> dict[str, int]:
+        by_reviewer = report["decisions"]["by_reviewer"]
+        return {name: int(kinds[kind or "total"]) for name, kinds in by_reviewer.items()}
+
+    return counts
+
+
 PARTS: dict[str, Part] = {
-    "decisions": Part(
-        "reviewer",
-        "by reviewer",
-        lambda report: {
-            name: int(kinds["total"]) for name, kinds in report["decisions"]["by_reviewer"].items()
-        },
-        _by_reviewer,
-    ),
+    "decisions": Part("reviewer", "by reviewer", _reviewers_of(None), _by_reviewer),
+    **{
+        f"decisions_{kind}": Part("reviewer", "by reviewer", _reviewers_of(kind), _by_reviewer)
+        for kind in DECISION_KINDS
+        if kind != "expired"  # nobody's
+    },
     "fast_decisions": Part(
         "reviewer",
         "by reviewer",
@@ -156,16 +186,23 @@ PARTS: dict[str, Part] = {
         _by_outcome,
         COVERAGE,
     ),
+    "backlog": Part(
+        "age",
+        "by age",
+        lambda report: dict(report["backlog"]["by_age"]),
+        _by_age,
+        AGES,
+    ),
 }
 
 
 def parts_of(report: dict[str, Any], name: str) -> list[tuple[str, int]]:
-    """The figure's parts and their counts, as the report gives them (none if unsplit)."""
+    """The figure's parts that count something, as the report gives them (none if unsplit)."""
     part = PARTS.get(name)
-    return [] if part is None else list(part.counts(report).items())
+    return [] if part is None else [(k, n) for k, n in part.counts(report).items() if n]
 
 
-def _part_condition(name: str, value: str | None) -> tuple[str, list[Any]]:
+def _part_condition(name: str, value: str | None, now: datetime) -> tuple[str, list[Any]]:
     part = PARTS.get(name)
     if value is None:
         return "", []
@@ -173,7 +210,7 @@ def _part_condition(name: str, value: str | None) -> tuple[str, list[Any]]:
         known = f": one of {', '.join(part.known)}" if part is not None and part.known else ""
         msg = f"Figure {name!r} has no part {value!r}{known}"
         raise UnknownPartError(msg)
-    where, params = part.condition(value)
+    where, params = part.condition(value, now)
     return f" AND {where}", params
 
 
@@ -200,7 +237,7 @@ def figure_page(
     else:
         where, params = condition(scope, utc_text(now))
         table, columns = scope.log, INTERRUPT_COLUMNS
-    extra, extra_params = _part_condition(name, part)
+    extra, extra_params = _part_condition(name, part, now)
     page = keyset_page(
         db,
         table=table,

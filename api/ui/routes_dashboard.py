@@ -123,6 +123,7 @@ def dashboard(request: Request, services: ServicesDep, viewer: AuditingViewer) -
             "count": count_of(report, name),
             "params": dict(query, figure=name),
             "parts": _parts(report, name, query),
+            "parts_label": PARTS[name].label if name in PARTS else None,
         }
         for name, figure in FIGURES.items()
     ]

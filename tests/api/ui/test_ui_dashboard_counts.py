@@ -1,6 +1,7 @@
-"""Every count on the oversight dashboard, a figure's or a part's (decisions by reviewer,
-interrupts by outcome), opens its list, read page by page with the filters kept in the
-URL: the rows across its pages are as many as the count, each linked to its thread."""
+"""Every count on the oversight dashboard, a figure's or a part's (decisions of each kind
+by reviewer, interrupts by outcome, the backlog by age), opens its list, read page by page
+with the filters kept in the URL: the rows across its pages are as many as the count, each
+linked to its thread."""
 
 from __future__ import annotations
 
@@ -75,7 +76,12 @@ def test_every_dashboard_count_equals_the_length_of_its_drill_down_list(history)
         assert parts[("decisions", "reviewer2")] == 2
         assert parts[("interrupts_raised", "decided")] == counts["decisions"] + 1
         assert parts[("interrupts_raised", "cancelled")] == 1
-        assert {name for name, _ in parts} == set(PARTS)
+        assert parts[("decisions_reject", "reviewer2")] == 1
+        assert parts[("backlog", "under 1 h")] == counts["open"]
+        assert {name for name, _ in parts} == set(PARTS) - {
+            f"decisions_{kind}" for kind in ("edit", "respond", "escalate")
+        }
+        assert 0 not in parts.values()  # a part that counts nothing is not shown
 
         for name, part, href, count in links:
             # When each count's link is followed, two rows a page

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from projections.report_lists import FIGURES, count_of, figure_list
+from projections.report_lists import FIGURES, PARTS, count_of, figure_list, figure_page, parts_of
 from tests.api.http_harness import running_server
 from tests.api.ui.accessibility import accessible_context, axe_violations
 from tests.api.ui.browser import sign_in
@@ -43,6 +43,35 @@ def test_every_count_of_the_report_equals_the_length_of_its_list(db, graph_id):
             assert count_of(full, name) > 0, name
         for name in ("decisions_reject", "decisions_edit", "decisions_expired"):
             assert count_of(full, name) > 0, name
+
+
+@pytest.mark.parametrize("graph_id", [None, "payouts"])
+def test_every_part_of_a_split_figure_equals_the_length_of_its_list(db, graph_id):
+    # Given the report of the history, whose figures are split by reviewer, outcome, age
+    full = report(db, graph_id=graph_id)
+    shown = 0
+    for name in PARTS:
+        for value, count in parts_of(full, name):
+            # When the list of each part shown is read, a page of 2 at a time
+            rows = figure_list(
+                db, name, since=SINCE, until=UNTIL, graph_id=graph_id, now=NOW, part=value
+            )
+            # Then it is as long as the part's count, and a page holds no more than asked
+            assert len(rows) == count, (name, value)
+            page = figure_page(
+                db, name, since=SINCE, until=UNTIL, graph_id=graph_id, now=NOW, part=value, limit=2
+            )
+            assert len(page.rows) == min(count, 2)
+            assert page.total == count
+            shown += 1
+        # And the parts of a figure add up to it (every decision has a reviewer or is
+        # an expiry, every interrupt an outcome, every open one an age)
+        if name in ("interrupts_raised", "backlog", "fast_decisions"):
+            assert sum(n for _, n in parts_of(full, name)) == count_of(full, name), name
+    assert shown > 0
+    if graph_id is None:
+        ages = dict(parts_of(full, "backlog"))
+        assert len(ages) > 1, ages  # the history's backlog has interrupts of several ages
 
 
 def test_the_lists_are_the_interrupts_each_figure_means(db):
