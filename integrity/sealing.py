@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
+from domain.access.actor import local_actor
 from domain.errors import HoldpointError
 from domain.integrity.seal import (
     SEAL_REGISTER_ID,
@@ -164,8 +165,10 @@ def make_seal(
     *,
     jobs: int | None = None,
     progress: Progress | None = None,
+    actor: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any] | None, LogScan, list[Problem]]:
-    """Verify the log, then sign and record a seal over it up to its head.
+    """Verify the log, then sign and record a seal over it up to its head, by `actor`
+    (default: the local user, as for `holdpoint seal`).
 
     Returns (the seal document or None, the scan, the problems that stopped it).
     """
@@ -199,7 +202,7 @@ def make_seal(
         register = store.repository.get(SEAL_REGISTER_ID)
     except AggregateNotFoundError:
         register = SealRegister.open()
-    register.record_seal(document)
+    register.record_seal(document, actor or local_actor())
     try:
         recordings = store.save(register)
     except IntegrityError:

@@ -42,7 +42,7 @@ def open_incident(
         raise IncidentError(f"{out} exists and is not an empty folder: choose another --out")
     retention = Retention(store)
     incident_id = retention.next_incident_id()
-    sealed_at = seal_log(store, key)
+    sealed_at = seal_log(store, key, actor)
     out.mkdir(parents=True, exist_ok=True)
     bundles = []
     for number, thread_id in enumerate(thread_ids, start=1):

@@ -122,7 +122,7 @@ def apply_purge(
     if not plan.due:
         return outcome
     say(f"sealing the log before the purge of {len(plan.due)} thread(s)")
-    before = seal_log(store, key)
+    before = seal_log(store, key, actor)
     threads, targets = gathered(store, plan.due, before)
     operation, version = Retention(store).record_purge(threads, actor, before)
     say(f"purge {operation} recorded; deleting {sum(len(t['events']) for t in threads)} events")
@@ -130,7 +130,7 @@ def apply_purge(
     outcome.operation = operation
     runner.catch_up()
     say("sealing the log after the purge")
-    outcome.seals = [before, seal_log(store, key)]
+    outcome.seals = [before, seal_log(store, key, actor)]
     log.info("threads purged", operation=operation, threads=len(threads), events=outcome.deleted)
     return outcome
 
@@ -156,10 +156,10 @@ def _snapshots(store: Workflows) -> str | None:
     return None if snapshots is None else str(snapshots.recorder.events_table_name)  # type: ignore[attr-defined]
 
 
-def seal_log(store: Workflows, key: Ed25519PrivateKey) -> int:
-    """Seal the log up to its head: the seal's position (RetentionStateError if the log does
-    not verify)."""
-    document, _, problems = make_seal(store, key)
+def seal_log(store: Workflows, key: Ed25519PrivateKey, actor: dict[str, Any]) -> int:
+    """Seal the log up to its head, by `actor`: the seal's position (RetentionStateError if
+    the log does not verify)."""
+    document, _, problems = make_seal(store, key, actor=actor)
     if document is None:
         listed = "; ".join(p.detail for p in problems[:3])
         msg = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
@@ -172,7 +173,9 @@ async def seal_first(
     except SealKeyError as error:
         raise Problem(503, f"Nothing was sealed: {error}") from None
     try:
-        document, _, problems = await run_in_threadpool(make_seal, services.store, key)
+        document, _, problems = await run_in_threadpool(
+            partial(make_seal, services.store, key, actor=viewer.principal.as_actor())
+        )
     except SealConflictError as error:
         raise Problem(409, f"Nothing was sealed: {error}") from None
     if document is None:

@@ -63,9 +63,11 @@ class SealRegister(Aggregate):
         """The register's first event, recorded with the first seal."""
 
     class AuditSealed(Aggregate.Event):
-        """A seal was made over the log up to its `position` (the signed document)."""
+        """A seal was made over the log up to its `position` (the signed document), by
+        `actor` (None on seals recorded before who sealed was)."""
 
         seal: dict[str, Any]
+        actor: dict[str, Any] | None = None
 
         def apply(self, aggregate: Any) -> None:
             aggregate.seals += 1
@@ -79,8 +81,8 @@ class SealRegister(Aggregate):
     def open(cls) -> SealRegister:
         return cls._create(cls.Opened, id=SEAL_REGISTER_ID)
 
-    def record_seal(self, seal: dict[str, Any]) -> None:
-        self.trigger_event(self.AuditSealed, seal=seal)
+    def record_seal(self, seal: dict[str, Any], actor: dict[str, Any]) -> None:
+        self.trigger_event(self.AuditSealed, seal=seal, actor=actor)
 
 
 @dataclass(frozen=True)

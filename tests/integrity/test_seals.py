@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from domain.integrity.seal import Seal
+from domain.access.actor import local_actor
+from domain.integrity.seal import SEAL_REGISTER_ID, Seal
 from domain.integrity.whole_log import ALTERED, FORGED, MISSING
 from domain.record.store import open_store
 from domain.record.thread_uuids import thread_uuid
@@ -73,6 +74,9 @@ def test_a_seal_over_an_untouched_log_verifies_and_is_recorded_in_the_store(reco
     assert result.unsealed == 2  # the register's two events, recorded after the seal's position
     with open_store(url) as store:
         assert latest_seal(store) == {k: v for k, v in seal.document.items() if k != "recorded_at"}
+        # by the local user who ran it, as `holdpoint seal` is run
+        (*_, recorded_seal) = store.events.get(SEAL_REGISTER_ID)
+        assert recorded_seal.actor == local_actor()
 
 
 def test_a_thread_rewritten_with_recomputed_hashes_passes_the_chains_but_not_the_seal(

@@ -223,7 +223,7 @@ def test_a_floor_raised_since_a_policy_was_adopted_keeps_threads_that_long(store
 def test_a_purge_record_forged_to_hide_deleted_events_is_called_forged(store, clock, key):
     # Given a thread, and a seal over the log
     record_outcomes(store, clock, LATELY, "new")
-    head = seal_log(store, key)
+    head = seal_log(store, key, OPERATOR)
     facts = next(t for t in statuses_facts(store) if t.thread_id == "new-completed")
     threads, _ = gathered(store, [Due(facts, NOW, ("none",))], head)
     # When someone who may append records a purge naming no seal (the thread's events
@@ -238,7 +238,7 @@ def test_a_purge_record_forged_to_hide_deleted_events_is_called_forged(store, cl
 def test_a_purge_record_listing_positions_past_its_seal_is_called_forged(store, clock, key):
     record_outcomes(store, clock, LATELY, "new")
     facts = next(t for t in statuses_facts(store) if t.thread_id == "new-completed")
-    head = seal_log(store, key)
+    head = seal_log(store, key, OPERATOR)
     record_outcomes(store, clock, LATELY, "later")  # events past the seal
     later = next(t for t in statuses_facts(store) if t.thread_id == "later-completed")
     threads, _ = gathered(store, [Due(facts, NOW, ("x",)), Due(later, NOW, ("x",))], 10**6)

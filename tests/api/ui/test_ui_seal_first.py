@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from domain.integrity.seal import SEAL_REGISTER_ID
 from integrity.export import verify_bundle_file
 from integrity.sealing import latest_seal
 from integrity.signing import KEY_VARIABLE, generate_key
@@ -80,6 +81,10 @@ def test_an_admin_seals_first_and_the_bundle_then_proves_every_event(fresh, seal
         assert sealed.headers["location"] == f"/ui/threads/{thread_id}#chain"
         document = latest_seal(fresh.store)
         assert document is not None
+        # And the seal's event names the admin who asked for it
+        (*_, recorded) = fresh.store.events.get(SEAL_REGISTER_ID)
+        assert recorded.actor["id"] == "admin"
+        assert recorded.actor["role"] == "admin"
         after = admin.get(f"/ui/threads/{thread_id}").text
         assert f"Latest seal: positions 1 to {document['position']}" in after
         assert 'id="seal-now"' not in after  # nothing of this thread is left unsealed
