@@ -33,7 +33,7 @@ router = APIRouter(route_class=PageRoute)
 PRESETS = {"1": "last 24 hours", "7": "last 7 days", "30": "last 30 days", "90": "last 90 days"}
 FILTERS = ("days", "since", "until", "graph_id")
 PART_PARAMS = tuple(sorted({part.param for part in PARTS.values()}))
-QUERY = (*FILTERS, "format", "figure", *PART_PARAMS, "after", "limit")
+QUERY = (*FILTERS, "format", "figure", *PART_PARAMS, "after", "limit", "shown")
 MAX_PAGE_SIZE = 200
 _STYLE = re.compile(r"<style>(.*?)</style>", re.DOTALL)
 _MAIN = re.compile(r"<main>(.*)</main>", re.DOTALL)
@@ -173,6 +173,8 @@ def drill_down(request: Request, services: ServicesDep, viewer: AuditingViewer) 
         listed[part[0]] = part[1]
     if request.query_params.get("limit"):
         listed["limit"] = request.query_params["limit"]
+    shown = _shown_before(request.query_params.get("shown"))  # rows on the pages before
+    following = dict(listed, after=page.next_cursor or "", shown=str(shown + len(page.rows)))
     return render(
         request,
         "dashboard_list.html",
@@ -183,10 +185,19 @@ def drill_down(request: Request, services: ServicesDep, viewer: AuditingViewer) 
         part=part,
         rows=page.rows,
         total=page.total,
-        next_params=None if page.next_cursor is None else dict(listed, after=page.next_cursor),
+        start=shown + 1,
+        next_params=None if page.next_cursor is None else following,
         first_params=listed if request.query_params.get("after") else None,
         query=query,
     )
+
+
+def _shown_before(value: str | None) -> int:
+    """How many rows the pages before this one listed, which numbers this page's from."""
+    try:
+        return max(0, int(value or 0))
+    except ValueError:
+        return 0
 
 
 def _parts(report: dict[str, Any], name: str, query: dict[str, str]) -> list[dict[str, Any]]:

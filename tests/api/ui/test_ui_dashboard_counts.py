@@ -135,8 +135,11 @@ def test_in_chromium_an_auditor_pages_through_a_part_of_a_count(history, browser
     assert axe_violations(page) == []
     # When they go to the next page
     page.get_by_role("link", name="Next page").click()
-    # Then it shows the other, the filters and the part still in the URL, and no next page
+    # Then it shows the other, numbered on from the first page's, the filters and the part
+    # still in the URL, and no next page
     expect(page.locator("#drill-list li")).not_to_have_attribute("data-thread", first or "")
+    expect(page.locator("#drill-list")).to_have_attribute("start", "2")
+    expect(page.get_by_text("2 to 2 of 2.")).to_be_visible()
     expect(page.locator("#next-page")).to_have_count(0)
     query = parse_qs(urlsplit(page.url).query)
     assert {k: query[k] for k in ("days", "graph_id", "figure", "reviewer", "limit")} == {
