@@ -1,17 +1,19 @@
-"""One interrupt: what it asks, the thread so far, the deadline, and the decision form.
+"""One interrupt: what it asks, the thread so far, the deadline, and the decisions offered.
 
 A decision goes through the use case `service.decisions.decide`, as `POST
 /approvals/{interrupt_id}/decision` does (through `api.http.decisions`): the same
 roles, separation of duties, one winner among concurrent answers, idempotency and
-refusals on record. The
-form carries the digest of the payload the page showed, so that a decision is
-made on that question or refused (409).
+refusals on record. The form carries the digest of the payload the page showed, so
+that a decision is made on that question or refused (409). The page offers only what
+the viewer may do (`api.ui.decision_offer`); a decision recorded, the browser is sent
+(303) to the page that reads it back (`routes_recorded`), so a reload sends nothing.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -25,7 +27,11 @@ from api.http.deps import ServicesDep
 from api.http.problems import Problem, from_domain_error
 from api.http.reads import record_reads
 from api.http.schemas import DecisionBody
-from api.ui.access import DecidingViewer, QueueViewer, Viewer
+from api.ui import routes_recorded
+from api.ui.access import CancellingViewer, DecidingViewer, QueueViewer, Viewer
+from api.ui.decidable import refusal
+from api.ui.decision_offer import KINDS, LABELS, offer, who_may_decide
+from api.ui.decision_record import raised_node
 from api.ui.forms import check_form, read_form
 from api.ui.pages import PageRoute, render
 from api.ui.thread_timeline import completed, thread_timeline
@@ -38,7 +44,7 @@ from service.rate_limit import DECISIONS
 from service.services import Services
 
 router = APIRouter(route_class=PageRoute)
-DECISIONS_OFFERED = ("approve", "reject", "edit", "escalate")
+router.include_router(routes_recorded.router)
 RUN_WAIT_SECONDS = 10.0  # how long a decision waits for its node to run, to show the outcome
 
 
@@ -54,6 +60,13 @@ def _thread_id(services: Services, interrupt_id: str) -> str:
         raise Problem(404, f"{error} (see the inbox)") from None
 
 
+def seconds_left(due_by: str | None) -> float | None:
+    """Seconds until the deadline (negative once passed), as the page is rendered."""
+    if not due_by:
+        return None
+    return (datetime.fromisoformat(due_by) - datetime.now(UTC)).total_seconds()
+
+
 def _page_context(services: Services, viewer: Viewer, interrupt_id: str) -> dict[str, Any]:
     thread_id = _thread_id(services, interrupt_id)
     thread = services.store.thread(thread_id)
@@ -63,24 +76,30 @@ def _page_context(services: Services, viewer: Viewer, interrupt_id: str) -> dict
     outcome, members = (None, {}) if record is not None else fate(services, thread_id, interrupt_id)
     payload = record["value"] if record is not None else None
     found = thread_timeline(services.store, thread_id, with_actors=viewer.may(Permission.AUDIT))
+    offered = None
+    if record is not None:
+        offered = offer(record, viewer, refusal(services, viewer, thread, interrupt_id))
     return {
         "viewer": viewer,
         "interrupt_id": interrupt_id,
         "thread_id": thread_id,
         "graph_id": thread.graph_id,
+        "node": record["node"] if record else raised_node(services, thread_id, interrupt_id),
         "status": "completed" if completed(found) else thread.status,
         "record": record,
         "payload": payload,
         "outcome": outcome,
         "outcome_members": members,
         "timeline": found,
-        "may_decide": viewer.may(Permission.DECIDE),
+        "offer": offered,
+        "labels": LABELS,
+        "who_may_decide": who_may_decide(record) if record else None,
+        "seconds_left": seconds_left(record.get("due_by")) if record else None,
         "reason_required": reason_required(record),
-        "decisions": DECISIONS_OFFERED,
         "idempotency_key": f"ui-{secrets.token_hex(16)}",
         # What the reviewer is shown: a decision is made on this payload, or refused (409)
         "payload_digest": record_digest(record) if record is not None else None,
-        "form": {"reason": "", "resume": json.dumps(payload, indent=2, ensure_ascii=False)},
+        "form": {"reason": "", "resume": "", "response": ""},
         "error": None,
     }
 
@@ -96,11 +115,22 @@ def decision_page(
     return render(request, "decision.html", **context)
 
 
+def _json_value(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        msg = (
+            f"{what} is not valid JSON: {error.msg} at line {error.lineno}, "
+            f"column {error.colno}. Nothing was recorded; correct it and send again."
+        )
+        raise Problem(422, msg) from None
+
+
 def body_of(form: dict[str, str], needs_reason: bool) -> DecisionBody:
     """The decision the form asks for, as the API's body; 422 with a clear sentence if not."""
     decision = form.get("decision", "")
-    if decision not in DECISIONS_OFFERED:
-        raise Problem(422, f"Choose a decision: {', '.join(DECISIONS_OFFERED)}")
+    if decision not in KINDS:
+        raise Problem(422, f"Choose a decision: {', '.join(KINDS)}")
     reason = form.get("reason", "").strip()
     if needs_reason and not reason:
         msg = f"Give a reason: this graph asks for one ({decision} was not recorded)"
@@ -109,14 +139,12 @@ def body_of(form: dict[str, str], needs_reason: bool) -> DecisionBody:
     if form.get("payload_digest"):
         fields["payload_digest"] = form["payload_digest"]
     if decision == "edit":
-        try:
-            fields["resume"] = json.loads(form.get("resume", ""))
-        except json.JSONDecodeError as error:
-            msg = (
-                f"The edited value is not valid JSON: {error.msg} at line {error.lineno}, "
-                f"column {error.colno}. Nothing was recorded; correct it and send again."
-            )
-            raise Problem(422, msg) from None
+        fields["resume"] = _json_value(form.get("resume", ""), "The edited value")
+    elif decision == "respond":
+        response = form.get("response", "").strip()
+        if not response:
+            raise Problem(422, "Write the response the node gets: nothing was recorded")
+        fields["resume"] = response
     try:
         return DecisionBody(**fields)
     except ValidationError as error:
@@ -130,8 +158,9 @@ def _decide(
     viewer: Viewer,
     interrupt_id: str,
     form: dict[str, str],
-) -> None:
-    """Throttled and decided as the API does; waits a little for the node to run again."""
+) -> str:
+    """Throttled and decided as the API does; waits a little for the node to run again.
+    The page that shows what was recorded."""
     thread_id = _thread_id(services, interrupt_id)
     thread = services.store.thread(thread_id)
     record = thread.interrupts.get(interrupt_id) if thread is not None else None
@@ -142,6 +171,7 @@ def _decide(
     run = services.runs.local(answer["run_id"]) if answer.get("run_id") else None
     if run is not None:
         run.wait_blocking(RUN_WAIT_SECONDS)
+    return routes_recorded.recorded_url(interrupt_id, answer["event"]["version"])
 
 
 @router.post("/approvals/{interrupt_id}/decision")
@@ -151,14 +181,43 @@ async def post_decision(
     form = await read_form(request)
     check_form(services, request, form, viewer.session.csrf_token, viewer.principal)
     try:
-        await run_in_threadpool(_decide, services, request, viewer, interrupt_id, form)
+        shown = await run_in_threadpool(_decide, services, request, viewer, interrupt_id, form)
     except (Problem, HoldpointError) as error:  # a refusal is the domain's, recorded
         problem = error if isinstance(error, Problem) else from_domain_error(error)
         if problem.status == 404:
             raise
         context = await run_in_threadpool(_page_context, services, viewer, interrupt_id)
         if context["record"] is not None:  # still open: keep what was typed
-            context["form"] = {"reason": form.get("reason", ""), "resume": form.get("resume", "")}
+            context["form"] = {k: form.get(k, "") for k in ("reason", "resume", "response")}
         context["error"] = problem.detail
         return render(request, "decision.html", status_code=problem.status, **context)
-    return RedirectResponse(f"/ui/approvals/{interrupt_id}", status_code=303)
+    return RedirectResponse(shown, status_code=303)
+
+
+def _cancel(services: Services, viewer: Viewer, interrupt_id: str, reason: str) -> str:
+    """Stop the interrupt's thread for good, as `POST /threads/{id}/cancel` does (Art.
+    14(4)(e)): `Workflows.cancel`, which needs a reason. The page that shows it."""
+    thread_id = _thread_id(services, interrupt_id)
+    services.store.cancel(thread_id, viewer.principal.as_actor(), reason or None)
+    thread = services.store.thread(thread_id)
+    assert thread is not None, "a thread just cancelled is on record"
+    return routes_recorded.recorded_url(interrupt_id, thread.version)
+
+
+@router.post("/approvals/{interrupt_id}/cancel")
+async def post_cancel(
+    interrupt_id: str, request: Request, services: ServicesDep, viewer: CancellingViewer
+) -> Response:
+    form = await read_form(request)
+    check_form(services, request, form, viewer.session.csrf_token, viewer.principal)
+    reason = form.get("cancel_reason", "").strip()
+    try:
+        shown = await run_in_threadpool(_cancel, services, viewer, interrupt_id, reason)
+    except (Problem, HoldpointError) as error:
+        problem = error if isinstance(error, Problem) else from_domain_error(error)
+        if problem.status == 404:
+            raise
+        context = await run_in_threadpool(_page_context, services, viewer, interrupt_id)
+        context["error"] = problem.detail
+        return render(request, "decision.html", status_code=problem.status, **context)
+    return RedirectResponse(shown, status_code=303)

@@ -1,0 +1,298 @@
+"""The decision page in Chromium: only the decisions the viewer may make, what a decision
+recorded (post-redirect-get), respond, cancel, the deadline and four eyes.
+
+A real server (SQLite store) with the test graphs and one whose interrupt has a
+deadline; waits are on the page's DOM (Playwright's `expect`), never on time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, TypedDict
+
+import pytest
+
+from domain.record.thread import WorkflowThread
+from domain.types import interrupt
+from tests.api.http_harness import running_server
+from tests.api.ui.browser import sign_in
+from tests.api.ui.story import paused
+from tests.graphs import linear_graph
+
+if os.environ.get("CI", "").lower() != "true":  # in CI a missing Playwright fails collection
+    pytest.importorskip("playwright")
+from playwright.sync_api import expect
+
+
+class Timed(TypedDict):
+    question: str
+    answer: Any
+
+
+def timed_review(state: Timed) -> dict[str, Any]:
+    """A question that must be answered within an hour."""
+    return {"answer": interrupt({"question": state["question"]}, deadline=3600)}
+
+
+def extra_graphs(store: Any) -> dict[str, Any]:
+    return {"timed": linear_graph(store, Timed, timed_review, name="timed")}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ui-decision-store")
+    with running_server(f"sqlite:///{folder / 'holdpoint.db'}", extra=extra_graphs) as running:
+        yield running
+
+
+def events_of(server, thread_id, kind):
+    return [e for e in server.store.thread_events(thread_id) if isinstance(e, kind)]
+
+
+def api_refusal(server, who, interrupt_id):
+    """The reason the API gives for refusing `who`'s approval (None if it is accepted)."""
+    with server.http(who) as client:
+        answer = client.post(f"/approvals/{interrupt_id}/decision", json={"decision": "approve"})
+    return answer.json().get("reason") if answer.status_code == 403 else answer.status_code
+
+
+# -- who may decide ---------------------------------------------------------------------
+
+
+def admin_only(server):
+    """An interrupt only an admin may decide, opened by a reviewer."""
+    return "reviewer", paused(server, graph="guarded", values={"amount": 10.0})[1]
+
+
+def no_decide_permission(server):
+    return "auditor", paused(server)[1]
+
+
+def own_thread(server):
+    """The admin started the thread: separation of duties."""
+    return "admin", paused(server, who="admin")[1]
+
+
+def approved_once(server):
+    """Four eyes: the reviewer already gave one of the two approvals."""
+    _, interrupt_id = paused(server, graph="four_eyes", values={"amount": 900.0})
+    with server.http("reviewer") as reviewer:
+        given = reviewer.post(f"/approvals/{interrupt_id}/decision", json={"decision": "approve"})
+    assert given.status_code == 200, given.text
+    return "reviewer", interrupt_id
+
+
+def suspended_graph(server):
+    _, interrupt_id = paused(server, graph="explained", values={"draft": "Q3"})
+    with server.http("admin") as admin:
+        admin.post("/graphs/explained/suspend", json={"reason": "incident 7"}).raise_for_status()
+    return "reviewer", interrupt_id
+
+
+def out_of_scope(server):
+    """A reviewer whose key decides the echo graph only, opening a refund."""
+    if "scoped" not in server.keys:
+        info = server.services.keyring.create("scoped", "reviewer", graphs=["echo"])
+        server.keys["scoped"] = info[1]
+    return "scoped", paused(server)[1]
+
+
+# Each reason: the interrupt and who opens it, the refusal's code and words on the page,
+# and what the API answers that viewer's approval (the reason of its 403, or its status)
+REASONS = {
+    "role": (admin_only, "wrong_role", "may be answered by role 'admin'", "wrong_role"),
+    "no-decide-permission": (
+        no_decide_permission,
+        "wrong_role",
+        "may not decide interrupts",
+        "wrong_role",
+    ),
+    "separation-of-duties": (
+        own_thread,
+        "separation_of_duties",
+        "separation of duties",
+        "separation_of_duties",
+    ),
+    "four-eyes-already-given": (approved_once, "four_eyes", "has already approved", "four_eyes"),
+    "suspended-graph": (suspended_graph, "suspended", "incident 7", 409),
+    "out-of-key-scope": (out_of_scope, "out_of_scope", "echo", "out_of_scope"),
+}
+
+
+@pytest.mark.parametrize("why", list(REASONS))
+def test_a_reviewer_never_sees_a_form_they_cannot_use(server, page, why):
+    # Given an open interrupt the viewer may not decide, for this reason
+    given, code, sentence, by_api = REASONS[why]
+    who, interrupt_id = given(server)
+    try:
+        # When they open it
+        sign_in(page, server.url, server.keys[who], f"/ui/approvals/{interrupt_id}")
+
+        # Then no decision form nor button is there, and the page says why
+        expect(page.locator("#refusal")).to_contain_text(sentence)
+        expect(page.locator("#refusal")).to_have_attribute("data-reason", code)
+        expect(page.locator('form[action$="/decision"]')).to_have_count(0)
+        for label in ("Approve", "Reject", "Approve with edits", "Respond", "Escalate"):
+            expect(page.get_by_role("button", name=label, exact=True)).to_have_count(0)
+        # And the API, asked for that decision, refuses it for the same reason
+        assert api_refusal(server, who, interrupt_id) == by_api
+    finally:
+        if why == "suspended-graph":
+            with server.http("admin") as admin:
+                admin.post("/graphs/explained/lift", json={"reason": "over"}).raise_for_status()
+
+
+def test_who_may_decide_an_admin_only_interrupt_says_admin_once(server, page):
+    # Given an interrupt only an admin may decide
+    _, interrupt_id = paused(server, graph="guarded", values={"amount": 10.0})
+
+    # When an admin opens it
+    sign_in(page, server.url, server.keys["admin"], f"/ui/approvals/{interrupt_id}")
+
+    # Then it names the role once, and the admin may decide
+    expect(page.locator("#who-may-decide")).to_have_text("admin")
+    expect(page.get_by_role("button", name="Approve", exact=True)).to_be_visible()
+
+
+def test_four_eyes_offers_approve_and_reject_only_and_shows_progress(server, page):
+    # Given a four-eyes interrupt approved once, by reviewer
+    _, interrupt_id = approved_once(server)
+
+    # When reviewer2 opens it
+    sign_in(page, server.url, server.keys["reviewer2"], f"/ui/approvals/{interrupt_id}")
+
+    # Then it shows the progress, offers approve and reject, and says why not the others
+    expect(page.locator("#approvals")).to_contain_text("1 of 2 approvals: reviewer")
+    buttons = page.locator("#decide button")
+    expect(buttons).to_have_text(["Approve", "Reject"])
+    expect(page.locator("#absent")).to_contain_text(
+        "Not offered: Approve with edits, Respond, Escalate: this interrupt needs 2 approvals"
+    )
+
+
+# -- after a decision -------------------------------------------------------------------
+
+
+def test_a_decision_leads_to_what_was_recorded_and_a_reload_sends_nothing(server, page):
+    # Given two open refunds, the reviewer on the first one
+    thread_id, interrupt_id = paused(server, values={"refund_amount": 410.0})
+    paused(server, values={"refund_amount": 420.0})
+    sign_in(page, server.url, server.keys["reviewer"], f"/ui/approvals/{interrupt_id}")
+    expect(page.locator("h1")).to_have_text("Decision: check_and_process")
+
+    # When they approve it with a reason
+    page.get_by_label("Reason (optional)").fill("Receipt checked")
+    page.get_by_role("button", name="Approve", exact=True).click()
+
+    # Then they land on a page (a GET) that says what was recorded, the node still named
+    expect(page).to_have_url(re.compile(rf"/ui/approvals/{interrupt_id}/recorded\?version=\d+$"))
+    (event,) = events_of(server, thread_id, WorkflowThread.InterruptResumed)
+    expect(page.locator("h1")).to_have_text("Decision: check_and_process")
+    expect(page.locator("#recorded-kind")).to_have_text("approve")
+    expect(page.locator("#recorded-reason")).to_have_text("Receipt checked")
+    expect(page.locator("#recorded-hash")).to_have_text(event.event_hash)
+    expect(page.locator("#recorded-at")).to_contain_text(event.timestamp.strftime("%Y-%m-%d %H:%M"))
+    expect(page.locator("#thread-status")).to_have_text("completed")
+    # And a link to the next one in the queue
+    next_link = page.locator("#next-in-queue")
+    expect(next_link).to_have_attribute("href", re.compile(r"/ui/approvals/\w+$"))
+    # And reloading it records nothing more
+    count = server.event_count(thread_id)
+    page.reload()
+    expect(page.locator("#recorded-kind")).to_have_text("approve")
+    assert server.event_count(thread_id) == count
+    # And the next link opens an open interrupt the reviewer may decide
+    next_link.click()
+    expect(page.get_by_role("button", name="Approve", exact=True)).to_be_visible()
+
+
+def test_a_first_of_two_approvals_says_how_many_are_given(server, page):
+    # Given a four-eyes interrupt
+    _, interrupt_id = paused(server, graph="four_eyes", values={"amount": 901.0})
+    sign_in(page, server.url, server.keys["reviewer"], f"/ui/approvals/{interrupt_id}")
+
+    # When the first reviewer approves
+    page.get_by_role("button", name="Approve", exact=True).click()
+
+    # Then the page says one of two approvals is recorded, and the interrupt stays open
+    expect(page.locator("#approvals")).to_contain_text("1 of 2 approvals")
+    expect(page.locator("#approvals")).to_contain_text("stays open")
+    expect(page.locator("#recorded-kind")).to_have_text("approve")
+
+
+# -- respond and cancel -----------------------------------------------------------------
+
+
+def test_respond_resumes_the_node_with_the_reviewers_own_answer(server, page):
+    # Given an open question
+    thread_id, interrupt_id = paused(server, graph="echo", values={"payload": "Which colour?"})
+    sign_in(page, server.url, server.keys["reviewer"], f"/ui/approvals/{interrupt_id}")
+
+    # When the reviewer responds with an answer of their own
+    page.get_by_text("Respond with an answer of your own").click()
+    page.get_by_label("Your response (the node gets this text)").fill("The blue one")
+    page.get_by_role("button", name="Respond", exact=True).click()
+
+    # Then the respond is recorded, and the node resumed with that text
+    expect(page.locator("#recorded-kind")).to_have_text("respond")
+    (event,) = events_of(server, thread_id, WorkflowThread.InterruptResumed)
+    assert (event.decision, event.resume) == ("respond", "The blue one")
+
+
+def test_cancel_needs_a_reason_and_stops_the_thread(server, page):
+    # Given an open interrupt, the reviewer on its page
+    thread_id, interrupt_id = paused(server, values={"refund_amount": 430.0})
+    sign_in(page, server.url, server.keys["reviewer"], f"/ui/approvals/{interrupt_id}")
+    sent = []
+    page.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
+
+    # When they ask to cancel without a reason
+    page.get_by_text("Stop this thread for good").click()
+    page.get_by_role("button", name="Cancel the thread").click()
+
+    # Then the browser asks for one first, and nothing is sent
+    expect(page.locator("#cancel-reason:invalid")).to_have_count(1)
+    assert sent == []
+
+    # When they give one
+    page.get_by_label("Why it is stopped (required)").fill("Customer withdrew the claim")
+    page.get_by_role("button", name="Cancel the thread").click()
+
+    # Then the thread is cancelled, and the page says so with the event's hash
+    expect(page.locator("#recorded-kind")).to_have_text("cancel")
+    expect(page.locator("#recorded-reason")).to_have_text("Customer withdrew the claim")
+    (event,) = events_of(server, thread_id, WorkflowThread.ThreadCancelled)
+    expect(page.locator("#recorded-hash")).to_have_text(event.event_hash)
+    assert server.store.thread(thread_id).status == "cancelled"
+
+
+def test_an_auditor_is_offered_no_cancel(server, page):
+    _, interrupt_id = paused(server)
+
+    sign_in(page, server.url, server.keys["auditor"], f"/ui/approvals/{interrupt_id}")
+
+    expect(page.locator("#refusal")).to_be_visible()
+    expect(page.locator("#cancel-form")).to_have_count(0)
+
+
+# -- the deadline -----------------------------------------------------------------------
+
+
+def test_the_deadline_counts_down_from_the_time_the_server_rendered(server, page, context):
+    # Given an interrupt due in an hour
+    _, interrupt_id = paused(server, graph="timed", values={"question": "Ship it?"})
+
+    # When the reviewer opens it without JavaScript, then with it
+    quiet = context.browser.new_context(java_script_enabled=False).new_page()
+    sign_in(quiet, server.url, server.keys["reviewer"], f"/ui/approvals/{interrupt_id}")
+    sign_in(page, server.url, server.keys["reviewer"], f"/ui/approvals/{interrupt_id}")
+
+    # Then the server's rendering says when and how long is left
+    expect(quiet.locator("#deadline time")).to_contain_text("UTC")
+    expect(quiet.locator("#countdown")).to_have_text(re.compile(r"^\(in (59 min|1 h)"))
+    # And the script keeps counting the seconds down
+    first = page.locator("#countdown").inner_text()
+    expect(page.locator("#countdown")).not_to_have_text(first)
+    expect(page.locator("#countdown")).to_have_text(re.compile(r"^\(in 59 min \d+ s\)$"))
+    quiet.context.close()
