@@ -34,6 +34,7 @@ from api.ui.decision_offer import KINDS, LABELS, offer, who_may_decide
 from api.ui.decision_record import raised_node
 from api.ui.forms import check_form, read_form
 from api.ui.pages import PageRoute, render
+from api.ui.schema_form import SchemaFormError, edit_form, value_of
 from api.ui.thread_timeline import completed, thread_timeline
 from domain.errors import HoldpointError
 from domain.oversight.hold_points import record_digest
@@ -92,6 +93,7 @@ def _page_context(services: Services, viewer: Viewer, interrupt_id: str) -> dict
         "outcome_members": members,
         "timeline": found,
         "offer": offered,
+        "edit": edit_form(record) if record else None,
         "labels": LABELS,
         "who_may_decide": who_may_decide(record) if record else None,
         "seconds_left": seconds_left(record.get("due_by")) if record else None,
@@ -126,7 +128,24 @@ def _json_value(text: str, what: str) -> Any:
         raise Problem(422, msg) from None
 
 
-def body_of(form: dict[str, str], needs_reason: bool) -> DecisionBody:
+def edited_value(form: dict[str, str], record: dict[str, Any] | None) -> Any:
+    """The value of an edit: its schema form's fields read back and checked against the
+    interrupt's schema, or the JSON it was written as."""
+    if form.get("edit_form") != "fields":
+        return _json_value(form.get("resume", ""), "The edited value")
+    edit = edit_form(record) if record is not None else None
+    if edit is None:
+        raise Problem(422, "This interrupt's edit is written as JSON: nothing was recorded")
+    try:
+        return value_of(form, edit)
+    except SchemaFormError as error:
+        msg = f"The edited value was not recorded: {error}. Correct it and send again."
+        raise Problem(422, msg) from None
+
+
+def body_of(
+    form: dict[str, str], needs_reason: bool, record: dict[str, Any] | None = None
+) -> DecisionBody:
     """The decision the form asks for, as the API's body; 422 with a clear sentence if not."""
     decision = form.get("decision", "")
     if decision not in KINDS:
@@ -139,7 +158,7 @@ def body_of(form: dict[str, str], needs_reason: bool) -> DecisionBody:
     if form.get("payload_digest"):
         fields["payload_digest"] = form["payload_digest"]
     if decision == "edit":
-        fields["resume"] = _json_value(form.get("resume", ""), "The edited value")
+        fields["resume"] = edited_value(form, record)
     elif decision == "respond":
         response = form.get("response", "").strip()
         if not response:
@@ -164,7 +183,7 @@ def _decide(
     thread_id = _thread_id(services, interrupt_id)
     thread = services.store.thread(thread_id)
     record = thread.interrupts.get(interrupt_id) if thread is not None else None
-    body = body_of(form, reason_required(record))
+    body = body_of(form, reason_required(record), record)
     throttle(services, request, viewer.principal, DECISIONS)
     key = form.get("idempotency_key") or None
     answer, _position = decide(services, request, viewer.principal, interrupt_id, body, key)

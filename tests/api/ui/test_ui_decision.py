@@ -15,9 +15,12 @@ import pytest
 
 from domain.record.thread import WorkflowThread
 from domain.types import interrupt
+from service.langgraph_app import LangGraphApp
 from tests.api.http_harness import running_server
+from tests.api.ui.accessibility import accessible_context, axe_violations
 from tests.api.ui.browser import sign_in
 from tests.api.ui.story import paused
+from tests.api.ui.ui_client import UiClient, csrf_of, idempotency_key_of
 from tests.graphs import linear_graph
 
 if os.environ.get("CI", "").lower() != "true":  # in CI a missing Playwright fails collection
@@ -35,8 +38,55 @@ def timed_review(state: Timed) -> dict[str, Any]:
     return {"answer": interrupt({"question": state["question"]}, deadline=3600)}
 
 
+class RefundTerms(TypedDict):
+    proposal: dict[str, Any]
+    answer: Any
+
+
+# The answer a LangGraph node declares it takes (`interrupt(..., response_schema=...)`)
+REFUND_TERMS = {
+    "title": "Refund terms",
+    "type": "object",
+    "properties": {
+        "amount": {"type": "integer", "title": "Amount", "minimum": 0, "maximum": 1000},
+        "currency": {"title": "Currency", "enum": ["EUR", "USD"]},
+        "note": {"type": "string", "title": "Note to the customer", "maxLength": 200},
+        "notify": {"type": "boolean", "title": "Notify the customer"},
+        "account": {
+            "type": "object",
+            "title": "Refund to",
+            "properties": {
+                "iban": {"type": "string", "title": "IBAN", "pattern": "^[A-Z]{2}[0-9]{2}"}
+            },
+            "required": ["iban"],
+        },
+    },
+    "required": ["amount", "currency", "account"],
+}
+
+
+def agree_terms(state: RefundTerms) -> dict[str, Any]:
+    from langgraph.types import interrupt as ask  # noqa: PLC0415 - LangGraph's own
+
+    question = {"question": "Agree the refund terms?", "proposal": state["proposal"]}
+    return {"answer": ask(question, response_schema=REFUND_TERMS)}
+
+
+def terms_graph() -> Any:
+    from langgraph.graph import END, START, StateGraph  # noqa: PLC0415 - LangGraph's own
+
+    builder = StateGraph(RefundTerms)
+    builder.add_node("agree_terms", agree_terms)
+    builder.add_edge(START, "agree_terms")
+    builder.add_edge("agree_terms", END)
+    return builder.compile()
+
+
 def extra_graphs(store: Any) -> dict[str, Any]:
-    return {"timed": linear_graph(store, Timed, timed_review, name="timed")}
+    return {
+        "timed": linear_graph(store, Timed, timed_review, name="timed"),
+        "terms": LangGraphApp(terms_graph(), "terms", store),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -296,3 +346,138 @@ def test_the_deadline_counts_down_from_the_time_the_server_rendered(server, page
     expect(page.locator("#countdown")).not_to_have_text(first)
     expect(page.locator("#countdown")).to_have_text(re.compile(r"^\(in 59 min \d+ s\)$"))
     quiet.context.close()
+
+
+# -- edit with a schema form ------------------------------------------------------------
+
+PROPOSAL = {"amount": 500, "currency": "EUR", "notify": True, "account": {"iban": "DE89 3704"}}
+
+
+def test_edit_with_a_schema_form_resumes_with_the_edited_value_and_bad_input_is_caught(
+    server, page
+):
+    # Given a LangGraph node that declares the answer it takes, and proposes one
+    thread_id, interrupt_id = paused(server, graph="terms", values={"proposal": PROPOSAL})
+    sign_in(page, server.url, server.keys["reviewer"], f"/ui/approvals/{interrupt_id}")
+    sent = []
+    page.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
+
+    # When the reviewer opens the edit: its fields, filled with the proposal
+    page.get_by_text("Approve with edits: the answer the graph asks for").click()
+    amount = page.get_by_label("Amount (required)")
+    expect(amount).to_have_value("500")
+    expect(page.get_by_label("Currency (required)")).to_have_value("0")  # EUR, the first
+    expect(page.get_by_label("Notify the customer")).to_be_checked()
+    expect(page.get_by_role("group", name="Refund to").get_by_label("IBAN")).to_have_value(
+        "DE89 3704"
+    )
+
+    # When they send an amount above the schema's maximum
+    amount.fill("5000")
+    page.get_by_role("button", name="Approve with edits").click()
+
+    # Then it is caught before it is sent, next to the field
+    expect(page.locator("#f-value_amount-error")).to_be_visible()
+    expect(page.locator("#f-value_amount")).to_have_attribute("aria-invalid", "true")
+    # And so is an IBAN that does not match the schema's pattern
+    amount.fill("450")
+    page.get_by_label("IBAN").fill("nope")
+    page.get_by_role("button", name="Approve with edits").click()
+    expect(page.locator("#f-value_account_iban-error")).to_contain_text("pattern")
+    assert sent == []
+    assert server.store.thread(thread_id).interrupts.get(interrupt_id) is not None
+
+    # When they correct it, pick another currency, and send
+    page.get_by_label("IBAN").fill("NL91 ABNA")
+    page.get_by_label("Currency (required)").select_option("USD")
+    page.get_by_label("Notify the customer").uncheck()
+    page.get_by_label("Note to the customer").fill("Partial refund")
+    page.get_by_label("Reason for the edit (optional)").fill("Half was used")
+    page.get_by_role("button", name="Approve with edits").click()
+
+    # Then the edit is recorded, and the node resumed with exactly the edited value
+    expect(page.locator("#recorded-kind")).to_have_text("edit")
+    edited = {
+        "amount": 450,
+        "currency": "USD",
+        "note": "Partial refund",
+        "notify": False,
+        "account": {"iban": "NL91 ABNA"},
+    }
+    (event,) = events_of(server, thread_id, WorkflowThread.InterruptResumed)
+    assert (event.decision, event.resume, event.reason) == ("edit", edited, "Half was used")
+    with server.http("reviewer") as reviewer:
+        state = reviewer.get(f"/threads/{thread_id}/state").json()
+    assert state["values"]["answer"] == edited
+
+
+def test_the_server_checks_a_schema_form_again(server):
+    # Given the edit form of an interrupt that declares its answer
+    thread_id, interrupt_id = paused(server, graph="terms", values={"proposal": PROPOSAL})
+    with UiClient(server.url) as ui:
+        ui.sign_in(server.keys["reviewer"])
+        page = ui.get(f"/ui/approvals/{interrupt_id}")
+        form = {
+            "csrf_token": csrf_of(page.text),
+            "idempotency_key": idempotency_key_of(page.text),
+            "decision": "edit",
+            "edit_form": "fields",
+            "value/amount": "5000",
+            "value/currency": "7",
+            "value/account/iban": "DE89",
+        }
+
+        # When the fields come back without the browser's checks
+        answer = ui.post_form(f"/ui/approvals/{interrupt_id}/decision", form)
+
+    # Then each wrong field is named, and nothing is recorded
+    assert answer.status_code == 422
+    assert "Amount: must be at most 1000" in answer.text
+    assert "Currency: choose one of the options" in answer.text
+    assert events_of(server, thread_id, WorkflowThread.InterruptResumed) == []
+
+
+# -- accessibility ----------------------------------------------------------------------
+
+
+def refused_view(server):
+    return "reviewer", admin_only(server)[1], None, None
+
+
+def schema_form_view(server):
+    _, interrupt_id = paused(server, graph="terms", values={"proposal": PROPOSAL})
+    return (
+        "reviewer",
+        interrupt_id,
+        "Approve with edits: the answer the graph asks for",
+        ("#f-value_amount", "5000"),
+    )
+
+
+def every_section_open(server):
+    _, interrupt_id = paused(server, graph="timed", values={"question": "Ship it?"})
+    return "reviewer", interrupt_id, "Edit the value instead (JSON)", ("#resume", "{not json")
+
+
+VIEWS = {"refused": refused_view, "schema-form": schema_form_view, "deadline": every_section_open}
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_axe_core_finds_no_wcag_violation_on_the_decision_page_as_each_viewer_sees_it(
+    server, browser, view
+):
+    # Given the decision page as this viewer sees it, its edit open if it has one
+    who, interrupt_id, summary, bad = VIEWS[view](server)
+    context = accessible_context(browser)
+    page = context.new_page()
+    sign_in(page, server.url, server.keys[who], f"/ui/approvals/{interrupt_id}")
+    if summary is not None:  # its edit open, with a wrong value caught: its error shown
+        page.get_by_text(summary).click()
+        field, text = bad
+        page.locator(field).fill(text)
+        page.get_by_role("button", name="Approve with edits").click()
+        expect(page.locator(f"{field}-error")).to_be_visible()
+
+    # Then axe-core finds nothing against WCAG 2.0 and 2.1, A and AA
+    assert axe_violations(page) == []
+    context.close()
