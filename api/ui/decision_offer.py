@@ -40,6 +40,7 @@ class Offer:
     review: dict[str, Any] | None = None
     refusal: Refusal | None = None
     may_cancel: bool = False
+    quick: tuple[str, ...] = ()  # the decisions one button makes (for a review: every action's)
 
     def absent_by_reason(self) -> list[tuple[str, list[str]]]:
         """The kinds left out, grouped by why: [(why, [their labels])]."""
@@ -84,4 +85,8 @@ def offer(record: dict[str, Any], viewer: Viewer, refusal: Refusal | None) -> Of
     if refusal is not None:
         return Offer(refusal=refusal, may_cancel=may_cancel)
     kinds, absent = decision_kinds(record)
-    return Offer(kinds, absent, review_in(record), None, may_cancel)
+    review = review_in(record)
+    quick = tuple(k for k in kinds if k in ("approve", "reject", "escalate"))
+    if review is not None:
+        quick = tuple(k for k in quick if all(k in a["allowed"] for a in review["actions"]))
+    return Offer(kinds, absent, review, None, may_cancel, quick)

@@ -34,10 +34,11 @@ from api.ui.decision_offer import KINDS, LABELS, offer, who_may_decide
 from api.ui.decision_record import raised_node
 from api.ui.forms import check_form, read_form
 from api.ui.pages import PageRoute, render
+from api.ui.review_cards import CARD_LABELS, answer_of, cards
 from api.ui.schema_form import SchemaFormError, edit_form, value_of
 from api.ui.thread_timeline import completed, thread_timeline
 from domain.errors import HoldpointError
-from domain.oversight.hold_points import record_digest
+from domain.oversight.hold_points import NO_VALUE, record_digest, review_in
 from domain.oversight.read_log import Read
 from service.decisions import fate, thread_of
 from service.errors import InterruptNeverRaisedError
@@ -94,6 +95,8 @@ def _page_context(services: Services, viewer: Viewer, interrupt_id: str) -> dict
         "timeline": found,
         "offer": offered,
         "edit": edit_form(record) if record else None,
+        "cards": cards(offered.review) if offered and offered.review else [],
+        "card_labels": CARD_LABELS,
         "labels": LABELS,
         "who_may_decide": who_may_decide(record) if record else None,
         "seconds_left": seconds_left(record.get("due_by")) if record else None,
@@ -148,6 +151,10 @@ def body_of(
 ) -> DecisionBody:
     """The decision the form asks for, as the API's body; 422 with a clear sentence if not."""
     decision = form.get("decision", "")
+    review = review_in(record) if record is not None else None
+    resume: Any = NO_VALUE
+    if decision == "review" and review is not None:  # the cards: one decision per action
+        decision, resume = answer_of(review, form)
     if decision not in KINDS:
         raise Problem(422, f"Choose a decision: {', '.join(KINDS)}")
     reason = form.get("reason", "").strip()
@@ -157,7 +164,9 @@ def body_of(
     fields: dict[str, Any] = {"decision": decision, "reason": reason or None}
     if form.get("payload_digest"):
         fields["payload_digest"] = form["payload_digest"]
-    if decision == "edit":
+    if resume is not NO_VALUE:
+        fields["resume"] = resume
+    elif decision == "edit":
         fields["resume"] = edited_value(form, record)
     elif decision == "respond":
         response = form.get("response", "").strip()

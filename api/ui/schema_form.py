@@ -67,7 +67,7 @@ class Field:
 class EditForm:
     """The fields of an edit, and where their schema comes from."""
 
-    source: str  # "response_schema" or "proposal"
+    source: str  # "response_schema", "proposal", or "value" (a tool call's arguments)
     schema: dict[str, Any]
     root: Field
 
@@ -92,6 +92,12 @@ def edit_form(record: dict[str, Any]) -> EditForm | None:
             "proposal", schema, _field(schema, schema, ROOT, "Proposal", proposal, True, 0)
         )
     return None
+
+
+def value_form(value: Any, root: str, label: str) -> EditForm:
+    """A value (a tool call's arguments) as fields of its own shape."""
+    schema = schema_of(value)
+    return EditForm("value", schema, _field(schema, schema, root, label, value, True, 0))
 
 
 def declared_schema(schema: Any) -> dict[str, Any] | None:

@@ -138,7 +138,15 @@ def review_answer(review: dict[str, Any], decision: str, resume: Any, reason: st
     if decision == "respond" and not message:
         msg = "A respond decision needs the message the agent gets: give it as `resume`"
         raise ReviewDecisionError(msg)
-    built = [_decision(review["shape"], decision, edit, message) for edit in edits]
+    return review_response(review, [(decision, edit, message) for edit in edits])
+
+
+def review_response(
+    review: dict[str, Any], chosen: list[tuple[str, dict[str, Any] | None, str | None]]
+) -> Any:
+    """The middleware's own answer to the review, one decision per action, each given as
+    (its kind, an edit's action `{"name", "args"}`, a reject's or respond's message)."""
+    built = [_decision(review["shape"], kind, edit, message) for kind, edit, message in chosen]
     if review["shape"] == "batched":
         return {"decisions": built}
     return built[0] if review["shape"] == "per_call" else built

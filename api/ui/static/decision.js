@@ -25,6 +25,24 @@
     if (!isNaN(due)) { tick(); window.setInterval(tick, 1000); }
   }
 
+  // -- a review's cards: the arguments open to edit once Edit is chosen, and a message
+  // needed for a response --------------------------------------------------------------
+  Array.prototype.forEach.call(document.querySelectorAll(".action-card"), function (card) {
+    var radios = card.querySelectorAll(".choices input[type=radio]");
+    var args = card.querySelectorAll(".action-args input, .action-args textarea, .action-args select");
+    var message = card.querySelector("textarea[data-required-for]");
+    function follow() {
+      var chosen = card.querySelector(".choices input[type=radio]:checked");
+      var kind = chosen ? chosen.value : "";
+      Array.prototype.forEach.call(args, function (field) { field.disabled = kind !== "edit"; });
+      if (message) { message.required = kind === message.getAttribute("data-required-for"); }
+    }
+    Array.prototype.forEach.call(radios, function (radio) {
+      radio.addEventListener("change", follow);
+    });
+    follow();
+  });
+
   // -- checking a form before it is sent ---------------------------------------------
   function message(field) {
     return document.getElementById(field.id + "-error");

@@ -459,7 +459,23 @@ def every_section_open(server):
     return "reviewer", interrupt_id, "Edit the value instead (JSON)", ("#resume", "{not json")
 
 
-VIEWS = {"refused": refused_view, "schema-form": schema_form_view, "deadline": every_section_open}
+def review_cards_view(server):
+    _, interrupt_id = paused(server, graph="echo", values={"payload": MIDDLEWARE_REVIEW})
+    return "reviewer", interrupt_id, None, None
+
+
+def inbox_card_view(server):
+    _, interrupt_id = paused(server, graph="echo", values={"payload": INBOX_REVIEW})
+    return "reviewer", interrupt_id, None, None
+
+
+VIEWS = {
+    "refused": refused_view,
+    "schema-form": schema_form_view,
+    "deadline": every_section_open,
+    "middleware-cards": review_cards_view,
+    "agent-inbox-card": inbox_card_view,
+}
 
 
 @pytest.mark.parametrize("view", list(VIEWS))
@@ -481,3 +497,140 @@ def test_axe_core_finds_no_wcag_violation_on_the_decision_page_as_each_viewer_se
     # Then axe-core finds nothing against WCAG 2.0 and 2.1, A and AA
     assert axe_violations(page) == []
     context.close()
+
+
+# -- a review of an agent's tool calls --------------------------------------------------
+
+# What LangChain's HumanInTheLoopMiddleware (batched, its default) puts to a human
+MIDDLEWARE_REVIEW = {
+    "action_requests": [
+        {
+            "name": "issue_refund",
+            "args": {"customer": "acme", "amount": 500},
+            "description": "Refund awaiting review",
+        },
+        {
+            "name": "send_email",
+            "args": {"to": "billing@acme.test", "body": "Refunded"},
+            "description": "Email awaiting review",
+        },
+    ],
+    "review_configs": [
+        {"action_name": "issue_refund", "allowed_decisions": ["approve", "edit", "reject"]},
+        {"action_name": "send_email", "allowed_decisions": ["approve", "reject"]},
+    ],
+}
+
+# What Agent Inbox's HumanInterrupt puts to a human: one call, that may not be edited
+INBOX_REVIEW = [
+    {
+        "action_request": {"action": "close_ticket", "args": {"ticket": "T-7"}},
+        "config": {
+            "allow_accept": True,
+            "allow_edit": False,
+            "allow_respond": True,
+            "allow_ignore": True,
+        },
+        "description": "Close the customer's ticket?",
+    }
+]
+
+
+def choices(page, index):
+    return page.locator(f"#action-{index} .choices label")
+
+
+def test_a_middleware_review_shows_a_card_per_action_and_sends_its_decisions(server, page):
+    # Given an agent's two proposed tool calls, put to a human by the middleware
+    thread_id, interrupt_id = paused(server, graph="echo", values={"payload": MIDDLEWARE_REVIEW})
+    sign_in(page, server.url, server.keys["reviewer"], f"/ui/approvals/{interrupt_id}")
+
+    # Then each call is a card: its tool, its arguments, and the decisions it allows only
+    refund, email = page.locator("#action-0"), page.locator("#action-1")
+    expect(refund.locator("legend").first).to_have_text("Tool issue_refund")
+    expect(choices(page, 0)).to_have_text(["Approve", "Edit the arguments", "Reject"])
+    expect(choices(page, 1)).to_have_text(["Approve", "Reject"])
+    expect(refund.get_by_label("amount")).to_have_value("500")
+    # And the email's arguments are shown, not offered for editing
+    expect(email.locator("pre")).to_contain_text('"to": "billing@acme.test"')
+    expect(email.locator(".action-args")).to_have_count(0)
+    # And only the buttons every action allows decide them all at once
+    expect(page.get_by_role("button", name="Approve every action")).to_be_visible()
+    expect(page.locator("#edit")).to_have_count(0)
+
+    # When the reviewer edits the refund's amount and rejects the email with a message
+    expect(refund.get_by_label("amount")).to_be_disabled()  # until Edit is chosen
+    refund.get_by_label("Edit the arguments").check()
+    refund.get_by_label("amount").fill("50")
+    email.get_by_label("Reject").check()
+    email.get_by_label("Message to the agent (optional)").fill("Not until it is paid")
+    page.get_by_role("button", name="Send the decisions").click()
+
+    # Then the middleware's own answer is recorded, and the graph resumed with it
+    expect(page.locator("#recorded-kind")).to_have_text("edit")
+    answer = {
+        "decisions": [
+            {
+                "type": "edit",
+                "edited_action": {
+                    "name": "issue_refund",
+                    "args": {"customer": "acme", "amount": 50},
+                },
+            },
+            {"type": "reject", "message": "Not until it is paid"},
+        ]
+    }
+    (event,) = events_of(server, thread_id, WorkflowThread.InterruptResumed)
+    assert event.resume == answer
+    with server.http("reviewer") as reviewer:
+        state = reviewer.get(f"/threads/{thread_id}/state").json()
+    assert state["values"]["answer"] == answer
+
+
+def test_an_agent_inbox_interrupt_offers_its_allowed_responses_only(server, page):
+    # Given an Agent Inbox interrupt that allows accept, ignore and respond, not edit
+    thread_id, interrupt_id = paused(server, graph="echo", values={"payload": INBOX_REVIEW})
+    sign_in(page, server.url, server.keys["reviewer"], f"/ui/approvals/{interrupt_id}")
+    card = page.locator("#action-0")
+    expect(choices(page, 0)).to_have_text(["Approve", "Reject", "Respond"])
+    expect(page.locator("#absent")).to_contain_text("Approve with edits")
+
+    # When the reviewer chooses to respond but writes nothing
+    card.get_by_label("Respond").check()
+    page.get_by_role("button", name="Send the decisions").click()
+
+    # Then the browser asks for the message first
+    expect(page.locator("#action-0-message-error")).to_be_visible()
+    assert server.store.thread(thread_id).interrupts.get(interrupt_id) is not None
+
+    # When they write it
+    card.locator("#action-0-message").fill("Ask the customer first")
+    page.get_by_role("button", name="Send the decisions").click()
+
+    # Then Agent Inbox's own response shape is what the graph resumes with
+    expect(page.locator("#recorded-kind")).to_have_text("respond")
+    (event,) = events_of(server, thread_id, WorkflowThread.InterruptResumed)
+    assert event.resume == [{"type": "response", "args": "Ask the customer first"}]
+
+
+def test_a_card_decision_the_action_does_not_allow_is_refused_by_the_server(server):
+    # Given the cards of a middleware review
+    thread_id, interrupt_id = paused(server, graph="echo", values={"payload": MIDDLEWARE_REVIEW})
+    with UiClient(server.url) as ui:
+        ui.sign_in(server.keys["reviewer"])
+        page = ui.get(f"/ui/approvals/{interrupt_id}")
+        form = {
+            "csrf_token": csrf_of(page.text),
+            "idempotency_key": idempotency_key_of(page.text),
+            "decision": "review",
+            "action/0/decision": "approve",
+            "action/1/decision": "edit",  # the email may not be edited
+        }
+
+        # When the cards come back with a decision the email does not allow
+        answer = ui.post_form(f"/ui/approvals/{interrupt_id}/decision", form)
+
+    # Then it is refused, naming the action, and nothing is recorded
+    assert answer.status_code == 422
+    assert "send_email: choose approve or reject" in answer.text
+    assert events_of(server, thread_id, WorkflowThread.InterruptResumed) == []
