@@ -16,7 +16,7 @@ import structlog
 
 from tests.api.http_harness import running_server
 from tests.api.ui.browser import chromium, chromium_problem, sign_in
-from tests.api.ui.story import decided, paused, scripted_history
+from tests.api.ui.story import MIDDLEWARE_REVIEW, decided, paused, scripted_history
 
 OUT = Path(__file__).resolve().parents[3] / "docs" / "screenshots"
 VIEWPORT = {"width": 1100, "height": 800}
@@ -49,12 +49,14 @@ def main() -> int:
         )
         story_thread, story_interrupt = paused(server, values={"refund_amount": 480.0})
         decided(server, story_interrupt, "approve")
+        _, review_interrupt = paused(server, graph="echo", values={"payload": MIDDLEWARE_REVIEW})
         with chromium() as browser:
             shots = {
                 "inbox.png": ("reviewer", "/ui/inbox"),
                 "decision.png": ("reviewer", f"/ui/approvals/{open_interrupt}"),
                 "thread.png": ("auditor", f"/ui/threads/{story_thread}"),
                 "dashboard.png": ("auditor", "/ui/dashboard"),
+                "action-card.png": ("reviewer", f"/ui/approvals/{review_interrupt}"),
             }
             for name, (who, path) in shots.items():
                 context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)

@@ -37,3 +37,24 @@ def scripted_history(server: Server) -> dict[str, int]:
     decided(server, interrupts[1][1], "approve", who="reviewer2")
     decided(server, interrupts[2][1], "reject")
     return {"raised": 5, "approve": 2, "reject": 1, "decisions": 3, "open": 2}
+
+
+# What LangChain's HumanInTheLoopMiddleware (batched, its default) puts to a human
+MIDDLEWARE_REVIEW = {
+    "action_requests": [
+        {
+            "name": "issue_refund",
+            "args": {"customer": "acme", "amount": 500},
+            "description": "Refund awaiting review",
+        },
+        {
+            "name": "send_email",
+            "args": {"to": "billing@acme.test", "body": "Refunded"},
+            "description": "Email awaiting review",
+        },
+    ],
+    "review_configs": [
+        {"action_name": "issue_refund", "allowed_decisions": ["approve", "edit", "reject"]},
+        {"action_name": "send_email", "allowed_decisions": ["approve", "reject"]},
+    ],
+}

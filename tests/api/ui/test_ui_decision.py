@@ -18,8 +18,8 @@ from domain.types import interrupt
 from service.langgraph_app import LangGraphApp
 from tests.api.http_harness import running_server
 from tests.api.ui.accessibility import accessible_context, axe_violations
-from tests.api.ui.browser import sign_in
-from tests.api.ui.story import paused
+from tests.api.ui.browser import horizontal_overflow, sign_in
+from tests.api.ui.story import MIDDLEWARE_REVIEW, paused
 from tests.api.ui.ui_client import UiClient, csrf_of, idempotency_key_of
 from tests.graphs import linear_graph
 
@@ -501,26 +501,6 @@ def test_axe_core_finds_no_wcag_violation_on_the_decision_page_as_each_viewer_se
 
 # -- a review of an agent's tool calls --------------------------------------------------
 
-# What LangChain's HumanInTheLoopMiddleware (batched, its default) puts to a human
-MIDDLEWARE_REVIEW = {
-    "action_requests": [
-        {
-            "name": "issue_refund",
-            "args": {"customer": "acme", "amount": 500},
-            "description": "Refund awaiting review",
-        },
-        {
-            "name": "send_email",
-            "args": {"to": "billing@acme.test", "body": "Refunded"},
-            "description": "Email awaiting review",
-        },
-    ],
-    "review_configs": [
-        {"action_name": "issue_refund", "allowed_decisions": ["approve", "edit", "reject"]},
-        {"action_name": "send_email", "allowed_decisions": ["approve", "reject"]},
-    ],
-}
-
 # What Agent Inbox's HumanInterrupt puts to a human: one call, that may not be edited
 INBOX_REVIEW = [
     {
@@ -634,3 +614,17 @@ def test_a_card_decision_the_action_does_not_allow_is_refused_by_the_server(serv
     assert answer.status_code == 422
     assert "send_email: choose approve or reject" in answer.text
     assert events_of(server, thread_id, WorkflowThread.InterruptResumed) == []
+
+
+def test_the_action_cards_fit_a_320_pixel_screen(server, browser):
+    # Given a middleware review, on a 320 px wide screen
+    _, interrupt_id = paused(server, graph="echo", values={"payload": MIDDLEWARE_REVIEW})
+    page = browser.new_context(viewport={"width": 320, "height": 640}).new_page()
+
+    # When the reviewer opens it and chooses to edit the refund
+    sign_in(page, server.url, server.keys["reviewer"], f"/ui/approvals/{interrupt_id}")
+    page.locator("#action-0").get_by_label("Edit the arguments").check()
+
+    # Then nothing sticks out sideways
+    assert horizontal_overflow(page) == 0
+    page.context.close()
