@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,7 +36,7 @@ from api.ui.decision_record import raised_node
 from api.ui.forms import check_form, read_form
 from api.ui.pages import PageRoute, render
 from api.ui.review_cards import CARD_LABELS, answer_of, cards
-from api.ui.schema_form import SchemaFormError, edit_form, value_of
+from api.ui.schema_form import SchemaFormError, as_posted, edit_form, value_of
 from api.ui.thread_timeline import completed, thread_timeline
 from domain.errors import HoldpointError
 from domain.oversight.hold_points import NO_VALUE, record_digest, review_in
@@ -66,7 +67,8 @@ def seconds_left(due_by: str | None) -> float | None:
     """Seconds until the deadline (negative once passed), as the page is rendered."""
     if not due_by:
         return None
-    return (datetime.fromisoformat(due_by) - datetime.now(UTC)).total_seconds()
+    due = datetime.fromisoformat(due_by)
+    return (due.replace(tzinfo=due.tzinfo or UTC) - datetime.now(UTC)).total_seconds()
 
 
 def _page_context(services: Services, viewer: Viewer, interrupt_id: str) -> dict[str, Any]:
@@ -217,6 +219,9 @@ async def post_decision(
         context = await run_in_threadpool(_page_context, services, viewer, interrupt_id)
         if context["record"] is not None:  # still open: keep what was typed
             context["form"] = {k: form.get(k, "") for k in ("reason", "resume", "response")}
+            edit = context["edit"]
+            if edit is not None and form.get("edit_form") == "fields":
+                context["edit"] = replace(edit, root=as_posted(edit.root, form))
         context["error"] = problem.detail
         return render(request, "decision.html", status_code=problem.status, **context)
     return RedirectResponse(shown, status_code=303)

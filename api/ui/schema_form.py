@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from domain.oversight.hold_points import review_in
@@ -227,6 +227,19 @@ def _string_limits(schema: dict[str, Any]) -> dict[str, Any]:
     if isinstance(schema.get("pattern"), str):
         limits["data-pattern"] = schema["pattern"]
     return limits
+
+
+def as_posted(spec: Field, form: dict[str, str]) -> Field:
+    """The field showing what was posted, to be corrected (a form the server refused)."""
+    if spec.kind == "object":
+        return replace(spec, children=tuple(as_posted(child, form) for child in spec.children))
+    text = form.get(spec.name, "")
+    if spec.kind == "boolean":
+        return replace(spec, value=spec.name in form)
+    if spec.kind == "enum":
+        chosen = int(text) if text.isdigit() and int(text) < len(spec.options) else None
+        return replace(spec, value=chosen)
+    return replace(spec, value=text)
 
 
 # -- reading a posted form back --------------------------------------------------------

@@ -56,8 +56,12 @@
       }
     }
     var pattern = field.getAttribute("data-pattern");
-    if (!problem && pattern && field.value !== "" && !new RegExp(pattern, "u").test(field.value)) {
-      problem = "Does not match the pattern " + pattern;
+    if (!problem && pattern && field.value !== "") {
+      try {
+        if (!new RegExp(pattern, "u").test(field.value)) {
+          problem = "Does not match the pattern " + pattern;
+        }
+      } catch (ignored) { /* a pattern this browser cannot read: the server checks it */ }
     }
     field.setCustomValidity(problem);
     var shown = message(field);

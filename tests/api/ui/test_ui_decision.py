@@ -430,10 +430,11 @@ def test_the_server_checks_a_schema_form_again(server):
         # When the fields come back without the browser's checks
         answer = ui.post_form(f"/ui/approvals/{interrupt_id}/decision", form)
 
-    # Then each wrong field is named, and nothing is recorded
+    # Then each wrong field is named, what was typed is kept, and nothing is recorded
     assert answer.status_code == 422
     assert "Amount: must be at most 1000" in answer.text
     assert "Currency: choose one of the options" in answer.text
+    assert 'name="value/amount" value="5000"' in answer.text
     assert events_of(server, thread_id, WorkflowThread.InterruptResumed) == []
 
 
