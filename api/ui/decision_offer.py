@@ -51,7 +51,8 @@ class Offer:
 
 
 def who_may_decide(record: dict[str, Any]) -> str:
-    """ "reviewer or admin", or "admin" alone: never "admin (or admin)"."""
+    """Who may decide, in words: "reviewer or admin", or "admin" alone (not "admin (or
+    admin)")."""
     role = deciding_role(record)
     return "admin" if role == "admin" else f"{role} or admin"
 
