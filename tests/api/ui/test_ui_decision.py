@@ -22,6 +22,7 @@ from tests.api.ui.browser import horizontal_overflow, sign_in
 from tests.api.ui.story import MIDDLEWARE_REVIEW, paused
 from tests.api.ui.ui_client import UiClient, csrf_of, idempotency_key_of
 from tests.graphs import linear_graph
+from tests.saver.langgraph_graphs import REFUNDS, refund_agent
 
 if os.environ.get("CI", "").lower() != "true":  # in CI a missing Playwright fails collection
     pytest.importorskip("playwright")
@@ -86,6 +87,8 @@ def extra_graphs(store: Any) -> dict[str, Any]:
     return {
         "timed": linear_graph(store, Timed, timed_review, name="timed"),
         "terms": LangGraphApp(terms_graph(), "terms", store),
+        # LangChain's create_agent, its refund reviewed by HumanInTheLoopMiddleware per call
+        "refund-agent": LangGraphApp(refund_agent("per_call"), "refund-agent", store),
     }
 
 
@@ -406,6 +409,7 @@ def test_edit_with_a_schema_form_resumes_with_the_edited_value_and_bad_input_is_
     }
     (event,) = events_of(server, thread_id, WorkflowThread.InterruptResumed)
     assert (event.decision, event.resume, event.reason) == ("edit", edited, "Half was used")
+    server.sdk("agent").runs.join(thread_id, event.run_id)  # the node ran with it
     with server.http("reviewer") as reviewer:
         state = reviewer.get(f"/threads/{thread_id}/state").json()
     assert state["values"]["answer"] == edited
@@ -563,6 +567,7 @@ def test_a_middleware_review_shows_a_card_per_action_and_sends_its_decisions(ser
     }
     (event,) = events_of(server, thread_id, WorkflowThread.InterruptResumed)
     assert event.resume == answer
+    server.sdk("agent").runs.join(thread_id, event.run_id)  # the node ran with it
     with server.http("reviewer") as reviewer:
         state = reviewer.get(f"/threads/{thread_id}/state").json()
     assert state["values"]["answer"] == answer
@@ -629,3 +634,31 @@ def test_the_action_cards_fit_a_320_pixel_screen(server, browser):
     # Then nothing sticks out sideways
     assert horizontal_overflow(page) == 0
     page.context.close()
+
+
+def test_a_real_agents_tool_call_runs_with_the_arguments_edited_on_its_card(server, page):
+    # Given LangChain's agent proposing a refund of 500, reviewed call by call
+    REFUNDS.clear()
+    agent = server.sdk("agent")
+    agent.threads.create(thread_id="agent-1", metadata={"graph_id": "refund-agent"})
+    ask = {"messages": [{"type": "human", "content": "Refund acme", "id": "h-1"}]}
+    agent.runs.wait("agent-1", "refund-agent", input=ask)
+    (interrupt_id,) = server.store.thread("agent-1").interrupts
+    sign_in(page, server.url, server.keys["reviewer"], f"/ui/approvals/{interrupt_id}")
+
+    # Then its card offers what the middleware's response schema allows
+    card = page.locator("#action-0")
+    expect(card.locator("legend").first).to_have_text("Tool issue_refund")
+    expect(choices(page, 0)).to_have_text(["Approve", "Edit the arguments", "Reject"])
+
+    # When the reviewer edits the amount
+    card.get_by_label("Edit the arguments").check()
+    card.get_by_label("amount").fill("50")
+    page.get_by_label("Reason for these decisions (optional)").fill("Policy caps at 50")
+    page.get_by_role("button", name="Send the decisions").click()
+
+    # Then the tool ran with the edited arguments, once
+    expect(page.locator("#recorded-kind")).to_have_text("edit")
+    (event,) = events_of(server, "agent-1", WorkflowThread.InterruptResumed)
+    agent.runs.join("agent-1", event.run_id)
+    assert REFUNDS == [{"customer": "acme", "amount": 50}]
