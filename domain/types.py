@@ -84,6 +84,8 @@ def interrupt(
     reason_required: bool = False,
     approvals: int | None = None,
     decision_values: dict[str, Any] | None = None,
+    title: str | None = None,
+    bulk: bool = False,
 ) -> Any:
     """Pause the running node for a human, or return the human's answer.
 
@@ -104,6 +106,16 @@ def interrupt(
     `reject` resume with (default `True` and `False`), e.g. `{"approve":
     "approved", "reject": "changes_requested"}`.
 
+    For the inbox (api/ui/inbox_query.py): `title`, the item's title, a template whose
+    `{field}` placeholders (a dotted path for a nested one) take the payload's values,
+    e.g. `"Publish? {content}"`, or `"{content}"` to show one field (default: the
+    payload's `question`, or its fields as "key: value" text); `bulk`, whether a
+    reviewer may approve or reject it together with other such items in one action
+    (default False: one at a time, on its own page). A bulk action is a convenience of
+    the inbox, never a shortcut: it records one decision per interrupt, each through
+    the same rules as on its own (role, separation of duties, four eyes, a required
+    reason) and bound to the digest of its own payload.
+
     An answer applies only to the question it answered: when the node runs again,
     an `interrupt()` whose value differs from the one answered does not receive
     the answer, it asks anew (domain/oversight/hold_points.py).
@@ -122,6 +134,8 @@ def interrupt(
         reason_required=reason_required,
         approvals=approvals,
         decision_values=decision_values,
+        title=title,
+        bulk=bulk,
     )
     return task.next_resume_value(value, policy)
 
@@ -134,6 +148,8 @@ def interrupt_policy(
     reason_required: bool = False,
     approvals: int | None = None,
     decision_values: dict[str, Any] | None = None,
+    title: str | None = None,
+    bulk: bool = False,
 ) -> dict[str, Any]:
     """Who may answer, how, by when, and what happens after: plain JSON for the event."""
     seconds = deadline.total_seconds() if isinstance(deadline, timedelta) else deadline
@@ -150,7 +166,21 @@ def interrupt_policy(
         policy["approvals"] = check_approvals(approvals)
     if decision_values is not None:
         policy["decision_values"] = checked_decision_values(decision_values)
+    if title is not None:
+        policy["title"] = checked_title(title)
+    if bulk:
+        policy["bulk"] = True
     return policy
+
+
+MAX_TITLE = 200
+
+
+def checked_title(title: Any) -> str:
+    if not isinstance(title, str) or not title.strip() or len(title) > MAX_TITLE:
+        msg = f"interrupt() title must be text of 1 to {MAX_TITLE} characters, not {title!r}"
+        raise InvalidUpdateError(msg)
+    return title
 
 
 def checked_decision_values(values: Any) -> dict[str, Any]:

@@ -40,6 +40,9 @@ def request_review(state: ReviewState):
         {"content": state["content"], "reason": "Please approve or request changes."},
         # what approve and reject resume with (the API's default: true and false)
         decision_values={"approve": "approved", "reject": "changes_requested"},
+        # the inbox titles it with the draft, and may approve or reject drafts in bulk
+        title="{content}",
+        bulk=True,
     )
     return resume_workflow(approval)
 

@@ -10,7 +10,10 @@ eyes), how many it needs and how many it has (InterruptApproved). The count of
 open rows per (graph, node, required role) is kept beside them, so that a
 page's total is a sum over a few rows, not a count over the whole queue. The queue is
 read in a stable order, oldest first (raised_at, then interrupt id), with a
-keyset cursor, so pages neither skip nor repeat rows while the queue moves.
+keyset cursor, so pages neither skip nor repeat rows while the queue moves. Each row
+keeps the title its `interrupt()` declared (projections/item_titles.py) and whether the
+inbox may decide it in bulk; its words, and its thread's, are kept for the inbox's text
+search (projections/pending_search.py).
 """
 
 from __future__ import annotations
@@ -25,9 +28,20 @@ from typing import Any
 from domain.oversight.hold_points import question_digest
 from domain.record.thread import WorkflowThread
 from projections.database import Cursor, Database
+from projections.item_titles import render_title
 from projections.log_reader import Entry
 from projections.oversight_tables import INTERRUPTS
 from projections.paging import keyset_page
+from projections.pending_search import (
+    TERMS,
+    THREAD_WIDE,
+    add_terms,
+    create_terms_table,
+    drop_terms,
+    item_terms,
+    matching,
+    terms,
+)
 from projections.projection import Projection
 from projections.rows import (
     INTERRUPT_EVENTS,
@@ -47,9 +61,12 @@ NO_ROLE = ""  # the counts' key for "any role may decide" (a key column cannot b
 
 class PendingApprovalsProjection(Projection):
     name = "pending_approvals"
-    version = 3  # 2: payload_digest, approvals_needed, approvals_given; 3: namespace
-    tables = (QUEUE, COUNTS)
-    event_classes = INTERRUPT_EVENTS
+    # 2: payload_digest, approvals_needed, approvals_given; 3: namespace; 4: title, bulk
+    # and the search's words
+    version = 4
+    tables = (QUEUE, COUNTS, TERMS)
+    thread_rows = ((TERMS, "thread_id"),)
+    event_classes = (*INTERRUPT_EVENTS, WorkflowThread.MetadataUpdated)
 
     def create_tables(self, cursor: Cursor, db: Database) -> None:
         cursor.execute(
@@ -59,7 +76,8 @@ class PendingApprovalsProjection(Projection):
             "raised_at TEXT NOT NULL, required_role TEXT, due_by TEXT, assigned_to TEXT, "
             "position BIGINT NOT NULL, payload_digest TEXT, "
             "approvals_needed INTEGER NOT NULL DEFAULT 1, "
-            "approvals_given INTEGER NOT NULL DEFAULT 0, namespace TEXT NOT NULL DEFAULT '')"
+            "approvals_given INTEGER NOT NULL DEFAULT 0, namespace TEXT NOT NULL DEFAULT '', "
+            "title TEXT, bulk INTEGER NOT NULL DEFAULT 0)"
         )
         cursor.execute(  # the batch's loads find a thread's rows by it
             f"CREATE INDEX IF NOT EXISTS {QUEUE}_thread ON {db.table(QUEUE)} (thread_id)"
@@ -71,21 +89,31 @@ class PendingApprovalsProjection(Projection):
             "node TEXT NOT NULL, required_role TEXT NOT NULL, open_count BIGINT NOT NULL, "
             "PRIMARY KEY (graph_id, node, required_role))"
         )
+        create_terms_table(cursor, db)
 
     def clear(self, cursor: Cursor, db: Database) -> None:
         for index in READER_INDEXES:
             index.drop(cursor, db)
-        for table in (QUEUE, COUNTS):
+        for table in (QUEUE, COUNTS, TERMS):
             db.clear_table(cursor, db.table(table))
 
     def apply_batch(self, entries: Sequence[Entry], cursor: Cursor, db: Database) -> None:
         queue = Rows(QUEUE_SHAPE, group_by="thread_id")
         queue.load(cursor, db, "thread_id", continued_threads(entries))
+        thread_words: list[tuple[str, str, set[str]]] = []
         for entry in entries:
             thread, cls = entry.thread, entry.cls
-            if thread is None or issubclass(cls, STARTS):
+            if issubclass(cls, STARTS):
+                event = entry.event
+                found = terms(event.thread_id, event.metadata)
+                thread_words.append((event.thread_id, THREAD_WIDE, found))
+                continue
+            if thread is None:
                 continue
             event = entry.event
+            if issubclass(cls, WorkflowThread.MetadataUpdated):
+                thread_words.append((thread.thread_id, THREAD_WIDE, terms(event.metadata)))
+                continue
             if issubclass(cls, WorkflowThread.InterruptRaised):
                 for earlier in queue.in_group(thread.thread_id) if event.task is None else ():
                     if earlier["node"] == event.node and earlier["idx"] == event.index:
@@ -109,6 +137,8 @@ class PendingApprovalsProjection(Projection):
                         "approvals_given": 0,
                         # a real LangGraph graph's subgraph it was raised in ("": the root)
                         "namespace": (event.task or {}).get("namespace", ""),
+                        "title": render_title(event.title, event.value),
+                        "bulk": int(event.bulk),
                     }
                 )
             elif issubclass(cls, WorkflowThread.InterruptApproved):
@@ -134,7 +164,23 @@ class PendingApprovalsProjection(Projection):
                 for waiting in queue.in_group(thread.thread_id):
                     queue.delete(waiting["interrupt_id"])
         _count(queue, cursor, db)
+        _index_words(queue, thread_words, cursor, db)
         queue.write(cursor, db)
+
+
+def _index_words(
+    queue: Rows, thread_words: list[tuple[str, str, set[str]]], cursor: Cursor, db: Database
+) -> None:
+    """Keep the search's words: the batch's new interrupts', less its closed ones'."""
+    closed, opened = [], []
+    for before, after in queue.changes():
+        if after is None and before is not None:
+            closed.append((before["thread_id"], before["interrupt_id"]))
+        elif before is None and after is not None:
+            found = item_terms(after, json.loads(after["payload"]))
+            opened.append((after["thread_id"], after["interrupt_id"], found))
+    drop_terms(cursor, db, closed)
+    add_terms(cursor, db, [*thread_words, *opened])
 
 
 def _count(queue: Rows, cursor: Cursor, db: Database) -> None:
@@ -180,6 +226,8 @@ QUEUE_SHAPE = TableShape(
         "approvals_needed",
         "approvals_given",
         "namespace",
+        "title",
+        "bulk",
     ),
 )
 
@@ -201,6 +249,8 @@ class PendingApproval:
     approvals_needed: int = 1
     approvals_given: int = 0
     namespace: str = ""  # a real LangGraph graph's subgraph ("": the graph itself)
+    title: str | None = None  # as its `interrupt(..., title=...)` declared it
+    bulk: bool = False  # whether the inbox may decide it with others in one action
 
 
 @dataclass(frozen=True)
@@ -242,6 +292,7 @@ class PendingApprovals:
         node: str | None = None,
         role: str | None = None,
         assigned_to: str | None = None,
+        search: str | None = None,
         min_age_seconds: float | None = None,
         overdue: bool = False,
         limit: int = 50,
@@ -262,6 +313,10 @@ class PendingApprovals:
         if assigned_to is not None:
             where.append("assigned_to = %s")
             params.append(assigned_to)
+        if search is not None:
+            found, found_params = matching(self.db, self.db.table(QUEUE), search)
+            where += found
+            params += found_params
         if min_age_seconds is not None:
             where.append("raised_at <= %s")
             params.append(utc_text(datetime.fromtimestamp(now.timestamp() - min_age_seconds, UTC)))
@@ -273,7 +328,7 @@ class PendingApprovals:
             table=self.db.table(QUEUE),
             columns="raised_at, interrupt_id, thread_id, graph_id, node, payload, "
             "required_role, due_by, assigned_to, payload_digest, approvals_needed, "
-            "approvals_given, namespace",
+            "approvals_given, namespace, title, bulk",
             where=where,
             params=params,
             keys=("raised_at", "interrupt_id"),
@@ -281,7 +336,7 @@ class PendingApprovals:
             limit=limit,
             after=after,
             count=counted
-            if assigned_to is None and min_age_seconds is None and not overdue
+            if assigned_to is None and search is None and min_age_seconds is None and not overdue
             else None,
         )
         items = [_approval(row, now) for row in page.rows]
@@ -290,7 +345,7 @@ class PendingApprovals:
 
 def _approval(row: Any, now: datetime) -> PendingApproval:
     raised_at, interrupt_id, thread_id, graph_id, node, payload, role, due_by, assigned = row[:9]
-    digest, needed, given, namespace = row[9:]
+    digest, needed, given, namespace, title, bulk = row[9:]
     raised = parse_utc_text(raised_at)
     return PendingApproval(
         interrupt_id=interrupt_id,
@@ -307,4 +362,6 @@ def _approval(row: Any, now: datetime) -> PendingApproval:
         approvals_needed=int(needed),
         approvals_given=int(given),
         namespace=namespace or "",
+        title=title,
+        bulk=bool(bulk),
     )

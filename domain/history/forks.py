@@ -104,6 +104,9 @@ def _policy(record: dict[str, Any]) -> dict[str, Any]:
     if on_expiry:
         policy["deadline_seconds"] = on_expiry["seconds"]
         policy["on_expiry"] = {key: value for key, value in on_expiry.items() if key != "seconds"}
+    for option in ("title", "bulk"):  # the inbox's, kept by the fork's question
+        if record.get(option):
+            policy[option] = record[option]
     return policy
 
 

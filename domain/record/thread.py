@@ -334,6 +334,9 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
         # A real LangGraph graph's task that raised it: {"namespace", "task_id",
         # "checkpoint_id"} (and its "response_schema", if any). None: the native engine's.
         task: dict[str, Any] | None = None
+        # The inbox's title template and whether it may decide it in bulk (`interrupt()`).
+        title: str | None = None
+        bulk: bool = False
 
         def fold(self, thread: WorkflowThread) -> None:
             for other, record in list(thread.interrupts.items()):
@@ -356,6 +359,8 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
                 "approvals": self.approvals,
                 "approved_by": [],
                 "decision_values": self.decision_values,
+                **({"title": self.title} if self.title is not None else {}),
+                **({"bulk": True} if self.bulk else {}),
             }
 
         def fold_langgraph(self, thread: WorkflowThread) -> None:

@@ -335,6 +335,8 @@ class ThreadCommands(ThreadState):
             approvals=policy.get("approvals") or 1,
             decision_values=policy.get("decision_values"),
             reasked=reasked,
+            title=policy.get("title"),
+            bulk=bool(policy.get("bulk")),
         )
         return interrupt_id
 

@@ -73,8 +73,9 @@ def test_the_log_verifies_as_it_did(expected, now_read):
 
 
 # Columns added to a read model after the fixture was written: what an old store's rows
-# hold in them (the queue's subgraph namespace, the oversight log's reviewed actions).
-ADDED_COLUMNS = {"holdpoint_pending_approvals": [""], "holdpoint_interrupt_log": [None]}
+# hold in them (the queue's subgraph namespace, title and bulk; the oversight log's
+# reviewed actions).
+ADDED_COLUMNS = {"holdpoint_pending_approvals": ["", None, 0], "holdpoint_interrupt_log": [None]}
 
 
 @pytest.mark.parametrize(

@@ -43,6 +43,7 @@ from projections.decision_register import DECISIONS, QUESTIONS
 from projections.memory_items import ITEMS
 from projections.oversight_tables import CANCELLATIONS, FLOW_EDITS, INTERRUPTS, REFUSALS
 from projections.pending_approvals import COUNTS, QUEUE
+from projections.pending_search import TERMS
 from projections.read_records import READS
 from projections.record_life import HOLDS, INCIDENTS, PURGES
 from projections.runner import POSITIONS
@@ -337,7 +338,7 @@ def rows(db: Database, table: str) -> list[tuple[Any, ...]]:
 
 
 READ_MODEL_TABLES = {
-    "pending_approvals": (QUEUE, COUNTS),
+    "pending_approvals": (QUEUE, COUNTS, TERMS),
     "thread_index": (THREADS,),
     "oversight": (INTERRUPTS, CANCELLATIONS, FLOW_EDITS, REFUSALS),
     "memory_items": (ITEMS,),

@@ -95,7 +95,7 @@ def test_a_fresh_store_records_each_models_version_and_warns_of_nothing(store):
         runner = runner_for(store)
 
     assert versions(runner.db) == {
-        "pending_approvals": 3,
+        "pending_approvals": 4,
         "thread_index": 1,
         "oversight": 3,
         "memory_items": 1,
@@ -123,7 +123,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
     assert positions(runner.db) == dict.fromkeys(ALL, head)
     runner.close()
 
-    # When a runner with the queue and the oversight log at version 3 sets up
+    # When a runner with the queue at version 4 and the oversight log at 3 sets up
     with capture_logs() as logs:
         upgraded = runner_for(store)
 
@@ -132,7 +132,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
     assert warned(logs) == [
         ("decision_register", 1, 2),
         ("oversight", 1, 3),
-        ("pending_approvals", 1, 3),
+        ("pending_approvals", 1, 4),
     ]
     assert positions(upgraded.db) == {
         "pending_approvals": 0,
@@ -147,7 +147,7 @@ def test_models_of_a_first_shape_are_rebuilt_and_give_the_rows_of_a_rebuild_from
         "record_life": head,
     }
     assert versions(upgraded.db) == {
-        "pending_approvals": 3,
+        "pending_approvals": 4,
         "thread_index": 1,
         "oversight": 3,
         "memory_items": 1,
