@@ -2,7 +2,8 @@
 
 The read model pages oldest first; other orders are sorted here over at most
 `SORT_WINDOW` matching rows (the inbox says so when there are more: filter to
-narrow them down).
+narrow them down). A search (`q`) is answered by the read model's word table
+(projections/pending_search.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from projections.pending_approvals import PendingApproval, PendingApprovals
 from projections.timestamps import parse_utc_text
 
 PAGE_SIZE = 20
+PREVIEW = 2000  # characters of a payload a confirmation shows (its page shows it all)
 SORT_WINDOW = 1000
 AGES = {"": None, "5m": 300.0, "1h": 3600.0, "1d": 86400.0}
 AGE_LABELS = {
@@ -41,6 +43,8 @@ class InboxFilters:
     age: str = ""
     sort: str = "oldest"
     page: int = 1
+    q: str | None = None  # words of the thread id, its metadata or the payload
+    mine: bool = False  # only those assigned to the viewer
 
     @classmethod
     def from_query(cls, query: Any) -> InboxFilters:
@@ -58,6 +62,8 @@ class InboxFilters:
             age=age if age in AGES else "",
             sort=sort if sort in SORTS else "oldest",
             page=page,
+            q=(query.get("q") or "").strip()[:200] or None,
+            mine=query.get("mine") in ("1", "true", "on"),
         )
 
     def query(self, **changes: Any) -> dict[str, str]:
@@ -69,16 +75,24 @@ class InboxFilters:
             "age": self.age,
             "sort": self.sort,
             "page": str(self.page),
+            "q": self.q or "",
+            "mine": "1" if self.mine else "",
         }
         values.update({k: str(v) for k, v in changes.items()})
         return {k: v for k, v in values.items() if v and not (k == "page" and v == "1")}
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether any filter narrows the queue (the counts say "matching")."""
+        return bool(self.graph_id or self.node or self.overdue or self.age or self.q or self.mine)
 
 
 @dataclass(frozen=True)
 class InboxItem:
     approval: PendingApproval
     overdue: bool
-    summary: str
+    summary: str  # its title: as its graph declared it, or read from its payload
+    payload_text: str = ""  # the whole payload as text a person reads (for a confirmation)
 
 
 @dataclass
@@ -92,18 +106,39 @@ class Inbox:
 
 
 def summary(payload: Any, limit: int = 160) -> str:
-    """What the interrupt asks, in one line: its `question` (or `message`), else its JSON."""
+    """What the interrupt asks, in one line: its `question` (or `message`), else its
+    fields as "key: value" text (never raw JSON)."""
     if isinstance(payload, dict):
         for key in ("question", "message", "title", "prompt"):
             if isinstance(payload.get(key), str):
                 payload = payload[key]
                 break
-    text = payload if isinstance(payload, str) else _compact(payload)
+    text = " ".join(readable(payload).split()) or "(nothing to show)"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
+def title_of(approval: PendingApproval) -> str:
+    """The item's title: the one its `interrupt(..., title=...)` made, else `summary`."""
+    return approval.title or summary(approval.payload)
+
+
+def readable(value: Any) -> str:
+    """A JSON value as text a person reads: "key: value · key: value", lists by commas."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return " · ".join(f"{key}: {_nested(item)}" for key, item in value.items())
+    if isinstance(value, list):
+        return ", ".join(_nested(item) for item in value)
+    return json.dumps(value, ensure_ascii=False, default=str)  # a number, true, null
+
+
+def _nested(value: Any) -> str:
+    if isinstance(value, dict):
+        return "(" + ", ".join(f"{key}: {_nested(item)}" for key, item in value.items()) + ")"
+    if isinstance(value, list):
+        return "(" + ", ".join(_nested(item) for item in value) + ")"
+    return readable(value)
 
 
 def is_overdue(due_by: str | None, now: datetime) -> bool:
@@ -120,9 +155,16 @@ def _sort_key(sort: str) -> Any:
     return lambda a: (a.raised_at, a.interrupt_id)
 
 
-def read_inbox(queue: PendingApprovals, filters: InboxFilters) -> Inbox:
+def read_inbox(queue: PendingApprovals, filters: InboxFilters, viewer_id: str) -> Inbox:
+    """The page of the queue `filters` ask for, as `viewer_id` sees it ("mine")."""
     now = datetime.now(UTC)
-    common: dict[str, Any] = {"graph_id": filters.graph_id, "node": filters.node, "now": now}
+    common: dict[str, Any] = {
+        "graph_id": filters.graph_id,
+        "node": filters.node,
+        "search": filters.q,
+        "assigned_to": viewer_id if filters.mine else None,
+        "now": now,
+    }
     rows: list[PendingApproval] = []
     cursor: str | None = None
     matching = 0
@@ -143,11 +185,12 @@ def read_inbox(queue: PendingApprovals, filters: InboxFilters) -> Inbox:
     rows.sort(key=_sort_key(filters.sort), reverse=filters.sort == "newest")
     start = (filters.page - 1) * PAGE_SIZE
     shown = [
-        InboxItem(a, is_overdue(a.due_by, now), summary(a.payload))
+        InboxItem(a, is_overdue(a.due_by, now), title_of(a), readable(a.payload)[:PREVIEW])
         for a in rows[start : start + PAGE_SIZE]
     ]
     pages = max(1, -(-min(len(rows), SORT_WINDOW) // PAGE_SIZE))
     signature = hashlib.sha256(
-        f"{matching}|{overdue}|{filters.page}|{[i.approval.interrupt_id for i in shown]}".encode()
+        f"{matching}|{overdue}|{filters.page}|"
+        f"{[(i.approval.interrupt_id, i.approval.assigned_to) for i in shown]}".encode()
     ).hexdigest()[:16]
     return Inbox(shown, matching, overdue, pages, cursor is not None, signature)

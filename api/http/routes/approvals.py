@@ -8,17 +8,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from api.http.assignments import assign
 from api.http.auth import (
     Canceller,
     Decider,
     Lifter,
-    Permission,
     QueueReader,
     note,
-    roles_holding,
     throttle,
 )
-from api.http.decisions import decide, locate
+from api.http.decisions import decide
 from api.http.deps import ServicesDep
 from api.http.positions import set_position
 from api.http.problems import Problem, problem_responses
@@ -187,13 +186,7 @@ def post_assignment(
     """Names who should decide it (`reviewer_id`: a principal with an active key that may
     decide), or no one (`null`). The queue shows it and filters on it; it does not keep
     another reviewer from deciding. Recorded as InterruptAssigned, by the key's principal."""
-    thread_id = locate(services, request, principal, interrupt_id)
-    note(request, thread_id=thread_id)
-    if body.reviewer_id is not None:
-        _check_reviewer(services, body.reviewer_id)
-    position = services.store.assign(
-        thread_id, interrupt_id, body.reviewer_id, principal.as_actor()
-    )
+    thread_id, position = assign(services, request, principal, interrupt_id, body.reviewer_id)
     set_position(response, position)
     return {
         "interrupt_id": interrupt_id,
@@ -215,19 +208,6 @@ def _held(services: Services, items: list[PendingApproval]) -> dict[str, list[st
         shown = holds_shown(holds, thread_id, graph_id, metadata)
         held[thread_id] = [h["hold_id"] for h in shown]
     return held
-
-
-def _check_reviewer(services: Services, reviewer_id: str) -> None:
-    deciders = roles_holding(services.settings.roles, Permission.DECIDE)
-    if not any(
-        key.principal_id == reviewer_id and key.role in deciders and not key.revoked
-        for key in services.keyring.list()
-    ):
-        msg = (
-            f"Invalid body.reviewer_id: {reviewer_id!r} holds no active key of a role that may "
-            f"decide ({', '.join(deciders)})"
-        )
-        raise Problem(422, msg, code="invalid-request")
 
 
 @router.post(

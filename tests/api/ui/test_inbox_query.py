@@ -2,11 +2,45 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
-from api.ui.inbox_query import Inbox, InboxFilters, InboxItem, is_overdue, summary
+from api.ui.inbox_query import (
+    Inbox,
+    InboxFilters,
+    InboxItem,
+    is_overdue,
+    summary,
+    title_of,
+)
 from api.ui.pages import ENVIRONMENT
 from projections.pending_approvals import PendingApproval
+
+
+def test_a_declared_title_comes_first():
+    approval = PendingApproval(
+        interrupt_id="i1",
+        thread_id="t1",
+        graph_id="content_review",
+        node="review",
+        payload={"content": "Draft: spring sale"},
+        raised_at="2026-03-01T10:00:00.000000Z",
+        age_seconds=1.0,
+        required_role=None,
+        due_by=None,
+        assigned_to=None,
+        title="Publish? Draft: spring sale",
+    )
+
+    assert title_of(approval) == "Publish? Draft: spring sale"
+    assert title_of(replace(approval, title=None)) == "content: Draft: spring sale"
+
+
+def test_search_and_assigned_to_me_are_kept_in_the_links():
+    filters = InboxFilters.from_query({"q": "  acme order ", "mine": "1"})
+
+    assert filters.query() == {"q": "acme order", "mine": "1", "sort": "oldest"}
+    assert filters.narrowed
 
 
 def test_unknown_choices_fall_back_to_the_defaults():
@@ -26,11 +60,14 @@ def test_the_filters_make_the_links_query_string():
     }
 
 
-def test_an_interrupt_is_summed_up_by_its_question_else_its_json():
+def test_an_interrupt_is_summed_up_by_its_question_else_its_fields_never_json():
     assert summary({"question": "Approve a $300 refund?", "amount": 300}) == (
         "Approve a $300 refund?"
     )
-    assert summary({"amount": 300}) == '{"amount": 300}'
+    assert summary({"amount": 300, "ok": True}) == "amount: 300 · ok: true"
+    assert summary({"content": "Draft:\n hi", "tags": ["a", "b"], "to": {"name": "Ann"}}) == (
+        "content: Draft: hi · tags: (a, b) · to: (name: Ann)"
+    )
     assert summary("x" * 500).endswith("…")
     assert len(summary("x" * 500)) == 160
 
