@@ -86,7 +86,10 @@
 
   function typing(target) {
     var tag = target && target.tagName ? target.tagName.toLowerCase() : "";
-    return tag === "input" || tag === "textarea" || tag === "select" || (target && target.isContentEditable);
+    if (tag === "input") {  // a checkbox or a button takes no text: the keys still work
+      return ["checkbox", "radio", "button", "submit", "hidden"].indexOf(target.type) === -1;
+    }
+    return tag === "textarea" || tag === "select" || Boolean(target && target.isContentEditable);
   }
 
   document.addEventListener("keydown", function (event) {
@@ -103,7 +106,7 @@
       var box = current() === -1 ? null : items()[current()].querySelector("input[type=checkbox]");
       if (box) { box.checked = !box.checked; say(box.checked ? "Selected" : "Not selected"); }
     }
-    else if (key === "/") { var search = document.getElementById("f-q"); if (search) { search.focus(); } }
+    else if (key === "/") { var search = document.getElementById("f-q"); if (search) { search.focus(); search.select(); } }
     else { handled = false; }
     if (handled) { event.preventDefault(); }
   });

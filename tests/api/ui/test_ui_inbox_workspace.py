@@ -235,6 +235,15 @@ def test_j_and_k_pick_items_and_enter_opens_the_one_picked(server, page):
     sign_in(page, server.url, server.keys["reviewer"], "/ui/inbox?q=keys")
     expect(page.locator("#keyboard-help")).to_contain_text("next item")
 
+    # When they go to the search (/) and type j and k there
+    page.keyboard.press("/")
+    page.keyboard.type("jk")
+
+    # Then the letters are typed, in place of the search it held, and no item is picked
+    expect(page.get_by_label("Search")).to_have_value("jk")
+    expect(page.locator("li.item.current")).to_have_count(0)
+    page.get_by_label("Search").blur()
+
     # When the reviewer goes down three times (to the third), then up once
     for key in ("j", "j", "ArrowDown", "k"):
         page.keyboard.press(key)
