@@ -330,10 +330,14 @@ def record_memory(store: Workflows, prefix: str = "") -> None:
     items.put(["teams", f"{prefix}t-1"], "back", {"n": 2}, REVIEWER)
 
 
+# The primary key of the tables whose key is not their first column alone.
+COMPOSITE_KEYS = {TERMS: "term, thread_id, interrupt_id"}
+
+
 def rows(db: Database, table: str) -> list[tuple[Any, ...]]:
     """Every row of `table`, in primary-key order."""
     with db.transaction() as cursor:
-        cursor.execute(f"SELECT * FROM {db.table(table)} ORDER BY 1")
+        cursor.execute(f"SELECT * FROM {db.table(table)} ORDER BY {COMPOSITE_KEYS.get(table, 1)}")
         return [tuple(row) for row in cursor.fetchall()]
 
 
