@@ -65,7 +65,8 @@
     var needsReason = item.getAttribute("data-reason-required") === "1";
     document.getElementById("confirm-title").textContent = verb + " this item?";
     document.getElementById("confirm-what").textContent = item.querySelector("a.open").textContent;
-    document.getElementById("confirm-where").textContent = item.querySelector(".meta").textContent.replace(/\s+/g, " ").trim();
+    document.getElementById("confirm-where").textContent = Array.prototype.map.call(
+      item.querySelectorAll(".meta > span"), function (part) { return part.textContent.trim(); }).join(" · ");
     document.getElementById("confirm-payload").textContent = item.querySelector(".payload-text").textContent;
     document.getElementById("confirm-action").value = decision;
     document.getElementById("confirm-interrupt").value = id;
