@@ -245,6 +245,19 @@ class AuthenticationError(HoldpointError):
     reason = "unknown_key"
 
 
+class SignInRefusedError(AuthenticationError):
+    """A sign-in through an OpenID Connect provider failed (state, token, claims), or a
+    session made by one is no longer valid for the provider configured now."""
+
+    reason = "sign_in_refused"
+
+
+class RoleNotAllowedError(SignInRefusedError):
+    """A provider's claims give no role allowed to sign in to the UI."""
+
+    reason = "wrong_role"
+
+
 class MissingKeyError(AuthenticationError):
     """A request carried no API key."""
 

@@ -102,8 +102,8 @@ def graph_source(name: str, location: str, base: Path) -> GraphSource:
 
 def read_config(path: Path) -> tuple[list[GraphSource], dict[str, Any]]:
     """The graphs and the `[server]` settings of a holdpoint.toml or a langgraph.json; a
-    holdpoint.toml's custom roles (`[roles]`) come as the setting `roles`, its
-    `[retention] floor_days` as `retention_floor_days`."""
+    holdpoint.toml's custom roles (`[roles]`) come as the setting `roles`, its `[oidc]`
+    provider as `oidc`, its `[retention] floor_days` as `retention_floor_days`."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
@@ -121,6 +121,8 @@ def read_config(path: Path) -> tuple[list[GraphSource], dict[str, Any]]:
         raise GraphLoadError(msg)
     if "roles" in config:
         server = {**server, "roles": config["roles"]}
+    if "oidc" in config:
+        server = {**server, "oidc": config["oidc"]}
     retention = config.get("retention") or {}
     if not isinstance(retention, dict):
         msg = f"In {path}, 'retention' must be a table (a map)"

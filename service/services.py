@@ -27,6 +27,7 @@ from service.errors import GraphNotServedError, UnknownGraphError
 from service.metrics import Metrics
 from service.notifications.deliveries import DeliveryStore
 from service.notifications.notifier import Notifier, run_webhook
+from service.oidc_client import OidcClient
 from service.policy_in_force import put_in_force
 from service.rate_limit import RateLimiter
 from service.read_models import ReadModels, side_tables_for
@@ -37,6 +38,7 @@ from service.runs import RunManager, RunOutcome, ServedGraph
 from service.schema import prepare
 from service.sessions import SessionStore
 from service.settings import ServerSettings
+from service.sign_ins import SignIns
 
 log = structlog.get_logger()
 
@@ -126,6 +128,16 @@ class Services:
         return services
 
     @cached_property
+    def sign_ins(self) -> SignIns:
+        """Sign-ins in progress with the OpenID Connect provider, in the store."""
+        return SignIns(self.sessions.db)
+
+    @cached_property
+    def oidc(self) -> OidcClient | None:
+        """The UI's OpenID Connect client, when a provider is configured (`[oidc]`)."""
+        return None if self.settings.oidc is None else OidcClient(self.settings.oidc)
+
+    @cached_property
     def reads(self) -> ReadLogs:
         """Where reads are recorded: once per reader, thing read and window."""
         return ReadLogs(self.store, self.settings.read_window_seconds)
@@ -179,6 +191,9 @@ class Services:
             self.notifier.nudge()
 
     def close(self) -> None:
+        client = self.__dict__.get("oidc")  # made on first use
+        if client is not None:
+            client.close()
         if self.scheduler is not None:
             self.scheduler.stop()
         if self.notifier is not None:

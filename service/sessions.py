@@ -9,6 +9,12 @@ bits) in a cookie; the row holds only what cannot be turned back into it or into
 - `key_id`: the id of the API key signed in with (the keyring's 12 hex digits), never
   the key or its secret. Every request checks that key again through the keyring
   (`principal_of`), so revoking it ends its sessions in every process at once.
+- `principal`, `role`, `issuer`: who a session signed in through an OpenID Connect
+  provider is (its claims, mapped: `api.ui.oidc`), and that provider; NULL for an API
+  key's session, whose `key_id` is then '' (no key: the claims are what was checked).
+- `sign_in`: a sign-in in progress with a provider, not a session: its PKCE verifier,
+  nonce and the page to return to (JSON), keyed by the hash of its `state`
+  (`service.sign_ins`). Never a live session.
 - `created_at`, `last_seen_at`, `expires_at`, `revoked_at`: seconds since the epoch.
   `expires_at` is the idle timeout (`IDLE_SECONDS` after the last recorded request)
   capped by the absolute lifetime (`LIFETIME_SECONDS` after sign-in). A request records
@@ -32,7 +38,7 @@ import hmac
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, replace
 from typing import Any
 
 from domain.access.identity import Principal
@@ -49,7 +55,12 @@ MAX_SESSIONS_PER_KEY = 100
 HANDLE_LENGTH = 16  # hex digits of the hash that name a session to an operator
 MAX_COOKIE_LENGTH = 256  # a session id is 43 characters; longer is not one of ours
 _CSRF_PURPOSE = b"holdpoint ui csrf token"
-_COLUMNS = "session_hash, key_id, created_at, last_seen_at, expires_at, revoked_at"
+_COLUMNS = (
+    "session_hash, key_id, created_at, last_seen_at, expires_at, revoked_at, "
+    "principal, role, issuer"
+)
+# Added since the table was first made: `create_tables` adds the missing ones.
+ADDED_COLUMNS = ("principal", "role", "issuer", "sign_in")
 
 
 def create_tables(cursor: Cursor, db: Database) -> None:
@@ -61,8 +72,25 @@ def create_tables(cursor: Cursor, db: Database) -> None:
         "created_at DOUBLE PRECISION NOT NULL, last_seen_at DOUBLE PRECISION NOT NULL, "
         "expires_at DOUBLE PRECISION NOT NULL, revoked_at DOUBLE PRECISION)"
     )
+    _add_missing_columns(cursor, db, sessions)
     cursor.execute(f"CREATE INDEX IF NOT EXISTS {SESSIONS}_key ON {sessions} (key_id)")
+    cursor.execute(
+        f"CREATE INDEX IF NOT EXISTS {SESSIONS}_principal ON {sessions} (issuer, principal)"
+    )
     cursor.execute(f"CREATE INDEX IF NOT EXISTS {SESSIONS}_expiry ON {sessions} (expires_at)")
+
+
+def _add_missing_columns(cursor: Cursor, db: Database, table: str) -> None:
+    """The columns added since the table was first made, on a table made before them."""
+    if db.dialect != "sqlite":
+        for column in ADDED_COLUMNS:
+            cursor.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} TEXT")
+        return
+    cursor.execute(f"SELECT name FROM pragma_table_info('{SESSIONS}')")
+    present = {str(row[0]) for row in cursor.fetchall()}
+    for column in ADDED_COLUMNS:
+        if column not in present:
+            cursor.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
 
 
 def session_hash(session_id: str) -> str:
@@ -86,6 +114,7 @@ class Session:
     created_at: float
     last_seen_at: float
     expires_at: float
+    identity: Identity | None = None  # who, for a session signed in with a provider
 
     @property
     def csrf_token(self) -> str:
@@ -93,6 +122,16 @@ class Session:
 
     def __repr__(self) -> str:  # never the id, in a log or a traceback
         return f"Session(key_id={self.key_id!r}, expires_at={self.expires_at!r})"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a session signed in through an OpenID Connect provider is: the principal and
+    role its claims gave, and the provider (its issuer)."""
+
+    principal: str
+    role: str
+    issuer: str
 
 
 @dataclass(frozen=True)
@@ -105,6 +144,7 @@ class SessionInfo:
     last_seen_at: float
     expires_at: float
     revoked_at: float | None
+    identity: Identity | None = None
 
     def live(self, now: float) -> bool:
         return self.revoked_at is None and self.expires_at > now
@@ -142,19 +182,22 @@ class SessionStore:
             with db.transaction() as cursor:
                 create_tables(cursor, db)
 
-    def open(self, key_id: str) -> Session:
-        """A new session for a key that was just authenticated."""
+    def open(self, key_id: str = "", identity: Identity | None = None) -> Session:
+        """A new session for a key that was just authenticated, or for the `identity` a
+        provider's ID token was just checked for (then `key_id` is '')."""
         session_id = secrets.token_urlsafe(32)
         now = self._clock()
         expires = now + min(self.idle_seconds, self.lifetime_seconds)
+        who = (None, None, None) if identity is None else astuple(identity)
         with self.db.transaction() as cursor:
             cursor.execute(f"DELETE FROM {self._table} WHERE expires_at <= %s", (now,))
             cursor.execute(
-                f"INSERT INTO {self._table} ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, NULL)",
-                (session_hash(session_id), key_id, now, now, expires),
+                f"INSERT INTO {self._table} ({_COLUMNS}) "
+                "VALUES (%s, %s, %s, %s, %s, NULL, %s, %s, %s)",
+                (session_hash(session_id), key_id, now, now, expires, *who),
             )
-            self._end_beyond_limit(cursor, key_id, now)
-        return Session(session_id, key_id, now, now, expires)
+            self._end_beyond_limit(cursor, key_id, identity, now)
+        return Session(session_id, key_id, now, now, expires, identity)
 
     def get(self, session_id: str | None) -> Session | None:
         """The live session of this id (not expired, not revoked), or None; records the
@@ -164,14 +207,17 @@ class SessionStore:
         digest, now = session_hash(session_id), self._clock()
         with self.db.transaction(write=False) as cursor:
             cursor.execute(
-                f"SELECT key_id, created_at, last_seen_at, expires_at FROM {self._table} "
-                "WHERE session_hash = %s AND revoked_at IS NULL AND expires_at > %s",
+                "SELECT key_id, created_at, last_seen_at, expires_at, principal, role, issuer "
+                f"FROM {self._table} WHERE session_hash = %s AND revoked_at IS NULL "
+                "AND expires_at > %s AND sign_in IS NULL",
                 (digest, now),
             )
             row = cursor.fetchone()
         if row is None:
             return None
-        session = Session(session_id, str(row[0]), float(row[1]), float(row[2]), float(row[3]))
+        session = Session(
+            session_id, str(row[0]), float(row[1]), float(row[2]), float(row[3]), _identity(row[4:])
+        )
         if now - session.last_seen_at < TOUCH_SECONDS:
             return session
         expires = min(now + self.idle_seconds, session.created_at + self.lifetime_seconds)
@@ -181,7 +227,7 @@ class SessionStore:
                 "WHERE session_hash = %s AND revoked_at IS NULL AND last_seen_at < %s",
                 (now, expires, digest, now - TOUCH_SECONDS),
             )
-        return Session(session_id, session.key_id, session.created_at, now, expires)
+        return replace(session, last_seen_at=now, expires_at=expires)
 
     def revoke(self, session_id: str | None) -> bool:
         """End a session (signing out); whether it was live."""
@@ -191,7 +237,15 @@ class SessionStore:
 
     def revoke_key(self, key_id: str) -> int:
         """End every live session of a key; how many there were."""
-        return self._revoke("key_id = %s", (key_id,))
+        return self._revoke("key_id = %s AND issuer IS NULL", (key_id,))
+
+    def revoke_all_of(self, session: Session) -> int:
+        """End every live session of the same signer as `session` (signing out of all
+        of them): the same key's, or the same principal's with the same provider."""
+        if session.identity is None:
+            return self.revoke_key(session.key_id)
+        identity = session.identity
+        return self._revoke("issuer = %s AND principal = %s", (identity.issuer, identity.principal))
 
     def revoke_handle(self, handle: str) -> SessionInfo:
         """End the session whose handle (the start of its hash, as `list` shows it) is
@@ -207,7 +261,9 @@ class SessionStore:
     def list(self, *, include_ended: bool = False) -> list[SessionInfo]:
         """Sessions, most recently seen first: the live ones, or every row still kept."""
         now = self._clock()
-        where = "" if include_ended else "WHERE revoked_at IS NULL AND expires_at > %s"
+        where = "WHERE sign_in IS NULL"
+        if not include_ended:
+            where += " AND revoked_at IS NULL AND expires_at > %s"
         with self.db.transaction(write=False) as cursor:
             cursor.execute(
                 f"SELECT {_COLUMNS} FROM {self._table} {where} "
@@ -237,7 +293,8 @@ class SessionStore:
             raise SessionNotFoundError(msg)
         with self.db.transaction(write=False) as cursor:
             cursor.execute(
-                f"SELECT session_hash FROM {self._table} WHERE session_hash LIKE %s LIMIT 2",
+                f"SELECT session_hash FROM {self._table} WHERE session_hash LIKE %s "
+                "AND sign_in IS NULL LIMIT 2",
                 (text + "%",),
             )
             rows = cursor.fetchall()
@@ -247,11 +304,18 @@ class SessionStore:
             raise SessionNotFoundError(msg)
         return str(rows[0][0])
 
-    def _end_beyond_limit(self, cursor: Cursor, key_id: str, now: float) -> None:
+    def _end_beyond_limit(
+        self, cursor: Cursor, key_id: str, identity: Identity | None, now: float
+    ) -> None:
+        params: tuple[str, ...]
+        if identity is None:
+            signer, params = "key_id = %s AND issuer IS NULL", (key_id,)
+        else:
+            signer, params = "issuer = %s AND principal = %s", (identity.issuer, identity.principal)
         cursor.execute(
-            f"SELECT session_hash FROM {self._table} WHERE key_id = %s AND revoked_at IS NULL "
+            f"SELECT session_hash FROM {self._table} WHERE {signer} AND revoked_at IS NULL "
             "AND expires_at > %s ORDER BY last_seen_at DESC, created_at DESC",
-            (key_id, now),
+            (*params, now),
         )
         beyond = [(now, row[0]) for row in cursor.fetchall()[MAX_SESSIONS_PER_KEY:]]
         if beyond:
@@ -268,4 +332,10 @@ def _info(row: Any) -> SessionInfo:
         last_seen_at=float(row[3]),
         expires_at=float(row[4]),
         revoked_at=None if row[5] is None else float(row[5]),
+        identity=_identity(row[6:9]),
     )
+
+
+def _identity(columns: Any) -> Identity | None:
+    principal, role, issuer = columns
+    return None if issuer is None else Identity(str(principal), str(role), str(issuer))

@@ -20,6 +20,7 @@ from domain.errors import InvalidRolesError
 from domain.record.store import store_url_from_env
 from domain.retention.policy import DEFAULT_FLOOR_DAYS
 from service.notifications.settings import Notifications, notifications
+from service.oidc_settings import OidcSettings, environment_table, oidc_settings
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -113,6 +114,9 @@ class ServerSettings:
     # The custom roles beside the four built in: a holdpoint.toml's `[roles]` table, each
     # naming its permissions (domain/access/roles.py); recorded at start when they change.
     roles: Roles = field(default_factory=Roles)
+    # `[oidc]` (or HOLDPOINT_OIDC_*): signing in to the UI with an OpenID Connect
+    # provider beside API keys (service/oidc_settings.py); None: API keys only.
+    oidc: OidcSettings | None = None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ServerSettings:
@@ -136,6 +140,8 @@ class ServerSettings:
                 from_environment["cors_allow_origins"] = cors_origins(listed)
             except ValueError as error:
                 raise ValueError(f"{CORS_ORIGINS_VARIABLE}: {error}") from None
+        if "issuer" in environment_table(os.environ):  # else a file's [oidc] may complete it
+            from_environment["oidc"] = oidc_settings({})
         return settings.updated(**from_environment).updated(**overrides)
 
     def updated(self, **overrides: Any) -> ServerSettings:
@@ -151,6 +157,11 @@ class ServerSettings:
             known["notifications"] = notifications(known["notifications"])
         if "roles" in known:
             known["roles"] = custom_roles(known["roles"])
+        if "oidc" in known:
+            known["oidc"] = oidc_settings(known["oidc"])
+        oidc = known.get("oidc", self.oidc)
+        if oidc is not None:
+            oidc.check_roles(known.get("roles", self.roles))
         for name, value in known.items():
             current = getattr(self, name)
             expected: Any = (int, float) if isinstance(current, float) else type(current)

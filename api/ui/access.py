@@ -1,9 +1,13 @@
-"""Who is looking: the session's API key, checked through the keyring on every request.
+"""Who is looking: the session's API key, checked through the keyring on every request,
+or the principal and role a provider's claims gave (signing in with OpenID Connect).
 
 The session keeps the key's id (never the key); the keyring reads that key from the
 store on every request, so a key revoked by any process ends its sessions at once; a
 refused key (revoked, unknown) is recorded as a 401 refusal, exactly like the
-API's, and ends the session. Each page needs one of the API's permissions
+API's, and ends the session. A session signed in through a provider keeps its
+principal, role and issuer; on every request that provider must still be the one
+configured and the role still allowed (`api.ui.oidc_identity`), or the session ends,
+recorded the same way. Each page needs one of the API's permissions
 (the built-in roles' and the server's custom ones), checked by `api.http.auth.check`,
 which records a 403.
 """
@@ -17,6 +21,7 @@ from fastapi import Depends, Request
 
 from api.http.auth import Permission, check, note, refuse
 from api.http.deps import ServicesDep
+from api.ui.oidc_identity import principal_of_identity
 from api.ui.sessions import current_session, forget_session
 from domain.access.identity import Principal
 from domain.errors import AuthenticationError
@@ -54,7 +59,10 @@ def viewer_with(permission: Permission) -> Any:
         if session is None:
             raise SignInRequiredError
         try:
-            principal = principal_of(services.keyring, session.key_id)
+            if session.identity is None:
+                principal = principal_of(services.keyring, session.key_id)
+            else:
+                principal = principal_of_identity(services.settings, session.identity)
         except AuthenticationError as error:
             refuse(services, request, None, 401, error.reason, str(error))
             forget_session(request)

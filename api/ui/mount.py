@@ -20,6 +20,7 @@ from api.ui import (
     routes_dashboard,
     routes_decision,
     routes_inbox,
+    routes_oidc,
     routes_session,
     routes_thread,
     routes_threads_search,
@@ -42,6 +43,7 @@ def ui_app(services: Services) -> FastAPI:
         routes_thread,
         routes_dashboard,
         routes_threads_search,
+        routes_oidc,
     ):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

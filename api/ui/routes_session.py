@@ -1,4 +1,4 @@
-"""Signing in with an API key, and signing out.
+"""Signing in with an API key, and signing out (of this session, or of all of them).
 
 A session is a row in the store (`service.sessions`), which every server process
 reads: signing in on one and signing out on another both hold everywhere. The sign-in
@@ -49,6 +49,7 @@ def sign_in_page(
     request: Request, status: int = 200, error: str | None = None, next_page: str = HOME
 ) -> Response:
     token = secrets.token_urlsafe(32)
+    oidc = request.app.state.services.settings.oidc
     response = render(
         request,
         "sign_in.html",
@@ -58,6 +59,8 @@ def sign_in_page(
         message=request.query_params.get("message"),
         next_page=next_page,
         plain_http=request.url.scheme == "http" and request.url.hostname not in LOCAL_HOSTS,
+        provider=None if oidc is None else oidc.display_name,
+        provider_sign_out=oidc is not None and request.query_params.get("provider") == "yes",
     )
     set_cookie(response, SIGN_IN_COOKIE, token, max_age=SIGN_IN_SECONDS)
     return response
@@ -97,11 +100,21 @@ async def post_sign_in(request: Request, services: ServicesDep) -> Response:
 
 @router.post("/sign-out")
 async def post_sign_out(request: Request, services: ServicesDep) -> Response:
+    """End this session (or, with `everywhere`, every session of the same signer) in the
+    store, for every process at once; after a provider's session, offer to sign out
+    there too, where the provider has an end_session_endpoint."""
     form = await read_form(request)
     session = await run_in_threadpool(current_session, request)
+    location = "/ui/sign-in?message=You+are+signed+out."
     if session is not None:
         check_form(services, request, form, session.csrf_token, None)
+        if form.get("everywhere") == "yes":
+            count = await run_in_threadpool(session_store(request).revoke_all_of, session)
+            location = f"/ui/sign-in?message=You+are+signed+out+of+{count}+sessions."
         await run_in_threadpool(forget_session, request)
-    response = RedirectResponse("/ui/sign-in?message=You+are+signed+out.", status_code=303)
+        oidc = services.oidc
+        if session.identity is not None and oidc is not None:
+            location += "&provider=yes" if await run_in_threadpool(oidc.end_session_url) else ""
+    response = RedirectResponse(location, status_code=303)
     clear_cookie(response, SESSION_COOKIE)
     return response

@@ -46,6 +46,8 @@ def resolve_actor(actor: Any) -> dict[str, Any]:
         for extra in ACTOR_EXTRAS:  # a key's scope and attestation (Principal.as_actor)
             if isinstance(actor.get(extra), dict):
                 record[extra] = actor[extra]
+        if isinstance(actor.get("issuer"), str):  # the provider of a sign-in with OIDC
+            record["issuer"] = actor["issuer"]
         return to_json(record, "The actor")  # type: ignore[no-any-return]
     msg = 'config["configurable"]["actor"] must be {"id": ..., "role": ...}'
     raise InvalidUpdateError(msg)

@@ -47,6 +47,7 @@ REFUSAL_REASONS = (
     "four_eyes",
     "question_changed",
     "out_of_scope",
+    "sign_in_refused",
 )
 KEY_PREFIX = "hp_"
 PRINCIPAL_ID_MAX = 128
@@ -69,6 +70,10 @@ class Principal:
     key_id: str
     scope: KeyScope | None = None  # what the key may decide (domain.access.scope)
     attestation: Attestation | None = None  # why its holder is competent to
+    # How they signed in: "api_key", or "oidc" (the UI, through a provider: `key_id` is
+    # then '' and `issuer` names the provider whose claims gave the id and the role).
+    via: str = "api_key"
+    issuer: str | None = None
 
     def as_actor(self) -> dict[str, Any]:
         """The actor recorded on the events this principal causes (see domain.access.actor):
@@ -78,8 +83,10 @@ class Principal:
             "id": self.id,
             "role": self.role,
             "authenticated": True,
-            "via": "api_key",
+            "via": self.via,
         }
+        if self.issuer is not None:
+            actor["issuer"] = self.issuer
         if self.scope is not None:
             actor["scope"] = self.scope.as_record()
         if self.attestation is not None:

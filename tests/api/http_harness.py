@@ -82,14 +82,19 @@ def listening_socket() -> socket.socket:
 
 @contextmanager
 def running_server(
-    store_url: str, *, extra: Callable[[Workflows], dict[str, Any]] | None = None, **settings: Any
+    store_url: str,
+    *,
+    extra: Callable[[Workflows], dict[str, Any]] | None = None,
+    sock: socket.socket | None = None,
+    **settings: Any,
 ) -> Iterator[Server]:
-    """A server on `store_url`: the seeds, the test graphs, and `extra(store)`'s graphs."""
+    """A server on `store_url`: the seeds, the test graphs, and `extra(store)`'s graphs;
+    on `sock` if given (a test that must name the server's URL before it starts)."""
     store = open_store(store_url)
     graphs = {**load_graphs([], store), **served_test_graphs(store)}
     if extra is not None:
         graphs.update(extra(store))
-    sock = listening_socket()
+    sock = sock or listening_socket()
     port = sock.getsockname()[1]
     config = ServerSettings(store_url=store_url, port=port).updated(**settings)
     services = Services.build(config, store, graphs)
