@@ -64,7 +64,7 @@ def sessions_list(args: argparse.Namespace) -> int:
         for info in found:
             principal, state = _principal_and_state(keyring, info, now)
             _say(
-                f"{info.handle:<18} {info.key_id:<14} {principal:<20} "
+                f"{info.handle:<18} {info.key_id or '(oidc)':<14} {principal:<20} "
                 f"{_when(info.created_at):<20} {_when(info.last_seen_at):<20} "
                 f"{_when(info.expires_at):<20} {state}"
             )
@@ -103,15 +103,21 @@ def _session_store() -> Iterator[tuple[SessionStore, Keyring]]:
 
 
 def _principal_and_state(keyring: Keyring, info: SessionInfo, now: float) -> tuple[str, str]:
+    if info.identity is not None:  # signed in through a provider: no key to look up
+        return info.identity.principal, _state(info, now) or "live"
     try:
         key = keyring.get(info.key_id)
     except UnknownKeyError:
         return "-", "key unknown"
+    return key.principal_id, _state(info, now) or ("key revoked" if key.revoked else "live")
+
+
+def _state(info: SessionInfo, now: float) -> str | None:
     if info.revoked_at is not None:
-        return key.principal_id, "revoked"
+        return "revoked"
     if info.expires_at <= now:
-        return key.principal_id, "expired"
-    return key.principal_id, "key revoked" if key.revoked else "live"
+        return "expired"
+    return None
 
 
 def _when(seconds: float) -> str:

@@ -10,7 +10,7 @@ import pytest
 from domain.access.keyring import Keyring
 from domain.record.store import open_store
 from service.read_models import side_tables_for
-from service.sessions import HANDLE_LENGTH, SessionStore, session_hash
+from service.sessions import HANDLE_LENGTH, Identity, SessionStore, session_hash
 from tests.cli_process import holdpoint
 
 
@@ -109,3 +109,19 @@ def test_a_revoke_that_names_no_session_is_refused_in_one_line(
     sessions.open(keyring.create("rita", "reviewer")[0].key_id)
 
     assert message in refused(sqlite_url, "sessions", *args)
+
+
+def test_a_session_signed_in_through_a_provider_is_listed_with_its_principal(
+    sqlite_url, server_side
+):
+    # Given a reviewer signed in through an OpenID Connect provider
+    _, sessions = server_side
+    sessions.open(identity=Identity("olga", "reviewer", "https://login.example.com"))
+
+    # When the operator lists the sessions
+    lines = ok(sqlite_url, "sessions", "list")
+
+    # Then it is there, with no key, as that principal
+    assert [line.split()[1:3] + line.split()[-1:] for line in lines[1:-1]] == [
+        ["(oidc)", "olga", "live"]
+    ]
