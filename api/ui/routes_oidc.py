@@ -9,7 +9,8 @@ accepts only the state this browser started with, so that no one can make a vict
 sign in as the attacker (login CSRF). `/ui/oidc/callback` takes the sign-in once,
 exchanges the code with the verifier, checks the ID token (`service.oidc_client`), maps
 its claims to a principal and role (`api.ui.oidc_identity`), and opens a session.
-Every refusal is recorded as the API records its own, and shown on the sign-in page.
+Every refusal is recorded as the API records its own (and, as there, an address that
+sends too many gets 429, recorded once), and shown on the sign-in page.
 
 The session cookie is SameSite=Strict, so the browser would not send it on the rest of
 the provider's redirect chain: the callback answers with a short page that goes on
@@ -25,7 +26,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from api.http.auth import note, refuse
+from api.http.auth import note, refuse, unauthenticated
 from api.http.deps import ServicesDep
 from api.http.problems import Problem
 from api.ui.oidc_identity import identity_of
@@ -89,8 +90,10 @@ def callback(request: Request, services: ServicesDep) -> Response:
     try:
         identity, next_page = _signed_in(request, services, client)
     except AuthenticationError as error:
-        status = 403 if error.reason == "wrong_role" else 401
-        refuse(services, request, None, status, error.reason, str(error))
+        if error.reason == "wrong_role":
+            status = refuse(services, request, None, 403, error.reason, str(error)).status
+        else:  # as the API's 401s: recorded, or 429 once an address sends too many
+            status = unauthenticated(services, request, error).status
         response = sign_in_page(request, status, f"Not signed in: {error}")
         response.delete_cookie(STATE_COOKIE, path=STATE_COOKIE_PATH, secure=True, httponly=True)
         return response
