@@ -26,7 +26,8 @@ $(LANGGRAPH_VENV)/.installed: bench/langgraph-server.txt
 	touch $@
 
 # LangGraph's JS SDK for the tests that drive Holdpoint from Node and a browser page
-# (tests/api/js), from npm, when npm is here; without it those tests skip (fail in CI).
+# (tests/api/js), axe-core, and the OpenID Connect provider of the UI's sign-in tests,
+# from npm, when npm is here; without it those tests skip (fail in CI).
 JS_STAMP := tests/js/node_modules/.installed
 $(JS_STAMP): tests/js/package-lock.json
 	npm ci --prefix tests/js --no-audit --no-fund --loglevel=error
