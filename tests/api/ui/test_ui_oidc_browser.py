@@ -254,3 +254,33 @@ def test_axe_core_finds_no_wcag_violation_on_the_sign_in_pages(oidc_server, brow
     # Then axe-core finds nothing against WCAG 2.0 and 2.1, A and AA
     assert axe_violations(page) == []
     context.close()
+
+
+def test_a_sign_in_begun_on_one_server_process_ends_on_another_and_signs_out_everywhere(
+    oidc_server, page
+):
+    # Given a second server process on the same store, with the same provider
+    first = oidc_server
+    settings = first.services.settings
+    with running_server(settings.store_url, oidc=settings.oidc) as second:
+        # When the sign-in begins on the second, and the provider answers the first
+        page.goto(f"{second.url}/ui/sign-in")
+        page.get_by_role("link", name=f"Sign in with {PROVIDER}").click()
+        page.locator("input[name=login]").fill("olga")
+        page.locator("input[name=password]").fill("any password")
+        page.get_by_role("button", name="Sign-in").click()
+
+        # Then the first finds the sign-in in the store and signs her in
+        page.wait_for_url(f"{first.url}/ui/inbox")
+        expect(page.locator("#signed-in-as")).to_have_text("olga (reviewer)")
+        # And the second knows her session too
+        page.goto(f"{second.url}/ui/inbox")
+        expect(page.locator("#signed-in-as")).to_have_text("olga (reviewer)")
+
+        # When she signs out on the second
+        page.get_by_role("button", name="Sign out", exact=True).click()
+        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+
+        # Then the first has signed her out as well
+        page.goto(f"{first.url}/ui/inbox")
+        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
