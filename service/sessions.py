@@ -10,7 +10,7 @@ bits) in a cookie; the row holds only what cannot be turned back into it or into
   the key or its secret. Every request checks that key again through the keyring
   (`principal_of`), so revoking it ends its sessions in every process at once.
 - `principal`, `role`, `issuer`: who a session signed in through an OpenID Connect
-  provider is (its claims, mapped: `api.ui.oidc`), and that provider; NULL for an API
+  provider is (its claims, mapped: `api.ui.oidc_identity`), and that provider; NULL for an API
   key's session, whose `key_id` is then '' (no key: the claims are what was checked).
 - `sign_in`: a sign-in in progress with a provider, not a session: its PKCE verifier,
   nonce and the page to return to (JSON), keyed by the hash of its `state`
@@ -25,9 +25,9 @@ The CSRF token of a session's forms is derived, not stored: an HMAC of the sessi
 (`csrf_token_for`). Any process that holds the cookie's id computes the same token;
 the table's hash does not give it. Neither the id nor the token is ever logged.
 
-Rows end when they expire: each sign-in deletes the expired ones. A key keeps at most
-`MAX_SESSIONS_PER_KEY` live sessions; a sign-in beyond that ends its least recently
-seen one.
+Rows end when they expire: each sign-in deletes the expired ones. A key (or a
+provider's principal) keeps at most `MAX_SESSIONS_PER_KEY` live sessions; a sign-in
+beyond that ends its least recently seen one.
 """
 
 from __future__ import annotations
@@ -81,12 +81,17 @@ def create_tables(cursor: Cursor, db: Database) -> None:
 
 
 def _add_missing_columns(cursor: Cursor, db: Database, table: str) -> None:
-    """The columns added since the table was first made, on a table made before them."""
-    if db.dialect != "sqlite":
-        for column in ADDED_COLUMNS:
-            cursor.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} TEXT")
-        return
-    cursor.execute(f"SELECT name FROM pragma_table_info('{SESSIONS}')")
+    """The columns added since the table was first made, on a table made before them
+    (looked up first: no DDL, and no lock, on a table that has them)."""
+    if db.dialect == "sqlite":
+        cursor.execute(f"SELECT name FROM pragma_table_info('{SESSIONS}')")
+    else:
+        schema = table.split(".", 1)[0].strip('"')
+        cursor.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = %s AND table_name = %s",
+            (schema, SESSIONS),
+        )
     present = {str(row[0]) for row in cursor.fetchall()}
     for column in ADDED_COLUMNS:
         if column not in present:

@@ -8,7 +8,6 @@ server process (a memory store is private to its process: those tests skip it).
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 
 import pytest
@@ -128,24 +127,24 @@ def test_a_sign_in_expires(sessions, clock):
     assert SignIns(sessions.db, clock).take("the-state") is None
 
 
-def test_a_sessions_table_made_before_the_providers_gets_their_columns(tmp_path):
+def test_a_sessions_table_made_before_the_providers_gets_their_columns(store):
     # Given a store whose sessions table was made before sign-in with a provider
-    path = tmp_path / "holdpoint.db"
-    with sqlite3.connect(path) as connection:
-        connection.execute(
-            f"CREATE TABLE {SESSIONS} (session_hash TEXT PRIMARY KEY, key_id TEXT NOT NULL, "
+    db = side_tables_for(store)
+    table = db.table(SESSIONS)
+    with db.transaction() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {table}")
+        cursor.execute(
+            f"CREATE TABLE {table} (session_hash TEXT PRIMARY KEY, key_id TEXT NOT NULL, "
             "created_at DOUBLE PRECISION NOT NULL, last_seen_at DOUBLE PRECISION NOT NULL, "
             "expires_at DOUBLE PRECISION NOT NULL, revoked_at DOUBLE PRECISION)"
         )
-    connection.close()
 
     # When a server opens it
-    with open_store(f"sqlite:///{path}") as store:
-        sessions = SessionStore(side_tables_for(store))
-        opened = sessions.open(identity=OLGA)
+    sessions = SessionStore(db)
+    opened = sessions.open(identity=OLGA)
 
-        # Then a provider's session is kept there
-        found = sessions.get(opened.session_id)
-        assert found is not None
-        assert found.identity == OLGA
-        sessions.close()
+    # Then a provider's session is kept there
+    found = sessions.get(opened.session_id)
+    assert found is not None
+    assert found.identity == OLGA
+    sessions.close()
