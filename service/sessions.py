@@ -45,6 +45,7 @@ from domain.access.identity import Principal
 from domain.access.keyring import Keyring
 from domain.errors import KeyExpiredError, KeyRevokedError
 from projections.database import Cursor, Database
+from projections.privileges import TablesNotReadyError, schema_of
 from service.errors import SessionNotFoundError
 
 SESSIONS = "holdpoint_ui_sessions"
@@ -83,19 +84,22 @@ def create_tables(cursor: Cursor, db: Database) -> None:
 def _add_missing_columns(cursor: Cursor, db: Database, table: str) -> None:
     """The columns added since the table was first made, on a table made before them
     (looked up first: no DDL, and no lock, on a table that has them)."""
+    for column in missing_columns(cursor, db):
+        cursor.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+
+
+def missing_columns(cursor: Cursor, db: Database) -> list[str]:
+    """The columns of `ADDED_COLUMNS` that the table lacks (a table made before them)."""
     if db.dialect == "sqlite":
         cursor.execute(f"SELECT name FROM pragma_table_info('{SESSIONS}')")
     else:
-        schema = table.split(".", 1)[0].strip('"')
         cursor.execute(
             "SELECT column_name FROM information_schema.columns "
             "WHERE table_schema = %s AND table_name = %s",
-            (schema, SESSIONS),
+            (schema_of(db), SESSIONS),
         )
     present = {str(row[0]) for row in cursor.fetchall()}
-    for column in ADDED_COLUMNS:
-        if column not in present:
-            cursor.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+    return [column for column in ADDED_COLUMNS if column not in present]
 
 
 def session_hash(session_id: str) -> str:
@@ -186,6 +190,15 @@ class SessionStore:
         if create:
             with db.transaction() as cursor:
                 create_tables(cursor, db)
+            return
+        with db.transaction(write=False) as cursor:  # a role that may not add them
+            lacking = missing_columns(cursor, db)
+        if lacking:
+            msg = (
+                f"The table {SESSIONS} has no column {lacking[0]} (sign-in with a provider "
+                "added it): run `holdpoint db init` as the tables' owner"
+            )
+            raise TablesNotReadyError(msg)
 
     def open(self, key_id: str = "", identity: Identity | None = None) -> Session:
         """A new session for a key that was just authenticated, or for the `identity` a

@@ -14,6 +14,7 @@ import pytest
 
 from domain.record.application import Workflows
 from domain.record.store import open_store
+from projections.privileges import TablesNotReadyError
 from service.read_models import side_tables_for
 from service.sessions import SESSIONS, Identity, SessionStore
 from service.sign_ins import SIGN_IN_SECONDS, PendingSignIn, SignIns
@@ -127,8 +128,8 @@ def test_a_sign_in_expires(sessions, clock):
     assert SignIns(sessions.db, clock).take("the-state") is None
 
 
-def test_a_sessions_table_made_before_the_providers_gets_their_columns(store):
-    # Given a store whose sessions table was made before sign-in with a provider
+def made_before_the_providers(store: Workflows):
+    """The store's database, with a sessions table as made before sign-in with a provider."""
     db = side_tables_for(store)
     table = db.table(SESSIONS)
     with db.transaction() as cursor:
@@ -138,6 +139,26 @@ def test_a_sessions_table_made_before_the_providers_gets_their_columns(store):
             "created_at DOUBLE PRECISION NOT NULL, last_seen_at DOUBLE PRECISION NOT NULL, "
             "expires_at DOUBLE PRECISION NOT NULL, revoked_at DOUBLE PRECISION)"
         )
+    return db
+
+
+def test_a_server_that_may_not_add_columns_says_to_run_db_init(store):
+    # Given a sessions table made before sign-in with a provider
+    db = made_before_the_providers(store)
+
+    # When a server that may not create tables opens it, then it stops, saying why
+    with pytest.raises(TablesNotReadyError) as raised:
+        SessionStore(db, create=False)
+
+    assert str(raised.value) == (
+        f"The table {SESSIONS} has no column principal (sign-in with a provider added it): "
+        "run `holdpoint db init` as the tables' owner"
+    )
+
+
+def test_a_sessions_table_made_before_the_providers_gets_their_columns(store):
+    # Given a store whose sessions table was made before sign-in with a provider
+    db = made_before_the_providers(store)
 
     # When a server opens it
     sessions = SessionStore(db)
