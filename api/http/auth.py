@@ -220,15 +220,22 @@ async def throttle_async(
     raise problem
 
 
+def rate_key(principal: Principal) -> str:
+    """Whose bucket a request takes from: its key's, or, signed in through a provider
+    (no key), that principal's at that provider."""
+    return principal.key_id or f"{principal.via}:{principal.issuer}:{principal.id}"
+
+
 def _over_limit(
     services: Services, request: Request, principal: Principal, kind: str
 ) -> tuple[Problem, bool] | None:
-    verdict = services.rate_limiter.take(kind, principal.key_id)
+    verdict = services.rate_limiter.take(kind, rate_key(principal))
     if verdict.allowed:
         return None
     limit = services.rate_limiter.limits[kind]
+    who = f"API key {principal.key_id} of {principal.id!r}" if principal.key_id else principal.id
     message = (
-        f"API key {principal.key_id} of {principal.id!r} is over its limit of {kind} "
+        f"{who} is over its limit of {kind} "
         f"({limit.burst} at once, then {limit.rate:g} a second): retry after "
         f"{verdict.retry_after} s"
     )

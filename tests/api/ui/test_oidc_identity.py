@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from api.http.auth import rate_key
 from api.ui.oidc_identity import identity_of, principal_of_identity
 from domain.errors import RoleNotAllowedError, SignInRefusedError
 from service.sessions import Identity
@@ -64,3 +65,12 @@ def test_a_session_whose_role_is_no_longer_allowed_is_refused_on_its_next_reques
         principal_of_identity(settings_with(allowed_roles=["auditor"]), identity)
     with pytest.raises(SignInRefusedError, match="no longer the provider"):
         principal_of_identity(settings_with(issuer="https://other.example"), identity)
+
+
+def test_principals_signed_in_through_a_provider_are_rate_limited_each_on_their_own():
+    settings = settings_with()
+    olga = principal_of_identity(settings, Identity("olga", "reviewer", ISSUER))
+    rita = principal_of_identity(settings, Identity("rita", "reviewer", ISSUER))
+
+    assert rate_key(olga) != rate_key(rita)
+    assert rate_key(olga) == f"oidc:{ISSUER}:olga"
