@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from domain.oversight.reviews import review_of
 from projections.pending_approvals import PendingApproval, PendingApprovals
 from projections.timestamps import parse_utc_text
 
@@ -106,9 +107,14 @@ class Inbox:
 
 
 def summary(payload: Any, limit: int = 160) -> str:
-    """What the interrupt asks, in one line: its `question` (or `message`), else its
-    fields as "key: value" text (never raw JSON)."""
-    if isinstance(payload, dict):
+    """What the interrupt asks, in one line: the tool calls a review of an agent's calls
+    puts to a person, its `question` (or `message`), else its fields as "key: value"
+    text (never raw JSON)."""
+    review = review_of(payload)
+    if review is not None:
+        calls = [f"{a['name']} {_nested(a['args'] or {})}" for a in review["actions"]]
+        payload = f"Review {'tool call' if len(calls) == 1 else 'tool calls'}: " + " · ".join(calls)
+    elif isinstance(payload, dict):
         for key in ("question", "message", "title", "prompt"):
             if isinstance(payload.get(key), str):
                 payload = payload[key]
@@ -134,6 +140,8 @@ def readable(value: Any) -> str:
 
 
 def _nested(value: Any) -> str:
+    if isinstance(value, dict) and not value:
+        return "()"
     if isinstance(value, dict):
         return "(" + ", ".join(f"{key}: {_nested(item)}" for key, item in value.items()) + ")"
     if isinstance(value, list):

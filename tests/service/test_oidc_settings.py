@@ -3,6 +3,10 @@ and the sentence that names a setting that cannot work."""
 
 from __future__ import annotations
 
+import re
+import tomllib
+from pathlib import Path
+
 import pytest
 
 from service.graph_loader import read_config
@@ -138,3 +142,17 @@ def test_a_custom_role_may_be_mapped_and_allowed():
 
     assert isinstance(settings.oidc, OidcSettings)
     assert settings.oidc.role_of("hp-leads") == "manager"
+
+
+def test_the_readmes_example_is_accepted_as_written():
+    # Given the [oidc] table of the README's "Sign in with OpenID Connect"
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    (example,) = re.findall(r"```toml\n(\[oidc\].*?)```", readme, re.DOTALL)
+    table = tomllib.loads(example)["oidc"]
+
+    # Then it makes the settings it says, its secret read from the variable it names
+    settings = oidc_settings(table, {"HOLDPOINT_OIDC_CLIENT_SECRET": "s3cret"})
+    assert settings.issuer == "https://login.example.com"
+    assert settings.client_secret == "s3cret"
+    assert settings.role_map == {"approvers": "reviewer"}
+    assert settings.allowed_roles == ("reviewer", "auditor")

@@ -2,8 +2,9 @@
 
 Runs a real server on a fresh SQLite store, tells the refund story through the
 API (some refunds approved, one rejected, some waiting), and photographs the
-inbox, a decision page, a thread's audit page and the oversight dashboard in
-headless Chromium, as `tests/api/ui/test_ui_browser.py` drives it.
+inbox (and a search in it), a decision page, a middleware review's action cards, a
+thread's audit page, the thread search, the oversight dashboard and one of its
+drill-down lists in headless Chromium, as `tests/api/ui/test_ui_browser.py` drives it.
 """
 
 from __future__ import annotations
@@ -57,11 +58,16 @@ def main() -> int:
                 "thread.png": ("auditor", f"/ui/threads/{story_thread}"),
                 "dashboard.png": ("auditor", "/ui/dashboard"),
                 "action-card.png": ("reviewer", f"/ui/approvals/{review_interrupt}"),
+                "inbox-search.png": ("reviewer", "/ui/inbox?q=refund"),
+                "search.png": ("auditor", "/ui/threads?graph_id=refund"),
+                "drill-down.png": ("auditor", "/ui/dashboard/list?figure=decisions"),
             }
             for name, (who, path) in shots.items():
                 context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
                 page = context.new_page()
-                sign_in(page, server.url, server.keys[who], path)
+                sign_in(page, server.url, server.keys[who], path.partition("?")[0])
+                if "?" in path:
+                    page.goto(f"{server.url}{path}")
                 page.locator("main h1").wait_for()
                 page.screenshot(path=str(OUT / name), full_page=True)
                 context.close()

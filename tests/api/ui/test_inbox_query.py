@@ -72,6 +72,29 @@ def test_an_interrupt_is_summed_up_by_its_question_else_its_fields_never_json():
     assert len(summary("x" * 500)) == 160
 
 
+def test_a_review_of_an_agents_tool_calls_is_summed_up_by_the_calls():
+    # HumanInTheLoopMiddleware's batched request, and Agent Inbox's HumanInterrupt list
+    batched = {
+        "action_requests": [
+            {"name": "issue_refund", "args": {"customer": "acme", "amount": 500}},
+            {"name": "send_email", "args": {}},
+        ],
+        "review_configs": [],
+    }
+    inbox = [
+        {
+            "action_request": {"action": "send", "args": {"to": "ann"}},
+            "config": {"allow_accept": True},
+            "description": "Send it?",
+        }
+    ]
+
+    assert summary(batched) == (
+        "Review tool calls: issue_refund (customer: acme, amount: 500) · send_email ()"
+    )
+    assert summary(inbox) == "Review tool call: send (to: ann)"
+
+
 def test_an_interrupt_is_overdue_once_its_deadline_has_passed():
     now = datetime(2026, 3, 1, 12, tzinfo=UTC)
 
