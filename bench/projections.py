@@ -214,7 +214,9 @@ def queue_page(runner: Runner) -> CaseResult:
         "wall time is reported; the rebuild benchmark times the full catalogue), then "
         f"`PendingApprovals(runner.db).page(...)` is called {sizes.page_calls} times per "
         "query after 5 untimed calls: the first page (limit 50), a page filtered by graph_id, "
-        "and a deep keyset page (the cursor of the row at 90% of the queue). Each call also "
+        "a deep keyset page (the cursor of the row at 90% of the queue), and two searches "
+        "as the inbox's search box makes them (a metadata word, the start of a thread id). "
+        "Each call also "
         "counts the matching rows (`total`). One repetition per store.",
         [Table(["store", "query", "rows matching", "p50 ms", "p99 ms", "max ms"])],
     )
@@ -260,6 +262,12 @@ def queue_page(runner: Runner) -> CaseResult:
                         ),
                         "deep keyset page (90%), limit 50": lambda: queue.page(
                             limit=50, after=deep
+                        ),
+                        # the inbox's search box: a metadata word (1 thread in 97), and
+                        # the start of one thread's id
+                        "search customer c42, limit 50": lambda: queue.page(search="c42", limit=50),
+                        "search thread id bench-00090, limit 50": lambda: queue.page(
+                            search="bench-00090", limit=50
                         ),
                     }
                     worst = 0.0
