@@ -1,6 +1,7 @@
-"""A/B: the refund cycle over HTTP on two revisions of Holdpoint, alternated.
+"""A/B: the refund cycle over HTTP (or the native loop's step) on two revisions, alternated.
 
     .venv/bin/python -m bench.ab BEFORE [AFTER] [--pairs 8] [--cycles 200] [--store postgres]
+    .venv/bin/python -m bench.ab BEFORE [AFTER] --case loop [--steps 1000] [--store sqlite]
 
 Each revision is checked out into a worktree of its own (`bench/.work/ab/REV`, made on
 first use; AFTER defaults to the working tree itself) and runs from there on this
@@ -12,6 +13,11 @@ first tenth are left out. The revisions alternate, BEFORE first in odd pairs, so
 see the same machine. It prints each pair's median cycle time, their ratio (after /
 before) and the server's CPU per cycle, and the median ratio: what BENCHMARKS.md's
 "Design choices, measured" quotes.
+
+`--case loop` times the native engine instead, in one process per measure with the
+revision's tree first on the path: the counter loop of `bench/graphs.py` (`--steps`
+supersteps, one event each) on a fresh store, three times after a warm-up, the median
+time per step; the ratio is the CPU-and-commit cost of a step, with no HTTP around it.
 """
 
 from __future__ import annotations
@@ -146,6 +152,56 @@ def measure(tree: Path, kind: str, cycles: int, serve_args: list[str]) -> Sample
             server.wait(30)
 
 
+LOOP = """
+import statistics, sys, time
+from domain.graph import END, START, StateGraph
+from domain.record.store import open_store
+from typing import TypedDict
+
+class Counter(TypedDict):
+    n: int
+
+steps, url = int(sys.argv[1]), sys.argv[2]
+
+def inc(state):
+    return {"n": state["n"] + 1}
+
+def route(state):
+    return "inc" if state["n"] < steps else END
+
+builder = StateGraph(Counter)
+builder.add_node("inc", inc)
+builder.add_edge(START, "inc")
+builder.add_conditional_edges("inc", route, ["inc", END])
+with open_store(url) as store:
+    graph = builder.compile(checkpointer=store)
+    graph.invoke({"n": 0}, {"configurable": {"thread_id": "warm"}})
+    times = []
+    for n in range(3):
+        began = time.perf_counter()
+        graph.invoke({"n": 0}, {"configurable": {"thread_id": f"loop-{n}"}})
+        times.append((time.perf_counter() - began) / steps)
+print(statistics.median(times) * 1000)
+"""
+
+
+def measure_loop(tree: Path, kind: str, steps: int) -> Sample:
+    """The native loop's median time per step, by the revision in `tree`, on a fresh store
+    (no server: `cpu_ms` is the same time)."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    with _store(kind, WORK) as store:
+        done = subprocess.run(
+            [sys.executable, "-c", LOOP, str(steps), store],
+            cwd=tree,
+            env=_env(tree, store),
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    step_ms = float(done.stdout.strip().splitlines()[-1])
+    return Sample(step_ms, step_ms)
+
+
 def _wait_ready(url: str) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -192,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         "after", nargs="?", default=".", help="a git revision (default: the working tree)"
     )
     parser.add_argument("--pairs", type=int, default=8)
-    parser.add_argument("--cycles", type=int, default=200)
+    parser.add_argument("--case", choices=("refund", "loop"), default="refund")
+    parser.add_argument("--cycles", type=int, default=200, help="refund cycles per measure")
+    parser.add_argument("--steps", type=int, default=1000, help="loop steps per measure")
     parser.add_argument("--store", choices=("postgres", "sqlite"), default="postgres")
     parser.add_argument(
         "--no-projector", action="store_true", help="serve --no-projector (PostgreSQL)"
@@ -203,7 +261,12 @@ def main(argv: list[str] | None = None) -> int:
     ratios, cpu = [], []
     for pair in range(args.pairs):
         order = ("before", "after") if pair % 2 == 0 else ("after", "before")
-        got = {side: measure(trees[side], args.store, args.cycles, serve_args) for side in order}
+        got = {
+            side: measure_loop(trees[side], args.store, args.steps)
+            if args.case == "loop"
+            else measure(trees[side], args.store, args.cycles, serve_args)
+            for side in order
+        }
         ratio = got["after"].cycle_ms / got["before"].cycle_ms
         ratios.append(ratio)
         cpu.append(got["after"].cpu_ms / got["before"].cpu_ms)
