@@ -15,6 +15,15 @@ would miss), a number of 19 digits or more (orjson reads an integer beyond 64
 bits as a float; the json module keeps it exact), and JSON that orjson does not
 read (NaN, an infinite number), which it refuses.
 
+Writing, an event whose class says its fields are plain JSON (`plain_json`: a thread's
+events, the hot path) is encoded by orjson, not the library's json encoder: the same
+JSON, its timestamp the library's typed value, its numbers maybe spelled otherwise
+(`1e-7` for `1e-07`) and read back as the same values. An integer beyond 64 bits,
+which orjson refuses, goes to the library's encoder. Any other event (a snapshot, a
+key, whose state may hold UUIDs that orjson would write as plain strings) is the
+library's. The hash chain covers the canonical JSON of the fields
+(`domain.record.hashing`), never these bytes, so it is unchanged.
+
 A stored state that holds sealed values (personal data encrypted under a data
 subject's key: `domain/privacy`, whose `EnvelopeOpener` the store hands the mapper as
 `sealed`, and a cheap byte search for its marker finds them) is decoded as any other,
@@ -62,6 +71,7 @@ NUMBER_SHAPES = bytes(
     48 if 48 <= byte <= 57 else 58 if byte in NUMBER_START else 120 for byte in range(256)
 )
 LONG_NUMBER = b":" + b"0" * 19
+PASS_DATETIMES = orjson.OPT_PASSTHROUGH_DATETIME  # to `_timestamp`, as the library writes them
 _FROM_THE_ROW = frozenset({"originator_id", "originator_version"})
 
 
@@ -120,13 +130,17 @@ class EventMapper(Mapper[UUID]):
         super().__init__(*args, **kwargs)
         self._plain = self.cipher is None and self.compressor is None
         self._classes: dict[str, _EventClass] = {}
+        self._topics: dict[type, str] = {}
         self.sealed: Sealed | None = None  # set by the store (domain/privacy)
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
-        """The library's, but an event with personal values is stored as recorded: sealed."""
+        """The library's, but an event with personal values is stored as recorded: sealed,
+        and an event of plain JSON is encoded by orjson (see the module's docstring)."""
         attribute = None if self.sealed is None else self.sealed.attribute
         protected = None if attribute is None else domain_event.__dict__.get(attribute)
         if protected is None:
+            if self._plain and getattr(type(domain_event), "plain_json", False):
+                return self._plain_stored(domain_event)
             return super().to_stored_event(domain_event)
         event_state = {k: v for k, v in vars(domain_event).items() if k != attribute}
         event_state.update(protected)
@@ -142,6 +156,21 @@ class EventMapper(Mapper[UUID]):
             stored_state = self.cipher.encrypt(stored_state)
         topic = get_topic(type(domain_event))
         return StoredEvent(originator_id, originator_version, topic, stored_state)
+
+    def _plain_stored(self, domain_event: Any) -> StoredEvent:
+        event_state = dict(vars(domain_event))
+        originator_id = event_state.pop("originator_id")
+        originator_version = event_state.pop("originator_version")
+        class_version = getattr(type(domain_event), "class_version", 1)
+        if class_version > 1:
+            event_state["class_version"] = class_version
+        try:
+            state = orjson.dumps(event_state, default=_timestamp, option=PASS_DATETIMES)
+        except orjson.JSONEncodeError:  # an integer beyond 64 bits, say: as the library does
+            state = self.transcoder.encode(event_state)
+        topic = self._topics.get(type(domain_event)) or get_topic(type(domain_event))
+        self._topics[type(domain_event)] = topic
+        return StoredEvent(originator_id, originator_version, topic, state)
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         return self.event_of(
@@ -226,6 +255,14 @@ class EventMapper(Mapper[UUID]):
             found = _EventClass(cls, getattr(cls, "class_version", 1), required_fields(cls))
             self._classes[topic] = found
         return found
+
+
+def _timestamp(value: Any) -> dict[str, str]:
+    """A datetime as the library's transcoding writes it (the only typed value of an
+    event of plain JSON); anything else is not for orjson's path."""
+    if type(value) is datetime:
+        return {"_type_": "datetime_iso", "_data_": value.isoformat()}
+    raise TypeError(type(value).__name__)
 
 
 def _reason(error: Exception) -> str:

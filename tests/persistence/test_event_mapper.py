@@ -45,6 +45,11 @@ def mappers():
 
 
 def _stored(mapper: Any, update: Any) -> StoredEvent:
+    return mapper.to_stored_event(_completed(update))
+
+
+def _completed(update: Any) -> Any:
+    """A NodeCompleted event whose update is `update`, as a thread records it."""
     thread = WorkflowThread.start(
         thread_id="t-1",
         graph_id="g",
@@ -64,7 +69,7 @@ def _stored(mapper: Any, update: Any) -> StoredEvent:
         routes=[],
         duration_ms=0.5,
     )
-    return mapper.to_stored_event(thread.collect_events()[-1])
+    return thread.collect_events()[-1]
 
 
 def _forged(stored: StoredEvent, update: bytes) -> StoredEvent:
@@ -95,6 +100,56 @@ def test_any_stored_event_decodes_to_the_librarys_event(mappers, update):
 
     assert type(event) is type(expected)
     assert _same(vars(event), vars(expected))
+
+
+@settings(max_examples=300, deadline=None)
+@given(update=st.dictionaries(st.text(max_size=8), json_values, max_size=5))
+def test_a_threads_event_stored_by_orjson_reads_back_as_the_librarys_encoding_does(
+    mappers, update
+):
+    # Given a thread's event, whose fields are plain JSON
+    fast, library = mappers
+    event = _completed(update)
+
+    # When the store's mapper stores it (orjson), and the library's does
+    mine, theirs = fast.to_stored_event(event), library.to_stored_event(event)
+
+    # Then the library reads both back as the same event
+    assert (mine.originator_id, mine.originator_version, mine.topic) == (
+        theirs.originator_id,
+        theirs.originator_version,
+        theirs.topic,
+    )
+    assert _same(vars(library.to_domain_event(mine)), vars(library.to_domain_event(theirs)))
+
+
+def test_a_threads_event_without_floats_is_stored_byte_for_byte_as_the_library_stores_it(
+    mappers,
+):
+    fast, library = mappers
+    event = _completed({"amount": 12, "note": "ok ü \n", "items": [1, None, True]})
+
+    assert fast.to_stored_event(event).state == library.to_stored_event(event).state
+
+
+def test_a_float_is_spelled_as_orjson_spells_it_and_read_back_the_same(mappers):
+    fast, library = mappers
+    event = _completed({"small": 1e-7})
+
+    stored = fast.to_stored_event(event)
+
+    assert b'"small":1e-7' in stored.state  # the library's encoder writes 1e-07
+    assert library.to_domain_event(stored).update == {"small": 1e-7}
+
+
+def test_an_integer_beyond_64_bits_is_stored_exactly_by_the_librarys_encoder(mappers):
+    fast, library = mappers
+    event = _completed({"n": 2**70})
+
+    stored = fast.to_stored_event(event)
+
+    assert stored.state == library.to_stored_event(event).state
+    assert library.to_domain_event(stored).update == {"n": 2**70}
 
 
 def test_an_event_whose_only_typed_value_is_its_timestamp_takes_the_fast_path(mappers):
