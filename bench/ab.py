@@ -271,8 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         ratios.append(ratio)
         cpu.append(got["after"].cpu_ms / got["before"].cpu_ms)
         print(
-            f"pair {pair + 1}: before {got['before'].cycle_ms:.2f} ms "
-            f"(cpu {got['before'].cpu_ms:.2f}), after {got['after'].cycle_ms:.2f} ms "
+            f"pair {pair + 1}: before {got['before'].cycle_ms:.3f} ms "
+            f"(cpu {got['before'].cpu_ms:.2f}), after {got['after'].cycle_ms:.3f} ms "
             f"(cpu {got['after'].cpu_ms:.2f}): {ratio:.3f} x",
             flush=True,
         )
