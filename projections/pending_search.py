@@ -27,6 +27,7 @@ WORD = re.compile(r"\w+")
 MAX_WORD = 40  # longer words are cut: a search for a prefix of one still finds it
 MAX_TERMS = 500  # words kept per interrupt or thread (a huge payload is found by its start)
 MAX_QUERY_WORDS = 8
+COUNT_CAP = 5_000  # rows a word's count reads at most, to find a search's rarest word
 HIGHEST = chr(0x10FFFF)  # after every word that starts with a prefix, in code-point order
 
 
@@ -101,17 +102,43 @@ def drop_terms(cursor: Cursor, db: Database, owners: Iterable[tuple[str, str]]) 
 
 def matching(db: Database, queue: str, query: str) -> tuple[list[str], list[Any]]:
     """SQL conditions on the queue (`queue`, its table) for a search: each word of `query`
-    begins a word of the interrupt's or of its thread's; and their parameters."""
-    where: list[str] = []
-    params: list[Any] = []
+    begins a word of the interrupt's or of its thread's; and their parameters.
+
+    The word that begins the fewest rows drives the search, through the word key: it
+    names the candidates. Every other word is then checked on each candidate alone,
+    through the owner index, so that a word most threads share ("bench" of thread ids
+    all beginning "bench-") costs the candidates' rows, not its own."""
+    found = list(dict.fromkeys(words(query)[:MAX_QUERY_WORDS]))
+    if not found:
+        return [], []
     terms_table = db.table(TERMS)
-    for word in dict.fromkeys(words(query)[:MAX_QUERY_WORDS]):
-        where.append(
-            f"interrupt_id IN (SELECT t.interrupt_id FROM {terms_table} t "
-            "WHERE t.term >= %s AND t.term < %s AND t.interrupt_id <> '' "
-            f"UNION ALL SELECT q.interrupt_id FROM {queue} q "
-            f"JOIN {terms_table} t ON t.thread_id = q.thread_id AND t.interrupt_id = '' "
-            "WHERE t.term >= %s AND t.term < %s)"
-        )
-        params += [word, word + HIGHEST] * 2
+    rarest = min(found, key=lambda word: _rows_beginning(db, word))
+    where = [
+        f"interrupt_id IN (SELECT t.interrupt_id FROM {terms_table} t "
+        "WHERE t.term >= %s AND t.term < %s AND t.interrupt_id <> '' "
+        f"UNION ALL SELECT q.interrupt_id FROM {queue} q "
+        f"JOIN {terms_table} t ON t.thread_id = q.thread_id AND t.interrupt_id = '' "
+        "WHERE t.term >= %s AND t.term < %s)"
+    ]
+    params: list[Any] = [rarest, rarest + HIGHEST] * 2
+    for word in found:
+        if word != rarest:
+            where.append(
+                f"EXISTS (SELECT 1 FROM {terms_table} t WHERE t.thread_id = {queue}.thread_id "
+                f"AND t.interrupt_id IN ({queue}.interrupt_id, '') "
+                "AND t.term >= %s AND t.term < %s)"
+            )
+            params += [word, word + HIGHEST]
     return where, params
+
+
+def _rows_beginning(db: Database, word: str) -> int:
+    """How many rows have a word beginning `word`, counted up to COUNT_CAP (a range of the
+    word key)."""
+    rows = db.statement(
+        f"SELECT COUNT(*) FROM (SELECT 1 FROM {db.table(TERMS)} WHERE term >= %s AND term < %s "
+        f"LIMIT {COUNT_CAP}) AS found",
+        (word, word + HIGHEST),
+        write=False,
+    )
+    return int(rows[0][0])
