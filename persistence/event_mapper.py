@@ -168,8 +168,9 @@ class EventMapper(Mapper[UUID]):
             state = orjson.dumps(event_state, default=_timestamp, option=PASS_DATETIMES)
         except orjson.JSONEncodeError:  # an integer beyond 64 bits, say: as the library does
             state = self.transcoder.encode(event_state)
-        topic = self._topics.get(type(domain_event)) or get_topic(type(domain_event))
-        self._topics[type(domain_event)] = topic
+        topic = self._topics.get(type(domain_event))
+        if topic is None:
+            topic = self._topics[type(domain_event)] = get_topic(type(domain_event))
         return StoredEvent(originator_id, originator_version, topic, state)
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:

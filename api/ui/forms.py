@@ -66,3 +66,13 @@ def check_form(
         return
     # Recorded as "forbidden": the domain's refusal reasons are a closed list (no "csrf").
     raise refuse(services, request, principal, 403, "forbidden", CSRF_MESSAGE)
+
+
+def page_size(text: str | None, default: int, maximum: int) -> int:
+    """A page's `limit` from a query string: `default` if none, 422 unless 1 to `maximum`."""
+    if not text:
+        return default
+    if not text.isdigit() or not 1 <= int(text) <= maximum:
+        msg = f"Invalid limit {text!r}: a whole number from 1 to {maximum}"
+        raise Problem(422, msg)
+    return int(text)

@@ -14,6 +14,7 @@ from api.http.problems import Problem
 from api.http.reads import record_reads
 from api.http.routes.audit import MEDIA_TYPES
 from api.ui.access import AuditingViewer
+from api.ui.forms import page_size
 from api.ui.pages import PageRoute, render
 from domain.oversight.read_log import Read, read_target
 from projections.oversight_report import oversight_report
@@ -161,7 +162,7 @@ def drill_down(request: Request, services: ServicesDep, viewer: AuditingViewer) 
             now=now,
             part=part[1] if part else None,
             after=request.query_params.get("after") or None,
-            limit=_page_size(request.query_params.get("limit")),
+            limit=page_size(request.query_params.get("limit"), PAGE_SIZE, MAX_PAGE_SIZE),
         )
     except UnknownPartError as error:
         raise Problem(422, str(error)) from None
@@ -222,15 +223,6 @@ def _part_asked(request: Request, name: str) -> tuple[str, str] | None:
             raise Problem(422, f"Invalid {param}: figure {name!r} is not split by {param}")
         return param, value
     return None
-
-
-def _page_size(text: str | None) -> int:
-    if not text:
-        return PAGE_SIZE
-    if not text.isdigit() or not 1 <= int(text) <= MAX_PAGE_SIZE:
-        msg = f"Invalid limit {text!r}: a whole number from 1 to {MAX_PAGE_SIZE}"
-        raise Problem(422, msg)
-    return int(text)
 
 
 @router.get("/dashboard/download")

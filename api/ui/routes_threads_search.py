@@ -14,6 +14,7 @@ from api.http.deps import ServicesDep
 from api.http.problems import Problem
 from api.http.reads import record_reads
 from api.ui.access import AuditingViewer
+from api.ui.forms import page_size
 from api.ui.pages import PageRoute, render
 from domain.oversight.read_log import Read, read_target
 from projections.thread_index import STATUSES, ThreadIndex
@@ -103,22 +104,13 @@ def _metadata(text: str | None) -> dict[str, str] | None:
     return pairs
 
 
-def _page_size(text: str) -> int:
-    if not text:
-        return PAGE_SIZE
-    if not text.isdigit() or not 1 <= int(text) <= MAX_PAGE_SIZE:
-        msg = f"Invalid limit {text!r}: a whole number from 1 to {MAX_PAGE_SIZE}"
-        raise Problem(422, msg)
-    return int(text)
-
-
 @router.get("/threads")
 def thread_search(request: Request, services: ServicesDep, viewer: AuditingViewer) -> Response:
     filters = filters_of(request)
     arguments = filters.search_arguments()
     after = request.query_params.get("after") or None
     size = request.query_params.get("limit", "").strip()
-    limit = _page_size(size)
+    limit = page_size(size, PAGE_SIZE, MAX_PAGE_SIZE)
     kept = {"limit": size} if size else {}  # a page size asked for stays in the URL
     services.read_models.catch_up_to_head()
     page = ThreadIndex(services.read_models.db).search(**arguments, limit=limit, after=after)

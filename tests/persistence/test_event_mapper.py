@@ -104,9 +104,7 @@ def test_any_stored_event_decodes_to_the_librarys_event(mappers, update):
 
 @settings(max_examples=300, deadline=None)
 @given(update=st.dictionaries(st.text(max_size=8), json_values, max_size=5))
-def test_a_threads_event_stored_by_orjson_reads_back_as_the_librarys_encoding_does(
-    mappers, update
-):
+def test_a_threads_event_stored_by_orjson_reads_back_as_the_librarys_encoding_does(mappers, update):
     # Given a thread's event, whose fields are plain JSON
     fast, library = mappers
     event = _completed(update)
