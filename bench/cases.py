@@ -7,6 +7,7 @@ from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
 from bench.backends import HOLDPOINT, LANGGRAPH, Side, scratch_dir, sqlite_bytes
+from bench.bare_commit import bare_commit_once
 from bench.graphs import (
     Config,
     GraphBuilder,
@@ -24,6 +25,7 @@ from bench.report import (
     comparison_rows,
     ratio,
     ratio_target,
+    reported_target,
     skipped_row,
     skipped_target,
 )
@@ -40,6 +42,10 @@ SPEED_LIMIT = 0.5  # Holdpoint's time at most 0.5 x LangGraph's
 STATE_MS_LIMIT = 2.0  # get_state on a freshly opened store, median
 GROWTH_LIMIT = 1.5  # "not growing": longest / shortest thread's get_state median
 STORAGE_LIMIT = 1 / 20
+# The native engine's step at most this many bare commits (bench/bare_commit.py).
+COMMIT_LIMITS: dict[str, float | None] = {"sqlite": 2.0, "postgres": 1.5}
+COMMIT = "bare commit (one row)"
+CYCLE_COMMITS: dict[str, float | None] = {"sqlite": None, "postgres": None}
 WARM_UP_STEPS = 20
 
 
@@ -55,12 +61,15 @@ def compare_on_backends(
     measure_once: Callable[..., Stats],
     measured: str,
     key: str,
+    commit_limits: dict[str, float | None] | None = None,
 ) -> None:
     """Measure both sides on each backend into ``result``'s first table and targets.
 
     ``measure_once(settings, backend, side, warm_up=..., server=...)`` is one
     repetition; the target per backend: ``measured`` (statistic ``key``) at most
     0.5 x LangGraph's. A backend this run skips gets a skipped row and target.
+    On the backends of ``commit_limits`` a bare commit takes turns with the sides, and
+    Holdpoint's ``key`` is judged against it too (None: reported, no limit).
     """
     for backend in BACKENDS:
         description = f"{backend}: {measured} at most 0.5 x LangGraph's"
@@ -71,9 +80,58 @@ def compare_on_backends(
             continue
         measure = partial(measure_once, runner.settings, backend, server=runner.server)
         label = f"{result.name}/{backend}"
-        by_side = runner.compare(label, measure, variants=backend == "sqlite")
+        floor = (commit_limits or {}).get(backend, 0.0)
+        commit = partial(bare_commit_once, runner.settings, backend, server=runner.server)
+        by_side = runner.compare(
+            label,
+            measure,
+            variants=backend == "sqlite",
+            extra={COMMIT: commit} if floor != 0.0 else None,
+        )
         result.tables[0].rows += comparison_rows(backend, by_side, metrics)
         result.targets.append(ratio_target(description, ratio(by_side, key), SPEED_LIMIT))
+        if floor != 0.0:
+            _commit_rows(result, backend, by_side, metrics, key, floor)
+
+
+def _commit_rows(
+    result: CaseResult,
+    backend: str,
+    by_side: dict[str, Stats | None],
+    metrics: list[Metric],
+    key: str,
+    limit: float | None,
+) -> None:
+    """The bare commit's row, Holdpoint's and LangGraph's multiples of it, and the target."""
+    commit = by_side.get(COMMIT)
+    ms_per_commit = commit["step_ms"] if commit else None
+    cells = [m.fmt(commit[m.key]) if commit and m.key in commit else "" for m in metrics]
+    rows = result.tables[0].rows
+    rows.append([backend, COMMIT, *cells])
+    for side, label in ((HOLDPOINT, "ratio H/commit"), (LANGGRAPH, "ratio L/commit")):
+        stats = by_side.get(side)
+        rows.append(
+            [
+                backend,
+                label,
+                *(
+                    fmt_ratio(stats[m.key] / ms_per_commit)
+                    if stats and ms_per_commit and m.key == key
+                    else ""
+                    for m in metrics
+                ),
+            ]
+        )
+    hold = by_side.get(HOLDPOINT)
+    value = hold[key] / ms_per_commit if hold and ms_per_commit else None
+    if limit is None:
+        result.targets.append(reported_target(f"{backend}: Holdpoint / a bare commit", value))
+    else:
+        result.targets.append(
+            ratio_target(
+                f"{backend}: Holdpoint's per step at most {limit:g} x a bare commit", value, limit
+            )
+        )
 
 
 def refund_once(
@@ -129,10 +187,14 @@ def refund_cycle(runner: Runner) -> CaseResult:
         "Seed (a) graph. Per thread: `invoke(input)` until `interrupt()`, then "
         f"`invoke(Command(resume=True))` to END; {settings.threads:,} threads per "
         f"repetition, {_reps(settings)}. threads/s = threads / wall time of the "
-        "repetition.",
+        f"repetition. On SQLite and PostgreSQL, *{COMMIT}* takes turns with the sides "
+        "as in benchmark 2; *ratio H/commit* is a cycle over one bare commit (Holdpoint "
+        "commits a cycle's 8 events in 6 commits).",
         [Table(["backend", "side", *(m.header for m in metrics)])],
     )
-    compare_on_backends(runner, result, metrics, refund_once, "per-thread median", "median")
+    compare_on_backends(
+        runner, result, metrics, refund_once, "per-thread median", "median", CYCLE_COMMITS
+    )
     return result
 
 
@@ -169,10 +231,17 @@ def long_loop(runner: Runner) -> CaseResult:
         f"2. {steps:,}-step loop",
         f"`START → inc`, conditional edge `inc → inc` while `n < {steps}`, else END; "
         f"`recursion_limit={steps + 10}`. Per step = run time / {steps:,}; "
-        f"{_reps(settings)}.",
+        f"{_reps(settings)}. The floor beside them, taking turns with them in the same "
+        f"run: *{COMMIT}*, {steps:,} rows of 400 bytes inserted and committed one at a "
+        "time into a bare table `(id, version, state)` keyed on `(id, version)`, on a "
+        "fresh SQLite file in WAL mode with `synchronous=NORMAL` (as Holdpoint's store) "
+        "and as autocommit INSERTs on one PostgreSQL connection in a fresh schema "
+        "(`bench/bare_commit.py`); *ratio H/commit* is Holdpoint's time per step over it.",
         [Table(["backend", "side", *(m.header for m in metrics)])],
     )
-    compare_on_backends(runner, result, metrics, loop_once, "per-step time", "step_ms")
+    compare_on_backends(
+        runner, result, metrics, loop_once, "per-step time", "step_ms", COMMIT_LIMITS
+    )
     return result
 
 

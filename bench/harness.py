@@ -187,12 +187,20 @@ class Runner:
         return out
 
     def compare(
-        self, label: str, measure: Measure, reps: int | None = None, *, variants: bool = False
+        self,
+        label: str,
+        measure: Measure,
+        reps: int | None = None,
+        *,
+        variants: bool = False,
+        extra: dict[str, Job] | None = None,
     ) -> dict[str, Stats | None]:
         """Warm up, then ``reps`` repetitions per side; medians of each statistic.
 
-        Variant sides run only with ``variants``. A side that raises is left out
-        from then on (its result is None).
+        Variant sides run only with ``variants``; the ``extra`` jobs (a baseline) take
+        turns with the sides. A side that raises is left out from then on (its result
+        is None).
         """
         sides = [side for side in self.sides if variants or not side.variant]
-        return self.alternate(label, {side.name: partial(measure, side) for side in sides}, reps)
+        jobs = {side.name: partial(measure, side) for side in sides}
+        return self.alternate(label, {**jobs, **(extra or {})}, reps)
