@@ -25,6 +25,15 @@ $(LANGGRAPH_VENV)/.installed: bench/langgraph-server.txt
 	$(LANGGRAPH_VENV)/bin/pip install --quiet -r bench/langgraph-server.txt
 	touch $@
 
+# Aegra's server, for the HTTP benchmark, in an environment of its own
+# (bench/aegra-server.txt says why).
+AEGRA_VENV := .venv-aegra
+$(AEGRA_VENV)/.installed: bench/aegra-server.txt
+	$(PYTHON) -m venv $(AEGRA_VENV)
+	$(AEGRA_VENV)/bin/pip install --quiet --upgrade pip
+	$(AEGRA_VENV)/bin/pip install --quiet -r bench/aegra-server.txt
+	touch $@
+
 # LangGraph's JS SDK for the tests that drive Holdpoint from Node and a browser page
 # (tests/api/js), axe-core, and the OpenID Connect provider of the UI's sign-in tests,
 # from npm, when npm is here; without it those tests skip (fail in CI).
@@ -57,11 +66,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: $(VENV)/.bench $(LANGGRAPH_VENV)/.installed  ## Holdpoint and LangGraph side by side; writes BENCHMARKS.md
+bench: $(VENV)/.bench $(LANGGRAPH_VENV)/.installed $(AEGRA_VENV)/.installed  ## Holdpoint, LangGraph and Aegra side by side; writes BENCHMARKS.md
 	$(BIN)/python -m bench.run
 
 screenshots: $(STAMP)  ## the browser UI over a scripted history, as PNGs in docs/screenshots/
 	PYTHONPATH=. $(BIN)/python -m tests.api.ui.screenshots
 
 clean:
-	rm -rf $(VENV) $(LANGGRAPH_VENV) var .pytest_cache .ruff_cache .hypothesis tests/js/node_modules
+	rm -rf $(VENV) $(LANGGRAPH_VENV) $(AEGRA_VENV) var .pytest_cache .ruff_cache .hypothesis tests/js/node_modules
