@@ -1,19 +1,21 @@
 """Benchmark 6 (issue 5, Performance): refund cycles over HTTP, server against server.
 
-Holdpoint's server (`holdpoint serve`) and LangGraph's own (`langgraph dev`,
-langgraph-api's in-memory runtime) run as subprocesses on free loopback ports,
-both on seed (a), the refund graph, as ``bench/graphs.py`` builds it: each side
+Holdpoint's server (`holdpoint serve`), LangGraph's own (`langgraph dev`,
+langgraph-api's in-memory runtime) and Aegra's (aegra-api, a self-hosted server
+of LangGraph's API on PostgreSQL) run as subprocesses on free loopback ports,
+all on seed (a), the refund graph, as ``bench/graphs.py`` builds it: each side
 gets a module file in a temporary directory that builds it with its own API
-(LangGraph's also gets a ``langgraph.json`` naming it). Holdpoint runs on a fresh
-SQLite file (the embedded store), and, as an extra row, on a fresh PostgreSQL
-schema; before it starts, each client gets an agent's and a reviewer's key of its
-own (``Keyring.create``, what ``holdpoint keys create`` does): its agent starts each
-thread and its reviewer resumes it (separation of duties is on).
+(LangGraph's and Aegra's also get a ``langgraph.json`` or ``aegra.json`` naming
+it). Holdpoint runs on a fresh SQLite file (the embedded store), and, as an extra
+row, on a fresh PostgreSQL schema; Aegra on a fresh PostgreSQL database of its
+own. Before Holdpoint starts, each client gets an agent's and a reviewer's key of
+its own (``Keyring.create``, what ``holdpoint keys create`` does): its agent starts
+each thread and its reviewer resumes it (separation of duties is on).
 
 The clients are the official async SDK client (``langgraph_sdk.get_client``),
 driven from this process: N concurrent clients are N asyncio tasks, each with
 two SDK clients (the starter's and the decider's; both without a key on
-LangGraph's side). A cycle is ``threads.create()``, ``runs.wait(input=...)``
+LangGraph's and Aegra's sides). A cycle is ``threads.create()``, ``runs.wait(input=...)``
 (which pauses at the interrupt), then ``runs.wait(command={"resume": True})``
 (which ends the graph); the resume is timed on its own.
 """
@@ -38,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench.backends import HOLDPOINT, LANGGRAPH, LANGGRAPH_VENV, scratch_dir
 from bench.harness import QUICK, BenchError, Runner, check
-from bench.postgres import drop_schema, new_schema_name
+from bench.postgres import drop_schema, fresh_database, new_schema_name
 from bench.report import (
     CaseResult,
     Metric,
@@ -46,6 +48,7 @@ from bench.report import (
     Table,
     Target,
     skipped_row,
+    skipped_target,
 )
 from bench.stats import fmt_ms, fmt_num, fmt_ratio
 
@@ -59,9 +62,15 @@ HOLDPOINT_POSTGRES = "Holdpoint, PostgreSQL"
 # `[server]` of a holdpoint.toml), as before runs went one after another while they compute.
 HOLDPOINT_POOL = "Holdpoint, run_turn=0"
 POOL_TOML = "[server]\nrun_turn = 0\n"
-SIDES = (HOLDPOINT, HOLDPOINT_POOL, HOLDPOINT_POSTGRES, LANGGRAPH)
+AEGRA = "Aegra"
+# Aegra's server lives in an environment of its own (bench/aegra-server.txt says why).
+AEGRA_VENV = Path(os.environ.get("HOLDPOINT_BENCH_AEGRA_VENV") or ROOT / ".venv-aegra")
+AEGRA_DATABASE_PREFIX = "bench_aegra_"
+SIDES = (HOLDPOINT, HOLDPOINT_POOL, HOLDPOINT_POSTGRES, LANGGRAPH, AEGRA)
+POSTGRES_SIDES = (HOLDPOINT_POSTGRES, AEGRA)
 THROUGHPUT_LIMIT = 2.0  # Holdpoint's cycles/s at least 2 x LangGraph's ...
 THROUGHPUT_CLIENTS = (8, 32)  # ... at these client counts
+AEGRA_THROUGHPUT_LIMIT = 3.0  # and on PostgreSQL at least 3 x Aegra's, at the same counts
 RESUME_P99_MS = 50.0  # and a resume's p99 under 50 ms ...
 RESUME_CLIENTS = 8  # ... at 8 clients
 START_TIMEOUT_S = 60.0
@@ -118,7 +127,7 @@ def percentile(values: list[float], fraction: float) -> float:
 @dataclass(frozen=True)
 class Endpoint:
     """A running server: its URL, its process, and per client the keys of its starter and
-    of its decider (none on LangGraph's side)."""
+    of its decider (none on LangGraph's and Aegra's sides)."""
 
     url: str
     pid: int
@@ -277,6 +286,40 @@ def langgraph_server(directory: Path) -> Iterator[Endpoint]:
         yield Endpoint(url, pid)
 
 
+@contextmanager
+def aegra_server(directory: Path, database_url: str) -> Iterator[Endpoint]:
+    """Aegra's server on ``database_url`` (its defaults, no auth) serving the refund graph.
+
+    The command is the one ``aegra serve`` runs in a child process (uvicorn on
+    ``aegra_api.main:app``, one worker), run directly so that the process measured is
+    the server's. It applies its migrations to the database as it starts.
+    """
+    (directory / "refund_graph.py").write_text(
+        LANGGRAPH_GRAPH.format(root=str(ROOT)), encoding="utf-8"
+    )
+    config = directory / "aegra.json"
+    config.write_text(LANGGRAPH_JSON, encoding="utf-8")
+    python = AEGRA_VENV / "bin" / "python"
+    if not python.exists():
+        message = (
+            f"no Aegra server at {AEGRA_VENV}: `make bench` creates {AEGRA_VENV.name} "
+            "from bench/aegra-server.txt (or set HOLDPOINT_BENCH_AEGRA_VENV)"
+        )
+        raise BenchError(message)
+    port = free_port()
+    command = [str(python), "-m", "uvicorn", "aegra_api.main:app"]
+    command += ["--host", "127.0.0.1", "--port", str(port)]
+    env = {
+        **os.environ,
+        "AEGRA_CONFIG": str(config),
+        "DATABASE_URL": database_url,
+        "AUTH_TYPE": "noop",
+    }
+    url = f"http://127.0.0.1:{port}"
+    with running(command, env, directory, f"{url}/health", directory / "aegra.log") as pid:
+        yield Endpoint(url, pid)
+
+
 # -- clients -----------------------------------------------------------------
 
 
@@ -348,6 +391,13 @@ def _job(side: str, sizes: Sizes, server: Server | None) -> Callable[..., Stats]
             if side == LANGGRAPH:
                 with langgraph_server(directory) as endpoint:
                     return measure_all(endpoint, sizes)
+            if side == AEGRA:
+                assert server is not None
+                with (
+                    fresh_database(server, AEGRA_DATABASE_PREFIX) as url,
+                    aegra_server(directory, url) as endpoint,
+                ):
+                    return measure_all(endpoint, sizes)
             if side in (HOLDPOINT, HOLDPOINT_POOL):
                 url = f"sqlite:///{directory / 'holdpoint.db'}"
                 config = POOL_TOML if side == HOLDPOINT_POOL else ""
@@ -382,23 +432,30 @@ def _cells(stats: Stats | None, clients: int) -> list[str]:
     return ["n/a" if math.isnan(v) else m.fmt(v) for m, v in zip(METRICS, values, strict=True)]
 
 
-def _ratio(by_side: dict[str, Stats | None], side: str, key: str) -> float | None:
-    mine, theirs = by_side.get(side), by_side.get(LANGGRAPH)
+def _ratio(
+    by_side: dict[str, Stats | None], side: str, key: str, against: str = LANGGRAPH
+) -> float | None:
+    mine, theirs = by_side.get(side), by_side.get(against)
     if mine is None or theirs is None or not theirs.get(key) or math.isnan(mine[key] + theirs[key]):
         return None
     return mine[key] / theirs[key]
 
 
-def http_cycles(runner: Runner) -> CaseResult:
-    """Benchmark 6: refund cycles through the SDK, Holdpoint's server vs LangGraph's."""
-    sizes = _sizes(runner)
+RATIO_ROWS = (  # (side, against, label) of the table's ratio rows
+    (HOLDPOINT, LANGGRAPH, "ratio H/L"),
+    (HOLDPOINT_POOL, LANGGRAPH, "ratio H(run_turn=0)/L"),
+    (HOLDPOINT_POSTGRES, LANGGRAPH, "ratio H(PostgreSQL)/L"),
+    (HOLDPOINT_POSTGRES, AEGRA, "ratio H(PostgreSQL)/Aegra"),
+)
+
+
+def _method(sizes: Sizes) -> str:
+    """The case's method paragraph, for the sizes it ran."""
     per_client = ", ".join(
         f"{n} client{'s' if n > 1 else ''}: {c} cycles each"
         for n, c in zip(sizes.clients, sizes.cycles, strict=True)
     )
-    result = CaseResult(
-        "http",
-        "6. Refund cycles over HTTP: Holdpoint's server vs LangGraph's",
+    return (
         "Each side's server runs as a subprocess on a free loopback port, on seed (a) built "
         "by `bench/graphs.py` with the side's own API: `holdpoint serve --graph "
         "refund=...` on a fresh SQLite file (and, as an extra row, on a fresh PostgreSQL "
@@ -409,14 +466,26 @@ def http_cycles(runner: Runner) -> CaseResult:
         "--no-reload` (langgraph-api's in-memory "
         "runtime, its default settings; from its own environment, `.venv-langgraph`, "
         "pinned in `bench/langgraph-server.txt`) on a `langgraph.json` naming the same "
-        "graph. Both servers are uvicorn on uvloop and httptools. Each "
-        "waits for readiness by polling its health endpoint (`/healthz`, `/ok`). The "
-        "clients are the official async SDK client (`langgraph_sdk.get_client`) in the "
+        "graph; Aegra (aegra-api 0.6.0 on langgraph 1.2.22, from its own environment, "
+        "`.venv-aegra`, pinned in `bench/aegra-server.txt`) on an `aegra.json` naming the "
+        "same graph and a fresh PostgreSQL database of its own per repetition "
+        f"(`{AEGRA_DATABASE_PREFIX}...`, on the server of the PostgreSQL row, dropped "
+        "afterwards), whose tables its Alembic migrations create as it starts. Aegra runs "
+        "as `aegra serve` would: `python -m uvicorn aegra_api.main:app`, started directly "
+        "so that the process measured is the server (one process: uvicorn's one worker), "
+        "with its default settings: no auth (`AUTH_TYPE=noop`); LangGraph's "
+        "`AsyncPostgresSaver` and `AsyncPostgresStore` on a psycopg pool of 1 to 6 "
+        "connections, its threads, runs and assistants through SQLAlchemy on asyncpg, a pool "
+        "of 2 connections and no overflow; INFO logs, about 15 lines a cycle, in its "
+        "console format, to a file. "
+        "All three servers are uvicorn on uvloop and httptools. Each "
+        "waits for readiness by polling its health endpoint (`/healthz`, `/ok`, `/health`). "
+        "The clients are the official async SDK client (`langgraph_sdk.get_client`) in the "
         "benchmark process: N concurrent clients are N asyncio tasks, each with its own "
-        "starter's and decider's SDK client (no key on LangGraph's side). A cycle: "
-        "`threads.create()`, `runs.wait(input=...)` (pauses at the interrupt; checked), "
-        "`runs.wait(command={'resume': True})` (ends; checked). Per repetition each side "
-        "gets a fresh server and store and runs the client counts in turn: "
+        "starter's and decider's SDK client (no key on LangGraph's and Aegra's sides). A "
+        "cycle: `threads.create()`, `runs.wait(input=...)` (pauses at the interrupt; "
+        "checked), `runs.wait(command={'resume': True})` (ends; checked). Per repetition "
+        "each side gets a fresh server and store and runs the client counts in turn: "
         f"{sizes.warmup_cycles} untimed warm-up cycle(s) per client, then {per_client}. "
         "cycles/s = all cycles / wall time from the first client's start to the last "
         "client's end; resume = the `runs.wait` with the resume, as its client saw it "
@@ -427,67 +496,118 @@ def http_cycles(runner: Runner) -> CaseResult:
         f"{sizes.reps} repetition(s); sides alternate. Note: `langgraph dev` defaults to "
         "one background job at a time (`N_JOBS_PER_WORKER=1`) and its idle queue polls "
         "for new runs every 0.5 s, so a lone client waits about that long per run; with "
-        "more jobs per worker (`--n-jobs-per-worker`) it measured slower here. The row "
+        "more jobs per worker (`--n-jobs-per-worker`) it measured slower here. Aegra has "
+        "no queue to poll: its `runs.wait` runs the graph as an asyncio task in the "
+        "process that took the request and awaits it, so a run is not durable (it dies "
+        "with the process) and there is no limit to the runs in flight but its pools. The row "
         f"*{HOLDPOINT_POOL}* is for context, not a target: the same server with "
         "`run_turn = 0` in its holdpoint.toml (every run at once on a pool of 32 threads, "
         "contending for the GIL, instead of the default: one after another on one thread "
-        "while their nodes compute, beside it when a node waits; `service/run_executor.py`).",
-        [Table(["clients", "side", *(metric.header for metric in METRICS)])],
+        "while their nodes compute, beside it when a node waits; `service/run_executor.py`)."
     )
-    postgres_reason = runner.skipped("postgres")
-    sides = [s for s in SIDES if s != HOLDPOINT_POSTGRES or postgres_reason is None]
-    jobs = {side: _job(side, sizes, runner.server) for side in sides}
-    by_side = runner.alternate("http", jobs, reps=sizes.reps)
-    table = result.tables[0]
-    for clients in sizes.clients:
-        for side in SIDES:
-            if side == HOLDPOINT_POSTGRES and postgres_reason is not None:
-                row = skipped_row(side, postgres_reason, len(METRICS) - 1)
-                table.rows.append([str(clients), *row])
-                continue
-            table.rows.append([str(clients), side, *_cells(by_side.get(side), clients)])
-        for side, label in (
-            (HOLDPOINT, "ratio H/L"),
-            (HOLDPOINT_POOL, "ratio H(run_turn=0)/L"),
-            (HOLDPOINT_POSTGRES, "ratio H(PostgreSQL)/L"),
-        ):
-            if side not in by_side:
-                continue
-            cells = [_ratio(by_side, side, f"c{clients}_{metric.key}") for metric in METRICS]
-            table.rows.append(
-                [str(clients), label, *("n/a" if c is None else fmt_ratio(c) for c in cells)]
-            )
-    for clients in THROUGHPUT_CLIENTS:
-        if clients not in sizes.clients:
+
+
+def _rows(
+    by_side: dict[str, Stats | None], clients: int, postgres_reason: str | None
+) -> list[list[str]]:
+    """The table's rows at ``clients`` clients: each side's, then the ratios."""
+    rows = []
+    for side in SIDES:
+        if side in POSTGRES_SIDES and postgres_reason is not None:
+            row = skipped_row(side, postgres_reason, len(METRICS) - 1)
+            rows.append([str(clients), *row])
             continue
-        description = (
-            f"sqlite, {clients} clients: cycles/s at least {THROUGHPUT_LIMIT:g} x LangGraph's"
-        )
-        value = _ratio(by_side, HOLDPOINT, f"c{clients}_cps")
-        if value is None:
-            result.targets.append(Target(description, None, "not measured"))
-        else:
-            result.targets.append(
-                Target(
-                    description,
-                    value >= THROUGHPUT_LIMIT,
-                    f"ratio {fmt_ratio(value)} (at least {THROUGHPUT_LIMIT:g})",
-                )
+        rows.append([str(clients), side, *_cells(by_side.get(side), clients)])
+    for side, against, label in RATIO_ROWS:
+        if side not in by_side or against not in by_side:
+            continue
+        cells = [_ratio(by_side, side, f"c{clients}_{metric.key}", against) for metric in METRICS]
+        rows.append([str(clients), label, *("n/a" if c is None else fmt_ratio(c) for c in cells)])
+    return rows
+
+
+def _throughput_target(
+    by_side: dict[str, Stats | None],
+    description: str,
+    key: str,
+    sides: tuple[str, str],
+    limit: float,
+) -> Target:
+    """Whether ``sides[0]``'s ``key`` is at least ``limit`` x ``sides[1]``'s."""
+    value = _ratio(by_side, sides[0], key, sides[1])
+    if value is None:
+        return Target(description, None, "not measured")
+    return Target(description, value >= limit, f"ratio {fmt_ratio(value)} (at least {limit:g})")
+
+
+def _targets(
+    by_side: dict[str, Stats | None], sizes: Sizes, postgres_reason: str | None
+) -> list[Target]:
+    """The issue's targets: throughput against LangGraph (SQLite) and Aegra (PostgreSQL),
+    and the resume's p99."""
+    targets = []
+    for clients in (n for n in THROUGHPUT_CLIENTS if n in sizes.clients):
+        key = f"c{clients}_cps"
+        targets.append(
+            _throughput_target(
+                by_side,
+                f"sqlite, {clients} clients: cycles/s at least {THROUGHPUT_LIMIT:g} x LangGraph's",
+                key,
+                (HOLDPOINT, LANGGRAPH),
+                THROUGHPUT_LIMIT,
             )
+        )
+    for clients in (n for n in THROUGHPUT_CLIENTS if n in sizes.clients):
+        description = (
+            f"postgres, {clients} clients: Holdpoint's cycles/s at least "
+            f"{AEGRA_THROUGHPUT_LIMIT:g} x Aegra's"
+        )
+        if postgres_reason is not None:
+            targets.append(skipped_target(description, postgres_reason))
+            continue
+        targets.append(
+            _throughput_target(
+                by_side,
+                description,
+                f"c{clients}_cps",
+                (HOLDPOINT_POSTGRES, AEGRA),
+                AEGRA_THROUGHPUT_LIMIT,
+            )
+        )
     description = f"sqlite, {RESUME_CLIENTS} clients: resume p99 < {RESUME_P99_MS:g} ms"
     mine = by_side.get(HOLDPOINT)
     if mine is None:
-        result.targets.append(Target(description, None, "not measured"))
+        targets.append(Target(description, None, "not measured"))
     else:
         p99 = mine[f"c{RESUME_CLIENTS}_p99"]
-        result.targets.append(
+        targets.append(
             Target(
                 description,
                 p99 < RESUME_P99_MS,
                 f"p99 {fmt_ms(p99)} ms (limit {RESUME_P99_MS:g} ms)",
             )
         )
-    return result
+    return targets
+
+
+def http_cycles(runner: Runner) -> CaseResult:
+    """Benchmark 6: refund cycles through the SDK, Holdpoint's server vs LangGraph's and
+    Aegra's."""
+    sizes = _sizes(runner)
+    postgres_reason = runner.skipped("postgres")
+    sides = [s for s in SIDES if s not in POSTGRES_SIDES or postgres_reason is None]
+    jobs = {side: _job(side, sizes, runner.server) for side in sides}
+    by_side = runner.alternate("http", jobs, reps=sizes.reps)
+    table = Table(["clients", "side", *(metric.header for metric in METRICS)])
+    for clients in sizes.clients:
+        table.rows += _rows(by_side, clients, postgres_reason)
+    return CaseResult(
+        "http",
+        "6. Refund cycles over HTTP: Holdpoint's server vs LangGraph's and Aegra's",
+        _method(sizes),
+        [table],
+        _targets(by_side, sizes, postgres_reason),
+    )
 
 
 HTTP_CASES: dict[str, Callable[[Runner], CaseResult]] = {"http": http_cycles}

@@ -5,7 +5,8 @@ The server is found at ``HOLDPOINT_BENCH_POSTGRES_URL`` (default: the one
 repetition, dropped afterwards (its events table refuses TRUNCATE by design);
 LangGraph's ``PostgresSaver`` gets its own database, ``lgbench``, whose
 checkpoint tables are truncated before each repetition; the raw-driver
-baseline gets a new schema holding one bare table.
+baseline gets a new schema holding one bare table; Aegra's server, which runs
+its own migrations, gets a new database per repetition, dropped afterwards.
 """
 
 from __future__ import annotations
@@ -94,6 +95,25 @@ def connect() -> tuple[Server | None, str | None]:
 def new_schema_name() -> str:
     """Return a fresh, unique schema name."""
     return f"{SCHEMA_PREFIX}{uuid.uuid4().hex[:12]}"
+
+
+@contextmanager
+def fresh_database(server: Server, prefix: str) -> Iterator[str]:
+    """Create an empty database named ``prefix`` and a random suffix; yield its URL; drop it.
+
+    For a server that owns its tables (it creates them as it starts) and names them
+    without a schema: a database of its own keeps each repetition's tables apart.
+    """
+    name = f"{prefix}{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield _with_database(server.url, name)
+    finally:
+        # FORCE: a connection the stopped server left behind must not keep the database
+        drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        with psycopg.connect(server.url, autocommit=True) as conn:
+            conn.execute(drop)
 
 
 def drop_schema(server: Server, schema: str) -> None:
