@@ -25,7 +25,8 @@ STEP_MARK = "@@ step done @@"
 
 
 class Serving:
-    """A `holdpoint serve` process, its banner read line by line from stdout."""
+    """A `holdpoint serve` process, its banner read line by line from stdout; its log
+    (stderr) read as it comes, so that a long run never blocks on a full pipe."""
 
     def __init__(
         self, store: str, *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
@@ -40,7 +41,10 @@ class Serving:
             text=True,
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
+        self.log: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
+        self._logging = threading.Thread(target=self._read_log, daemon=True)
+        self._logging.start()
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -48,22 +52,32 @@ class Serving:
             self.lines.put(line.rstrip("\n"))
         self.lines.put(None)  # end of output
 
+    def _read_log(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.log.append(line)
+
+    def _ended_log(self) -> str:
+        """Its whole log, once the process has ended."""
+        self.process.wait(timeout=60)
+        self._logging.join(timeout=60)
+        return "".join(self.log)
+
     def banner(self, last: str) -> list[str]:
         """The banner's lines, up to the first that starts with `last`."""
         seen = []
         while True:
             line = self.lines.get(timeout=60)
             if line is None:
-                self.process.wait(timeout=60)
-                pytest.fail(f"serve ended: {seen}\n{self.process.stderr.read()}")
+                pytest.fail(f"serve ended: {seen}\n{self._ended_log()}")
             seen.append(line)
             if line.startswith(last):
                 return seen
 
     def stop(self) -> tuple[int, str]:
         self.process.send_signal(signal.SIGTERM)
-        _, stderr = self.process.communicate(timeout=60)
-        return self.process.returncode, stderr
+        log = self._ended_log()
+        return self.process.returncode, log
 
     def rest(self) -> list[str]:
         """The lines of stdout not read yet, up to its end (once the process has ended)."""
