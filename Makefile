@@ -16,22 +16,14 @@ $(VENV)/.bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	touch $(VENV)/.bench
 
-# LangGraph's own server, for the HTTP benchmarks, in an environment of its own
-# (bench/langgraph-server.txt says why).
+# The servers the HTTP benchmarks run beside Holdpoint's, LangGraph's own and Aegra, each
+# in an environment of its own: .venv-NAME from bench/NAME-server.txt (which says why).
 LANGGRAPH_VENV := .venv-langgraph
-$(LANGGRAPH_VENV)/.installed: bench/langgraph-server.txt
-	$(PYTHON) -m venv $(LANGGRAPH_VENV)
-	$(LANGGRAPH_VENV)/bin/pip install --quiet --upgrade pip
-	$(LANGGRAPH_VENV)/bin/pip install --quiet -r bench/langgraph-server.txt
-	touch $@
-
-# Aegra's server, for the HTTP benchmark, in an environment of its own
-# (bench/aegra-server.txt says why).
 AEGRA_VENV := .venv-aegra
-$(AEGRA_VENV)/.installed: bench/aegra-server.txt
-	$(PYTHON) -m venv $(AEGRA_VENV)
-	$(AEGRA_VENV)/bin/pip install --quiet --upgrade pip
-	$(AEGRA_VENV)/bin/pip install --quiet -r bench/aegra-server.txt
+.venv-%/.installed: bench/%-server.txt
+	$(PYTHON) -m venv .venv-$*
+	.venv-$*/bin/pip install --quiet --upgrade pip
+	.venv-$*/bin/pip install --quiet -r $<
 	touch $@
 
 # LangGraph's JS SDK for the tests that drive Holdpoint from Node and a browser page

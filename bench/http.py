@@ -252,22 +252,36 @@ def holdpoint_server(
         yield Endpoint(url, pid, keys)
 
 
-@contextmanager
-def langgraph_server(directory: Path) -> Iterator[Endpoint]:
-    """``langgraph dev`` (in-memory runtime, its defaults) serving the refund graph."""
+def _refund_graph(directory: Path, config_name: str) -> Path:
+    """The refund graph's module in `directory` for a server of LangGraph's API, and the
+    config (`langgraph.json`, `aegra.json`) that names it; the config's path."""
     (directory / "refund_graph.py").write_text(
         LANGGRAPH_GRAPH.format(root=str(ROOT)), encoding="utf-8"
     )
-    config = directory / "langgraph.json"
+    config = directory / config_name
     config.write_text(LANGGRAPH_JSON, encoding="utf-8")
-    port = free_port()
-    langgraph = LANGGRAPH_VENV / "bin" / "langgraph"
-    if not langgraph.exists():
+    return config
+
+
+def _installed(program: Path, server: str, variable: str) -> Path:
+    """`program` of the environment `make bench` creates from bench/<server>-server.txt;
+    BenchError, saying how to get it, when it is not there."""
+    if not program.exists():
+        venv = program.parent.parent
         message = (
-            f"no LangGraph server at {langgraph}: `make bench` creates {LANGGRAPH_VENV.name} "
-            "from bench/langgraph-server.txt (or set HOLDPOINT_BENCH_LANGGRAPH_VENV)"
+            f"no {server} server at {program}: `make bench` creates {venv.name} from "
+            f"bench/{server}-server.txt (or set HOLDPOINT_BENCH_{variable}_VENV)"
         )
         raise BenchError(message)
+    return program
+
+
+@contextmanager
+def langgraph_server(directory: Path) -> Iterator[Endpoint]:
+    """``langgraph dev`` (in-memory runtime, its defaults) serving the refund graph."""
+    config = _refund_graph(directory, "langgraph.json")
+    langgraph = _installed(LANGGRAPH_VENV / "bin" / "langgraph", "langgraph", "LANGGRAPH")
+    port = free_port()
     command = [
         str(langgraph),
         "dev",
@@ -294,18 +308,8 @@ def aegra_server(directory: Path, database_url: str) -> Iterator[Endpoint]:
     ``aegra_api.main:app``, one worker), run directly so that the process measured is
     the server's. It applies its migrations to the database as it starts.
     """
-    (directory / "refund_graph.py").write_text(
-        LANGGRAPH_GRAPH.format(root=str(ROOT)), encoding="utf-8"
-    )
-    config = directory / "aegra.json"
-    config.write_text(LANGGRAPH_JSON, encoding="utf-8")
-    python = AEGRA_VENV / "bin" / "python"
-    if not python.exists():
-        message = (
-            f"no Aegra server at {AEGRA_VENV}: `make bench` creates {AEGRA_VENV.name} "
-            "from bench/aegra-server.txt (or set HOLDPOINT_BENCH_AEGRA_VENV)"
-        )
-        raise BenchError(message)
+    config = _refund_graph(directory, "aegra.json")
+    python = _installed(AEGRA_VENV / "bin" / "python", "aegra", "AEGRA")
     port = free_port()
     command = [str(python), "-m", "uvicorn", "aegra_api.main:app"]
     command += ["--host", "127.0.0.1", "--port", str(port)]
