@@ -22,7 +22,7 @@ from integrity.sealing import latest_seal
 from projections.pending_approvals import PendingApprovals
 from projections.quarantine import Quarantine
 from service.read_models import ReadModels
-from service.runs import RunOutcome
+from service.runs import RunManager, RunOutcome
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -86,6 +86,27 @@ class SealGauges(Collector):
         )
 
 
+class RunRecordGauges(Collector):
+    """The run records this process keeps in memory and their cap (`runs_kept`): what its
+    memory grows with as it serves, bounded (README, "Memory")."""
+
+    def __init__(self, runs: RunManager) -> None:
+        self.runs = runs
+
+    def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            "holdpoint_run_records",
+            "Records of runs this process keeps in memory (a run's chunks for its streams, "
+            "a finished run's output)",
+            value=self.runs.records_kept(),
+        )
+        yield GaugeMetricFamily(
+            "holdpoint_run_records_max",
+            "The most run records it keeps (runs_kept): past it, the oldest finished go",
+            value=self.runs.keep,
+        )
+
+
 class Metrics:
     """The server's metrics, in a registry of its own (one per app)."""
 
@@ -127,6 +148,10 @@ class Metrics:
         )
         self.registry.register(ReadModelGauges(read_models))
         self.registry.register(SealGauges(read_models))
+
+    def watch_runs(self, runs: RunManager) -> None:
+        """Report `runs`' records in memory with the other gauges."""
+        self.registry.register(RunRecordGauges(runs))
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
         self.requests.labels(route, method, str(status)).inc()

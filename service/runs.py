@@ -186,6 +186,12 @@ class RunManager:
         with self._guard:
             return self._records.get(run_id)
 
+    def records_kept(self) -> int:
+        """How many run records this process keeps in memory (at most `keep` once the
+        oldest have finished)."""
+        with self._guard:
+            return len(self._records)
+
     def held_runs(self) -> list[Begun]:
         with self._guard:
             return list(self._held.values())

@@ -94,6 +94,7 @@ class Services:
                 graph.step_timeout = settings.step_timeout
 
         runs, worker, policy = build_runs(settings, store, graphs, metrics.observe_run)
+        metrics.watch_runs(runs)
         deliveries = DeliveryStore(runs.store.db, create=may_create_tables(store))
         notifier = None
         if settings.notifications.targets or settings.notifications.allow_hosts:

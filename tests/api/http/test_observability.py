@@ -60,6 +60,21 @@ def test_metrics_count_requests_runs_interrupts_decisions_and_read_the_queue(ser
     assert open_id not in text  # labels are routes, never ids
 
 
+def test_metrics_say_how_many_run_records_the_process_keeps_and_at_most(tmp_path):
+    # Given a server that keeps the records of its last 2 runs
+    with server_on("sqlite", tmp_path, runs_kept=2) as small:
+        sdk = small.sdk("agent")
+        # When it has run 3
+        for amount in (10.0, 20.0, 30.0):
+            thread_id = sdk.threads.create()["thread_id"]
+            sdk.runs.wait(thread_id, "refund", input={"refund_amount": amount})
+        with small.http("auditor") as auditor:
+            text = auditor.get("/metrics").text
+    # Then its metrics say it keeps 2, and no more than 2
+    assert metric(text, "holdpoint_run_records") == 2
+    assert metric(text, "holdpoint_run_records_max") == 2
+
+
 def test_readiness_reports_the_store_and_each_read_models_lag(server):
     with server.http() as anonymous:
         assert anonymous.get("/healthz").json() == {"status": "ok"}
