@@ -71,6 +71,8 @@ POSTGRES_SIDES = (HOLDPOINT_POSTGRES, AEGRA)
 THROUGHPUT_LIMIT = 2.0  # Holdpoint's cycles/s at least 2 x LangGraph's ...
 THROUGHPUT_CLIENTS = (8, 32)  # ... at these client counts
 AEGRA_THROUGHPUT_LIMIT = 3.0  # and on PostgreSQL at least 3 x Aegra's, at the same counts
+# The server's CPU per cycle (its process, from /proc) at most this many ms (issue 26).
+CPU_LIMITS = ((HOLDPOINT, "sqlite", 3.0), (HOLDPOINT_POSTGRES, "postgres", 5.0))
 RESUME_P99_MS = 50.0  # and a resume's p99 under 50 ms ...
 RESUME_CLIENTS = 8  # ... at 8 clients
 START_TIMEOUT_S = 60.0
@@ -547,11 +549,37 @@ def _throughput_target(
     return Target(description, value >= limit, f"ratio {fmt_ratio(value)} (at least {limit:g})")
 
 
+def _cpu_target(
+    by_side: dict[str, Stats | None],
+    side: str,
+    store: str,
+    limit: float,
+    sizes: Sizes,
+    postgres_reason: str | None,
+) -> Target:
+    """The server's CPU per cycle at its worst over the throughput's client counts."""
+    counts = [n for n in THROUGHPUT_CLIENTS if n in sizes.clients]
+    description = (
+        f"{store}, {' and '.join(map(str, counts))} clients: server CPU per cycle at most "
+        f"{limit:g} ms"
+    )
+    if store == "postgres" and postgres_reason is not None:
+        return skipped_target(description, postgres_reason)
+    stats = by_side.get(side)
+    if stats is None or not counts:
+        return Target(description, None, "not measured")
+    worst = max(counts, key=lambda n: stats[f"c{n}_server_ms"])
+    cpu = stats[f"c{worst}_server_ms"]
+    return Target(
+        description, cpu <= limit, f"{fmt_ms(cpu)} ms at {worst} clients (limit {limit:g})"
+    )
+
+
 def _targets(
     by_side: dict[str, Stats | None], sizes: Sizes, postgres_reason: str | None
 ) -> list[Target]:
-    """The issue's targets: throughput against LangGraph (SQLite) and Aegra (PostgreSQL),
-    and the resume's p99."""
+    """The issues' targets: throughput against LangGraph (SQLite) and Aegra (PostgreSQL),
+    the server's CPU per cycle, and the resume's p99."""
     targets = []
     for clients in (n for n in THROUGHPUT_CLIENTS if n in sizes.clients):
         key = f"c{clients}_cps"
@@ -581,6 +609,8 @@ def _targets(
                 AEGRA_THROUGHPUT_LIMIT,
             )
         )
+    for side, store, limit in CPU_LIMITS:
+        targets.append(_cpu_target(by_side, side, store, limit, sizes, postgres_reason))
     description = f"sqlite, {RESUME_CLIENTS} clients: resume p99 < {RESUME_P99_MS:g} ms"
     mine = by_side.get(HOLDPOINT)
     if mine is None:
