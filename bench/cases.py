@@ -80,18 +80,19 @@ def compare_on_backends(
             continue
         measure = partial(measure_once, runner.settings, backend, server=runner.server)
         label = f"{result.name}/{backend}"
-        floor = (commit_limits or {}).get(backend, 0.0)
+        limits = commit_limits or {}
+        floored = backend in limits
         commit = partial(bare_commit_once, runner.settings, backend, server=runner.server)
         by_side = runner.compare(
             label,
             measure,
             variants=backend == "sqlite",
-            extra={COMMIT: commit} if floor != 0.0 else None,
+            extra={COMMIT: commit} if floored else None,
         )
         result.tables[0].rows += comparison_rows(backend, by_side, metrics)
         result.targets.append(ratio_target(description, ratio(by_side, key), SPEED_LIMIT))
-        if floor != 0.0:
-            _commit_rows(result, backend, by_side, metrics, key, floor)
+        if floored:
+            _commit_rows(result, backend, by_side, metrics, key, limits[backend])
 
 
 def _commit_rows(

@@ -112,7 +112,7 @@ def matching(db: Database, queue: str, query: str) -> tuple[list[str], list[Any]
     if not found:
         return [], []
     terms_table = db.table(TERMS)
-    rarest = min(found, key=lambda word: _rows_beginning(db, word))
+    rarest = found[0] if len(found) == 1 else min(found, key=lambda w: _rows_beginning(db, w))
     where = [
         f"interrupt_id IN (SELECT t.interrupt_id FROM {terms_table} t "
         "WHERE t.term >= %s AND t.term < %s AND t.interrupt_id <> '' "
