@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -60,6 +61,7 @@ EVENTS, SNAPSHOTS, KEYS, READ_MODEL, OTHER, FILE = (
     "file",
 )
 Say = Callable[[str], None]
+WAL_DEADLINE = 30.0  # seconds to keep trying to truncate a busy WAL
 
 
 @dataclass(frozen=True)
@@ -235,13 +237,27 @@ def _compact(store: Workflows, db: Database, cleared: list[str], tell: Say) -> d
     try:
         connection.execute("PRAGMA secure_delete = ON")
         connection.execute("VACUUM")
-        busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        busy = _truncate_wal(connection)
     finally:
         connection.close()
     tell("Rewrote the SQLite file (VACUUM) and truncated its WAL.")
     note = "rewritten (VACUUM)"
     wal = "checkpointed and truncated" if not busy else "checkpoint busy: a reader held it"
     return {path: note, f"{path}-wal": wal}
+
+
+def _truncate_wal(connection: sqlite3.Connection) -> bool:
+    """Checkpoint and truncate the WAL; True if it stayed busy until the deadline.
+
+    SQLite answers busy at once, without waiting, while another connection (a
+    server's auto-checkpoint after a commit) runs a checkpoint; that passes in
+    milliseconds, so the checkpoint is tried again until WAL_DEADLINE."""
+    deadline = time.monotonic() + WAL_DEADLINE
+    while True:
+        busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if not busy or time.monotonic() >= deadline:
+            return bool(busy)
+        time.sleep(0.01)
 
 
 # -- searching -------------------------------------------------------------------------
