@@ -15,8 +15,12 @@ exact `domain.integrity.diagnosis.ReferenceHasher` instead:
   prev_hash, a thread id that is not Unicode text (a lone surrogate, which
   the reference reads from a tampered first event and then passes on).
 
+`canonical_bytes` also gives the canonical bytes of events being recorded
+(`domain.record.hashing.recording_hash`; every store installs it).
+
 `tests/integrity/test_fast_hash.py` checks that both give the same hash for any
-JSON value (hypothesis).
+JSON value (hypothesis), and `tests/persistence/test_store_fixture.py` that
+recording gives, byte for byte, each hash of the committed fixture store.
 """
 
 from __future__ import annotations
@@ -33,7 +37,15 @@ from domain.integrity.whole_log import Decoded, event_name
 if TYPE_CHECKING:
     from domain.integrity.diagnosis import ReferenceHasher
 
-_SORTED = orjson.OPT_SORT_KEYS
+# Sorted keys; and a datetime, dataclass or subclass of a JSON type is not written (the
+# stdlib's encoder refuses the first two and may write a subclass otherwise): it raises,
+# and the reference decides.
+_SORTED = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
 # A number with an exponent (canonical output has no spaces: a number ends at , ] } or the end).
 _EXPONENT = re.compile(rb"e[-+][0-9]+(?:[,\]}]|$)")
 _SMALL = re.compile(rb"0\.0000")  # regexes: their literal search beats bytes.find on JSON
@@ -59,7 +71,7 @@ def canonical_bytes(value: Any) -> bytes | None:
     """`canonical_json(value).encode()` by orjson, or None where orjson may write otherwise."""
     try:
         text = orjson.dumps(value, option=_SORTED)
-    except TypeError:  # an integer beyond 64 bits, a value that is not JSON
+    except TypeError:  # an integer beyond 64 bits, a value that is not JSON, a subclass
         return None
     if _EXPONENT.search(text) or _SMALL.search(text) or _TYPED.search(text):
         return None

@@ -37,7 +37,7 @@ from domain.privacy.protector import Protector
 from domain.privacy.subject_keys import MemorySubjectKeys, SubjectKeys
 from domain.record.aggregates import AGGREGATES
 from domain.record.chain import ChainReport, RecordedEvent, verify_records
-from domain.record.hashing import to_json
+from domain.record.hashing import to_json, use_encoder
 from domain.record.thread import WorkflowThread
 from domain.record.thread_uuids import thread_uuid
 
@@ -55,6 +55,8 @@ SNAPSHOT_TOPIC = get_topic(WorkflowThread.Snapshot)
 # imports no infrastructure and no cryptography library.
 SUBJECT_KEYS_TOPIC = "service.subject_keys:subject_keys_for"
 SUBJECT_CIPHER_TOPIC = "integrity.subject_cipher:CIPHER"
+# The events' canonical JSON by orjson, where it writes the stdlib's bytes (hashing.py).
+CANONICAL_ENCODER_TOPIC = "integrity.fast_hash:canonical_bytes"
 T = TypeVar("T")
 
 
@@ -164,6 +166,7 @@ class Workflows(Application[Any]):
 
     def __init__(self, env: dict[str, str] | None = None, url: str = "memory://") -> None:
         super().__init__(env=env)
+        use_encoder(resolve_topic(CANONICAL_ENCODER_TOPIC))
         self.url = url
         reader = self.recorder if hasattr(self.recorder, "select_at_version") else None
         self._reads_at_version = cast("ReadsAtVersion | None", reader)

@@ -6,12 +6,18 @@ JSON of the event's type, thread, version, timestamp and fields. Canonical
 JSON is `json.dumps` with sorted keys, no spaces, UTF-8 and no NaN, taken on
 values already normalised to JSON (see `to_json`), so that hashing the event
 read back from any store gives the same digest as hashing it when recorded.
+
+`recording_hash` may take the canonical bytes from a faster encoder (`use_encoder`): the
+store installs orjson's (`integrity.fast_hash.canonical_bytes`, by topic, as the domain
+imports no infrastructure), which gives the same bytes or None where its text could
+differ (floats with an exponent, ...), and then the stdlib's are taken.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -26,6 +32,23 @@ _dumps = json.JSONEncoder(
 ).encode
 _loads = json.loads
 _dumps_unsorted = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+CanonicalEncoder = Callable[[Any], "bytes | None"]
+_encoder: list[CanonicalEncoder] = []  # the faster encoder, once installed
+
+
+def use_encoder(encoder: CanonicalEncoder) -> None:
+    """Take the events' canonical bytes from `encoder` where it gives them: it must return
+    `canonical_json(value).encode()` or None (this process, from now on)."""
+    _encoder[:] = [encoder]
+
+
+def _canonical_bytes(value: Any) -> bytes:
+    if _encoder:
+        encoded = _encoder[0](value)
+        if encoded is not None:
+            return encoded
+    return _dumps(value).encode()
 
 
 def canonical_json(value: Any) -> str:
@@ -82,8 +105,39 @@ def event_hash(
     prev_hash: str,
     fields: dict[str, Any],
 ) -> str:
-    """The SHA-256 hex digest that chains one event to the one before it."""
-    body = {
+    """The SHA-256 hex digest that chains one event to the one before it: the reference,
+    by the stdlib's encoder alone (what verification recomputes)."""
+    body = _body(event_type, thread_id, version, timestamp, prev_hash, fields)
+    return hashlib.sha256(_dumps(body).encode()).hexdigest()
+
+
+def recording_hash(
+    event_type: str,
+    thread_id: str,
+    version: int,
+    timestamp: datetime,
+    prev_hash: str,
+    fields: dict[str, Any],
+) -> str:
+    """`event_hash` of an event being recorded, by the faster encoder where installed.
+
+    Its fields are plain JSON with finite numbers (`to_json` makes them so): there the
+    encoder's bytes are the stdlib's. Verification never takes this path: a stored
+    event's fields, as the library decodes them, may hold values (a UUID, say) that
+    the stdlib's encoder refuses and orjson writes."""
+    body = _body(event_type, thread_id, version, timestamp, prev_hash, fields)
+    return hashlib.sha256(_canonical_bytes(body)).hexdigest()
+
+
+def _body(
+    event_type: str,
+    thread_id: str,
+    version: int,
+    timestamp: datetime,
+    prev_hash: str,
+    fields: dict[str, Any],
+) -> dict[str, Any]:
+    return {
         "type": event_type,
         "thread_id": thread_id,
         "version": version,
@@ -91,4 +145,3 @@ def event_hash(
         "prev_hash": prev_hash,
         "fields": fields,
     }
-    return hashlib.sha256(_dumps(body).encode()).hexdigest()

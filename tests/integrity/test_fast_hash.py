@@ -9,6 +9,7 @@ written by hand in forms the library never writes.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pytest
@@ -17,7 +18,13 @@ from hypothesis import strategies as st
 
 from domain.integrity.decodable import reference_transcoder
 from domain.integrity.diagnosis import ReferenceHasher
-from domain.record.hashing import GENESIS_HASH, canonical_json, event_hash
+from domain.record.hashing import (
+    GENESIS_HASH,
+    canonical_json,
+    event_hash,
+    recording_hash,
+    use_encoder,
+)
 from integrity.fast_hash import FastHasher, canonical_bytes
 
 TOPIC = "domain.thread:WorkflowThread.NodeCompleted"
@@ -184,3 +191,31 @@ def test_a_thread_id_with_a_lone_surrogate_gets_the_reference_answer():
 
     # Then
     assert fast == ReferenceHasher()(TOPIC, state, thread_id, 2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(fields_strategy, moments, st.text(min_size=1, max_size=12), st.integers(1, 10**6))
+def test_a_hash_recorded_by_orjson_is_the_reference_hash(fields, moment, thread_id, version):
+    # Given orjson's encoder in use for recording (as every store installs it)
+    use_encoder(canonical_bytes)
+    # When an event's hash is taken as it is recorded
+    recorded = recording_hash("NodeCompleted", thread_id, version, moment, "ab" * 32, fields)
+    # Then it is the reference's, which verification recomputes
+    assert recorded == event_hash("NodeCompleted", thread_id, version, moment, "ab" * 32, fields)
+
+
+def test_a_value_orjson_writes_and_the_reference_refuses_is_left_to_the_reference():
+    # datetimes, dataclasses and subclasses of JSON types: the reference decides
+    assert canonical_bytes({"at": datetime(2025, 1, 1, tzinfo=UTC)}) is None
+    assert canonical_bytes({"n": _Count(3)}) is None
+    assert canonical_bytes([Point(1, 2)]) is None
+
+
+class _Count(int):
+    pass
+
+
+@dataclass
+class Point:
+    x: int
+    y: int
