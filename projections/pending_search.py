@@ -15,7 +15,7 @@ from the log gives, without keeping each thread's metadata).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from projections.database import Cursor, Database
@@ -51,28 +51,55 @@ def words(text: str) -> list[str]:
 
 def terms(*values: Any) -> set[str]:
     """The distinct words of JSON values: every key and every string or number in them."""
-    found: set[str] = set()
-    for text in _texts(values):
+    texts = _texts(values, [])
+    # One pass over them all (a space ends a word, and lowers a text's last letter as its
+    # end does); where that finds MAX_TERMS or more, the words are taken text by text.
+    found = {word[:MAX_WORD] for word in WORD.findall(" ".join(texts).lower())}
+    if len(found) < MAX_TERMS:
+        return found
+    found = set()
+    for text in texts:
         found.update(words(text))
         if len(found) >= MAX_TERMS:
             return set(sorted(found)[:MAX_TERMS])
     return found
 
 
-def _texts(value: Any) -> Iterator[str]:
+def _texts(value: Any, found: list[str]) -> list[str]:
+    """The texts of a JSON value, added to `found`: keys, strings and numbers."""
+    kind = type(value)
+    if kind is str:
+        found.append(value)
+    elif kind is dict:
+        for key, item in value.items():
+            found.append(str(key))
+            _texts(item, found)
+    elif kind is list or kind is tuple:
+        for item in value:
+            _texts(item, found)
+    elif kind is bool or value is None:
+        pass
+    elif kind is int or kind is float:
+        found.append(str(value))
+    else:  # a subclass of one of them, as the checks by kind above would not see it
+        _texts_of_subclass(value, found)
+    return found
+
+
+def _texts_of_subclass(value: Any, found: list[str]) -> None:
     if isinstance(value, str):
-        yield value
+        found.append(value)
     elif isinstance(value, bool) or value is None:
         return
     elif isinstance(value, int | float):
-        yield str(value)
+        found.append(str(value))
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield str(key)
-            yield from _texts(item)
+            found.append(str(key))
+            _texts(item, found)
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _texts(item)
+            _texts(item, found)
 
 
 def item_terms(row: Row, payload: Any) -> set[str]:
