@@ -337,6 +337,11 @@ class TunedSQLiteConnectionPool(library.SQLiteConnectionPool):
     without the semaphore; it still writes alone, and readers are served meanwhile. The
     writer lock is the file's `write_gate`, shared with every other pool on the file.
 
+    A writer's connection is kept for the next writer rather than put back in the pool
+    (it stays checked out, so the pool's `close` closes it): a commit then takes the
+    writer lock and nothing else, not the pool's condition and the connection's own lock
+    besides, twice.
+
     The file's WAL checkpointer runs from the pool's first connection until it is closed.
     """
 
@@ -344,6 +349,7 @@ class TunedSQLiteConnectionPool(library.SQLiteConnectionPool):
         self.synchronous = synchronous
         self._release_checkpointer: Callable[[], None] | None = None
         self._checkpointer_guard = threading.Lock()
+        self._kept_writer: library.SQLiteConnection | None = None  # under the writer lock
         super().__init__(**kwargs)
         if not self.is_sqlite_memory_mode:
             self._writer_lock = write_gate(self.db_name)  # the library's lock, shared
@@ -358,6 +364,11 @@ class TunedSQLiteConnectionPool(library.SQLiteConnectionPool):
         if not self._writer_lock.acquire(timeout=timeout):
             msg = "Timed out waiting for return of writer"
             raise ConnectionUnavailableError(msg)
+        kept, self._kept_writer = self._kept_writer, None
+        if kept is not None and not kept.closed:
+            kept.is_writer = True
+            self._num_writers += 1
+            return kept
         try:
             remaining = max(timeout - (time.monotonic() - started), 0.0)
             connection = super().get_connection(remaining, is_writer=None)
@@ -367,6 +378,15 @@ class TunedSQLiteConnectionPool(library.SQLiteConnectionPool):
         connection.is_writer = True  # put_connection releases the writer lock
         self._num_writers += 1
         return connection
+
+    def put_connection(self, conn: library.SQLiteConnection) -> None:
+        if conn.is_writer is not True or self.is_sqlite_memory_mode or self.closed or conn.closed:
+            super().put_connection(conn)
+            return
+        conn.is_writer = None
+        self._num_writers -= 1
+        self._kept_writer = conn
+        self._writer_lock.release()
 
     def _create_connection(self) -> library.SQLiteConnection:
         try:

@@ -113,6 +113,38 @@ def test_stores_on_one_file_take_turns_on_one_write_lock(tmp_path: Path):
         second_pool.put_connection(second_pool.get_connection(timeout=1, is_writer=True))
 
 
+def test_one_connection_serves_writer_after_writer_and_closes_with_the_store(tmp_path: Path):
+    # Given a store that has committed
+    with open_store(f"sqlite:///{tmp_path / 'k.db'}") as store:
+        pool = store.recorder.datastore.pool
+        first = pool.get_connection(is_writer=True)
+        pool.put_connection(first)
+        # When the next writer, in another thread, asks for a connection
+        got: list[object] = []
+        later = threading.Thread(target=lambda: got.append(pool.get_connection(is_writer=True)))
+        later.start()
+        later.join()
+        # Then it gets the same one, which still writes
+        assert got == [first]
+        first.cursor().execute("SELECT 1")
+        pool.put_connection(first)
+    # And closing the store closes it, as every other connection of the pool
+    assert first.closed
+
+
+def test_a_writer_after_a_failed_commit_commits(tmp_path: Path):
+    # Given a commit refused (a version repeated), on the writers' connection
+    originator = uuid4()
+    with open_store(f"sqlite:///{tmp_path / 'f.db'}") as store:
+        store.recorder.insert_events([stored(originator, 1)])
+        with pytest.raises(IntegrityError):
+            store.recorder.insert_events([stored(originator, 1)])
+        # When the next commit comes
+        store.recorder.insert_events([stored(originator, 2)])
+        # Then it is recorded
+        assert [e.originator_version for e in store.recorder.select_events(originator)] == [1, 2]
+
+
 def stored(originator: UUID, version: int) -> StoredEvent:
     return StoredEvent(originator, version, "tests:Happened", b'{"n":%d}' % version)
 
