@@ -23,6 +23,7 @@ from domain.record.store import backend_of, postgres_params
 from persistence.sqlite_checkpointer import hold_checkpointer, take_commit_checkpoints_off
 
 IDLE_PING_SECONDS = 5.0
+BULK_ROWS = 64  # rows from which PostgreSQL's `insert_new` copies them in (a savepoint)
 
 
 class Cursor(Protocol):
@@ -72,6 +73,23 @@ class Database:
         cursor.executemany(
             f"INSERT INTO {table} ({', '.join(columns)}) "
             f"VALUES ({', '.join(['%s'] * len(columns))})",
+            rows,
+        )
+
+    def insert_new(
+        self,
+        cursor: Cursor,
+        table: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        key: Sequence[str],
+    ) -> None:
+        """Insert `rows`, whose keys are meant to be new: one whose `key` a row of `table`
+        has already is left out."""
+        cursor.executemany(
+            f"INSERT INTO {table} ({', '.join(columns)}) "
+            f"VALUES ({', '.join(['%s'] * len(columns))}) "
+            f"ON CONFLICT ({', '.join(key)}) DO NOTHING",
             rows,
         )
 
@@ -347,6 +365,27 @@ class PostgresDatabase(Database):
         with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:  # type: ignore[attr-defined]
             for row in rows:
                 copy.write_row(row)
+
+    def insert_new(
+        self,
+        cursor: Cursor,
+        table: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        key: Sequence[str],
+    ) -> None:
+        """Many rows by COPY, in a savepoint: should a key be there after all, the
+        savepoint is rolled back and the rows go in one by one, that row left out. (An
+        INSERT per row, pipelined, costs the server 2-3 x a COPY's row.)"""
+        if len(rows) >= BULK_ROWS:
+            try:
+                with cursor.connection.transaction():  # type: ignore[attr-defined]
+                    self.insert_many(cursor, table, columns, rows)
+            except psycopg.errors.UniqueViolation:
+                pass
+            else:
+                return
+        super().insert_new(cursor, table, columns, rows, key)
 
     @contextmanager
     def wakeups(self, store: Workflows) -> Iterator[Wakeups]:

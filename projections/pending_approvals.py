@@ -35,6 +35,7 @@ from projections.paging import keyset_page
 from projections.pending_search import (
     TERMS,
     THREAD_WIDE,
+    add_new_terms,
     add_terms,
     create_terms_table,
     drop_terms,
@@ -100,19 +101,22 @@ class PendingApprovalsProjection(Projection):
     def apply_batch(self, entries: Sequence[Entry], cursor: Cursor, db: Database) -> None:
         queue = Rows(QUEUE_SHAPE, group_by="thread_id")
         queue.load(cursor, db, "thread_id", continued_threads(entries))
-        thread_words: list[tuple[str, str, set[str]]] = []
+        thread_words: dict[str, set[str]] = {}  # each thread's words, this batch's
+        begun: set[str] = set()  # the threads begun in it: they have no words before
         for entry in entries:
             thread, cls = entry.thread, entry.cls
             if issubclass(cls, STARTS):
                 event = entry.event
                 found = terms(event.thread_id, event.metadata)
-                thread_words.append((event.thread_id, THREAD_WIDE, found))
+                thread_words.setdefault(event.thread_id, set()).update(found)
+                begun.add(event.thread_id)
                 continue
             if thread is None:
                 continue
             event = entry.event
             if issubclass(cls, WorkflowThread.MetadataUpdated):
-                thread_words.append((thread.thread_id, THREAD_WIDE, terms(event.metadata)))
+                found = terms(event.metadata)
+                thread_words.setdefault(thread.thread_id, set()).update(found)
                 continue
             if issubclass(cls, WorkflowThread.InterruptRaised):
                 for earlier in queue.in_group(thread.thread_id) if event.task is None else ():
@@ -164,14 +168,20 @@ class PendingApprovalsProjection(Projection):
                 for waiting in queue.in_group(thread.thread_id):
                     queue.delete(waiting["interrupt_id"])
         _count(queue, cursor, db)
-        _index_words(queue, thread_words, cursor, db)
+        _index_words(queue, thread_words, begun, cursor, db)
         queue.write(cursor, db)
 
 
 def _index_words(
-    queue: Rows, thread_words: list[tuple[str, str, set[str]]], cursor: Cursor, db: Database
+    queue: Rows,
+    thread_words: dict[str, set[str]],
+    begun: set[str],
+    cursor: Cursor,
+    db: Database,
 ) -> None:
-    """Keep the search's words: the batch's new interrupts', less its closed ones'."""
+    """Keep the search's words: the batch's threads' and new interrupts', less its closed
+    ones'. A thread begun or an interrupt raised in the batch has no words yet (a closed
+    interrupt's, a purged thread's go with it): theirs are added in bulk."""
     closed, opened = [], []
     for before, after in queue.changes():
         if after is None and before is not None:
@@ -180,7 +190,9 @@ def _index_words(
             found = item_terms(after, json.loads(after["payload"]))
             opened.append((after["thread_id"], after["interrupt_id"], found))
     drop_terms(cursor, db, closed)
-    add_terms(cursor, db, [*thread_words, *opened])
+    threads = [(thread, THREAD_WIDE, found) for thread, found in thread_words.items()]
+    add_new_terms(cursor, db, [*(t for t in threads if t[0] in begun), *opened])
+    add_terms(cursor, db, [t for t in threads if t[0] not in begun])
 
 
 def _count(queue: Rows, cursor: Cursor, db: Database) -> None:

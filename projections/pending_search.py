@@ -28,6 +28,7 @@ MAX_WORD = 40  # longer words are cut: a search for a prefix of one still finds 
 MAX_TERMS = 500  # words kept per interrupt or thread (a huge payload is found by its start)
 MAX_QUERY_WORDS = 8
 COUNT_CAP = 5_000  # rows a word's count reads at most, to find a search's rarest word
+COLUMNS = ("term", "thread_id", "interrupt_id")  # the key, too
 HIGHEST = chr(0x10FFFF)  # after every word that starts with a prefix, in code-point order
 
 
@@ -116,6 +117,14 @@ def add_terms(cursor: Cursor, db: Database, owned: Iterable[tuple[str, str, set[
             "VALUES (%s, %s, %s) ON CONFLICT (term, thread_id, interrupt_id) DO NOTHING",
             rows,
         )
+
+
+def add_new_terms(cursor: Cursor, db: Database, owned: Iterable[tuple[str, str, set[str]]]) -> None:
+    """Add the rows of owners that have none yet (a thread begun, an interrupt raised):
+    in bulk where the database can (`Database.insert_new`)."""
+    rows = [(term, thread, interrupt) for thread, interrupt, found in owned for term in found]
+    if rows:
+        db.insert_new(cursor, db.table(TERMS), COLUMNS, rows, COLUMNS)
 
 
 def drop_terms(cursor: Cursor, db: Database, owners: Iterable[tuple[str, str]]) -> None:

@@ -1,0 +1,47 @@
+"""`Database.insert_new`: rows meant to be new go in, in bulk where the database can, and
+one whose key is there already is left out, the rest still going in; on every store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from projections.database import BULK_ROWS, Database, database_for
+
+
+@pytest.fixture
+def db(store) -> Iterator[Database]:
+    database = database_for(store)
+    yield database
+    database.close()
+
+
+def test_new_rows_go_in_and_one_already_there_is_left_as_it_was(db):
+    # Given a table holding one row
+    table = db.table("holdpoint_test_new_rows")
+    with db.transaction() as cursor:
+        cursor.execute(f"CREATE TABLE {table} (k TEXT PRIMARY KEY, v TEXT NOT NULL)")
+        cursor.execute(f"INSERT INTO {table} (k, v) VALUES (%s, %s)", ("k0050", "before"))
+    # When more rows than a bulk's are inserted as new, that row's key among them
+    rows = [(f"k{n:04d}", "after") for n in range(BULK_ROWS * 3)]
+    with db.transaction() as cursor:
+        db.insert_new(cursor, table, ("k", "v"), rows, ("k",))
+        cursor.execute(f"INSERT INTO {table} (k, v) VALUES (%s, %s)", ("later", "same"))
+    # Then every row is there once, the one that was there as it was, and the
+    # transaction went on
+    found = dict(db.statement(f"SELECT k, v FROM {table}", write=False))
+    assert len(found) == BULK_ROWS * 3 + 1
+    assert found["k0050"] == "before"
+    assert found["k0051"] == found["k0000"] == "after"
+    assert found["later"] == "same"
+
+
+def test_new_rows_in_bulk_all_go_in(db):
+    table = db.table("holdpoint_test_bulk_rows")
+    with db.transaction() as cursor:
+        cursor.execute(
+            f"CREATE TABLE {table} (k TEXT NOT NULL, o TEXT NOT NULL, PRIMARY KEY (k, o))"
+        )
+        db.insert_new(cursor, table, ("k", "o"), [(f"w{n}", "t") for n in range(500)], ("k", "o"))
+    assert db.statement(f"SELECT count(*) FROM {table}", write=False) == [(500,)]
