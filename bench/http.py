@@ -166,8 +166,9 @@ def _tail(path: Path, chars: int = 3000) -> str:
         return ""
 
 
-def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    """Poll ``url`` until it answers 200; raise if the process dies or the deadline passes."""
+def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, poll: float = 0.1) -> None:
+    """Poll ``url`` every ``poll`` s until it answers 200; raise if the process dies or the
+    deadline passes."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -179,22 +180,23 @@ def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
                     return
         except (urllib.error.URLError, OSError):
             pass
-        time.sleep(0.1)
+        time.sleep(poll)
     message = f"{url} did not answer within {START_TIMEOUT_S:g} s:\n{_tail(log)}"
     raise BenchError(message)
 
 
 @contextmanager
 def running(
-    command: list[str], env: dict[str, str], cwd: Path, health: str, log: Path
+    command: list[str], env: dict[str, str], cwd: Path, health: str, log: Path, poll: float = 0.1
 ) -> Iterator[int]:
-    """Run a server subprocess until it answers ``health``; stop it with SIGTERM afterwards."""
+    """Run a server subprocess until it answers ``health`` (asked every ``poll`` s); stop it
+    with SIGTERM afterwards."""
     with log.open("wb") as output:
         process = subprocess.Popen(
             command, env=env, cwd=cwd, stdout=output, stderr=subprocess.STDOUT
         )
         try:
-            wait_ready(health, process, log)
+            wait_ready(health, process, log, poll)
             yield process.pid
         finally:
             if process.poll() is None:
@@ -226,15 +228,21 @@ def _holdpoint_keys(store_url: str, clients: int) -> tuple[tuple[str, str], ...]
 
 @contextmanager
 def holdpoint_server(
-    store_url: str, directory: Path, clients: int, config: str = "", graph_source: str = ""
+    store_url: str,
+    directory: Path,
+    clients: int,
+    config: str = "",
+    graph_source: str = "",
+    ready: tuple[str, float] = ("/healthz", 0.1),
 ) -> Iterator[Endpoint]:
     """``holdpoint serve`` on ``store_url``, serving the refund graph (or the module
     ``graph_source``, whose ``graph`` it serves) as ``refund``, with keys for ``clients``
-    clients (and ``config`` as its holdpoint.toml, if any)."""
+    clients (and ``config`` as its holdpoint.toml, if any); yielded once the path of
+    ``ready`` answers 200, asked every ``ready[1]`` s."""
     graph = directory / "refund_graph.py"
     graph.write_text(graph_source or HOLDPOINT_GRAPH.format(root=str(ROOT)), encoding="utf-8")
     env = {**os.environ, "HOLDPOINT_STORE": store_url}
-    keys = _holdpoint_keys(store_url, clients)
+    keys = _holdpoint_keys(store_url, clients) if clients else ()
     port = free_port()
     command = [
         str(BIN / "holdpoint"),
@@ -250,7 +258,8 @@ def holdpoint_server(
         (directory / "holdpoint.toml").write_text(config, encoding="utf-8")
         command += ["--config", str(directory / "holdpoint.toml")]
     url = f"http://127.0.0.1:{port}"
-    with running(command, env, directory, f"{url}/healthz", directory / "holdpoint.log") as pid:
+    health, poll = ready
+    with running(command, env, directory, url + health, directory / "holdpoint.log", poll) as pid:
         yield Endpoint(url, pid, keys)
 
 

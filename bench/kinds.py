@@ -7,6 +7,11 @@ refusals recorded after the cycles (the worst case for a scan, which meets them
 last), two ways in the same run: through the index of rare kinds
 (`persistence.kind_index`), and through the library's query, which scans the log.
 Holdpoint only: LangGraph has no keys or refusals.
+
+Then, on the same stores, every other cost the issue names (`bench/growth.py`): a
+rebuild's and verify's time per event, the queue's first and deep pages, `get_state`'s
+read of an old thread, a refund cycle on a new thread, start-up to `/readyz`; and the
+store's bytes on disk per event.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from bench.growth import PAUSED, disk_bytes_per_event, growth_measures, growth_rows
 from bench.harness import QUICK, Runner
 from bench.integrity import fill
 from bench.projections import AT_REST, STORES, fresh_store, settle_log
@@ -71,7 +77,7 @@ def kinds_case(runner: Runner) -> CaseResult:
     logs = ", ".join(f"{events:,}" for events in sizes.logs)
     result = CaseResult(
         "kinds",
-        "Growth: reads by kind of event (keys, refusals)",
+        "Growth: reads by kind of event (keys, refusals), and every other cost",
         f"Logs of {logs} events of refund cycles (as the verify benchmark "
         f"generates them), then {KEYS} keys made and {REFUSALS} refusals recorded, on a "
         "fresh store each. Timed, the median of "
@@ -79,8 +85,21 @@ def kinds_case(runner: Runner) -> CaseResult:
         "through the library's query (a scan of the log, as before the index), one after "
         "the other in the same run: `Keyring.has_keys()` (start-up's check), "
         "`Keyring.list()` (`holdpoint keys list`), `Keyring.refusals(limit=100)` "
-        f"(`GET /audit/refusals`). {AT_REST}",
-        [Table(["store", "read", "log events", "index ms", "scan ms", "scan / index"])],
+        f"(`GET /audit/refusals`). {AT_REST} Then, on each store, {PAUSED:,} threads "
+        "paused on an interrupt are added and every other cost is taken once (second "
+        "table): a rebuild of every read model from zero and `scan_log` (verify, in "
+        "process, default workers), each in microseconds per event of the whole log; the "
+        "queue's first page and a page at 90% of it (limit 50), `store.thread` of the "
+        "log's first thread (`get_state`'s read), each the median of 50 calls; a native "
+        "refund cycle (invoke to the interrupt, resume) on a new thread, the median of 30; "
+        "`holdpoint serve` from its start to `/readyz` answering 200 (asked every 10 ms), "
+        "the median of 3 starts; and the store's bytes on disk per event (SQLite: the "
+        "file and its WAL; PostgreSQL: every table of the schema with its indexes), with "
+        "the read models.",
+        [
+            Table(["store", "read", "log events", "index ms", "scan ms", "scan / index"]),
+            Table(["store", "cost", "log events", "figure", "growth from the smallest log"]),
+        ],
     )
     for backend in STORES:
         descriptions = [
@@ -93,20 +112,31 @@ def kinds_case(runner: Runner) -> CaseResult:
             result.targets += [skipped_target(description, reason) for description in descriptions]
             continue
         figures: dict[tuple[str, int], float] = {}
+        costs: dict[tuple[str, int], float] = {}
         for events in sizes.logs:
             runner.attempt(
                 f"kinds/{backend}/{events}",
                 "Holdpoint",
-                partial(_measure, runner, backend, events, sizes, result.tables[0], figures),
+                partial(_measure, runner, backend, events, sizes, result.tables, figures, costs),
                 warm_up=False,
             )
         for large, description in zip(larger, descriptions, strict=True):
             result.targets.append(_growth_target(description, figures, small, large))
+        for large in larger:
+            description = (
+                f"{backend}: every other cost at {large:,} events within {GROWTH_LIMIT}x "
+                f"of {small:,} events'"
+            )
+            result.targets.append(_growth_target(description, costs, small, large, unit=""))
     return result
 
 
 def _growth_target(
-    description: str, figures: dict[tuple[str, int], float], small: int, large: int
+    description: str,
+    figures: dict[tuple[str, int], float],
+    small: int,
+    large: int,
+    unit: str = " ms",
 ) -> Target:
     """The worst read's growth from the `small` log to the `large` one, judged."""
     growth = {
@@ -121,7 +151,7 @@ def _growth_target(
         description,
         growth[worst] <= GROWTH_LIMIT,
         f"worst {worst}: {fmt_num(growth[worst])}x "
-        f"({fmt_ms(figures[worst, large])} vs {fmt_ms(figures[worst, small])} ms)",
+        f"({fmt_ms(figures[worst, large])} vs {fmt_ms(figures[worst, small])}{unit})",
     )
 
 
@@ -130,16 +160,18 @@ def _measure(
     backend: str,
     events: int,
     sizes: Sizes,
-    table: Table,
+    tables: list[Table],
     figures: dict[tuple[str, int], float],
+    costs: dict[tuple[str, int], float],
     *,
     warm_up: bool,  # noqa: ARG001
 ) -> dict[str, float]:
-    """Time each read on a fresh log of `events`; its rows in `table`, the indexed
-    medians in `figures`."""
+    """Time each read on a fresh log of `events`, then every other cost; their rows in
+    `tables`, the indexed medians in `figures` and the costs in `costs`."""
     from domain.access.keyring import Keyring  # noqa: PLC0415
 
-    with fresh_store(backend, runner.server) as (store, _url):
+    table = tables[0]
+    with fresh_store(backend, runner.server) as (store, url):
         runner.progress(f"kinds/{backend}: {events:,} events")
         fill([store], events)
         keyring = Keyring(store)
@@ -170,6 +202,12 @@ def _measure(
                     fmt_ratio(scanned / indexed),
                 ]
             )
+        found = growth_measures(runner, backend, store, url)
+        settle_log(runner, backend, store)
+        found["bytes on disk per event"] = disk_bytes_per_event(runner, backend, store, url)
+        base = {name: costs.get((name, sizes.logs[0]), 0.0) for name in found}
+        growth_rows(tables[1], backend, events, found, base)
+        costs.update({(name, events): value for name, value in found.items()})
     return {}
 
 

@@ -176,3 +176,15 @@ def settle(server: Server, table: str) -> bool:
         except psycopg.errors.InsufficientPrivilege:
             return False
     return True
+
+
+def schema_bytes(server: Server, schema: str) -> int:
+    """Bytes on disk of every table of ``schema``, with their indexes and TOAST."""
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s "
+            "AND c.relkind = 'r'",
+            (schema,),
+        ).fetchone()
+    return int(row[0]) if row else 0
