@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -20,9 +19,9 @@ from bench.backends import scratch_dir
 from bench.graphs import Api, refund_builder
 from bench.http import holdpoint_server
 from bench.postgres import schema_bytes
-from bench.projections import build_paused
+from bench.projections import build_paused, deep_cursor
 from bench.report import Table
-from bench.stats import median
+from bench.stats import median, median_ms
 
 PAUSED = 1_000  # threads paused on an interrupt: the queue's rows
 CYCLES = 30  # refund cycles on new threads, the median counts
@@ -48,9 +47,11 @@ def growth_measures(runner: Any, backend: str, store: Any, url: str) -> dict[str
         projector.rebuild()
         figures["rebuild (us/event)"] = (time.perf_counter() - start) * MICROS / events
         queue = PendingApprovals(projector.db)
-        deep = _cursor_at(queue, int(PAUSED * 0.9))
-        figures["queue, first page (ms)"] = _median_ms(lambda: queue.page(limit=50))
-        figures["queue, deep page (ms)"] = _median_ms(lambda: queue.page(limit=50, after=deep))
+        deep = deep_cursor(queue, PAUSED)
+        figures["queue, first page (ms)"] = median_ms(lambda: queue.page(limit=50), READS)
+        figures["queue, deep page (ms)"] = median_ms(
+            lambda: queue.page(limit=50, after=deep), READS
+        )
     finally:
         projector.close()
     runner.progress(f"growth/{backend}: verify of {events:,} events")
@@ -62,7 +63,7 @@ def growth_measures(runner: Any, backend: str, store: Any, url: str) -> dict[str
         message = f"verify found problems: {verdict.problems[:3]}"
         raise RuntimeError(message)
     old = "refund-0000000"  # the log's first thread (bench.integrity.refund_cycle)
-    figures["get_state's read of an old thread (ms)"] = _median_ms(lambda: store.thread(old))
+    figures["get_state's read of an old thread (ms)"] = median_ms(lambda: store.thread(old), READS)
     figures["refund cycle on a new thread (ms)"] = _refund_cycle_ms(store)
     runner.progress(f"growth/{backend}: start-up to /readyz")
     figures["start-up to /readyz (ms)"] = _start_up_ms(url)
@@ -87,29 +88,6 @@ def growth_rows(
     for name, value in figures.items():
         growth = f"{value / base[name]:.2f}x" if base.get(name) else ""
         table.rows.append([backend, name, f"{events:,}", f"{value:.3f}", growth])
-
-
-def _median_ms(call: Callable[[], object], calls: int = READS) -> float:
-    call()
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter_ns()
-        call()
-        times.append((time.perf_counter_ns() - start) / 1e6)
-    return median(times)
-
-
-def _cursor_at(queue: Any, row: int) -> str:
-    """The keyset cursor of the queue's row number `row`."""
-    at, cursor = 0, None
-    while at < row:
-        page = queue.page(limit=min(500, row - at), after=cursor)
-        at += len(page.items)
-        cursor = page.next_cursor
-        if cursor is None:
-            break
-    assert cursor is not None
-    return str(cursor)
 
 
 def _refund_cycle_ms(store: Any) -> float:

@@ -16,8 +16,6 @@ store's bytes on disk per event.
 
 from __future__ import annotations
 
-import gc
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,7 +27,7 @@ from bench.harness import QUICK, Runner
 from bench.integrity import fill
 from bench.projections import AT_REST, STORES, fresh_store, settle_log
 from bench.report import CaseResult, Table, Target, skipped_row, skipped_target
-from bench.stats import fmt_ms, fmt_num, fmt_ratio, median
+from bench.stats import fmt_ms, fmt_num, fmt_ratio, median_ms
 
 GROWTH_LIMIT = 1.5  # each read at the large log within this of its figure at the small one
 KEYS = 3
@@ -57,17 +55,6 @@ def scanning(recorder: Any) -> Iterator[None]:
         yield
     finally:
         del recorder.select_notifications
-
-
-def _median_ms(call: Callable[[], object], calls: int) -> float:
-    call()
-    gc.collect()
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter_ns()
-        call()
-        times.append((time.perf_counter_ns() - start) / 1e6)
-    return median(times)
 
 
 def kinds_case(runner: Runner) -> CaseResult:
@@ -188,9 +175,9 @@ def _measure(
             "refusals (GET /audit/refusals)": lambda: keyring.refusals(limit=100),
         }
         for name, read in reads.items():
-            indexed = _median_ms(read, sizes.calls)
+            indexed = median_ms(read, sizes.calls)
             with scanning(store.recorder):
-                scanned = _median_ms(read, sizes.scan_calls)
+                scanned = median_ms(read, sizes.scan_calls)
             figures[name, events] = indexed
             table.rows.append(
                 [

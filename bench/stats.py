@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import statistics
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 NS_PER_MS = 1_000_000
 MB = 1_000_000
@@ -18,6 +20,19 @@ TINY_RATIO = 0.01  # below this, four decimals
 def median(values: Sequence[float]) -> float:
     """Return the median of a non-empty sequence."""
     return statistics.median(values)
+
+
+def median_ms(call: Callable[[], object], calls: int) -> float:
+    """The median of `calls` timed calls of `call`, in ms, after one untimed call and a
+    garbage collection."""
+    call()
+    gc.collect()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter_ns()
+        call()
+        times.append((time.perf_counter_ns() - start) / NS_PER_MS)
+    return median(times)
 
 
 def p95(values: Sequence[float]) -> float:
