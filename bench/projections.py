@@ -28,7 +28,7 @@ from bench.backends import scratch_dir
 from bench.harness import QUICK, Runner
 from bench.postgres import drop_schema, new_schema_name, settle
 from bench.report import CaseResult, Table, Target, skipped_row, skipped_target
-from bench.stats import fmt_ms, fmt_num, median
+from bench.stats import fmt_ms, fmt_num, median, timed_calls
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -184,18 +184,6 @@ def _guard(runner: Runner, label: str, job: Callable[[], None]) -> None:
 # -- 1. pending-queue page query ---------------------------------------------
 
 
-def _time_calls(call: Callable[[], object], calls: int) -> list[float]:
-    for _ in range(5):
-        call()
-    gc.collect()
-    out = []
-    for _ in range(calls):
-        start = time.perf_counter_ns()
-        call()
-        out.append((time.perf_counter_ns() - start) / 1e6)
-    return out
-
-
 def queue_page(runner: Runner) -> CaseResult:
     """Benchmark: a page of the pending-approval queue with 100,000 open approvals."""
     from projections.pending_approvals import (  # noqa: PLC0415
@@ -282,7 +270,7 @@ def queue_page(runner: Runner) -> CaseResult:
                         if not page.items:
                             message = f"{name}: empty page"
                             raise RuntimeError(message)
-                        times = _time_calls(call, sizes.page_calls)
+                        times = timed_calls(call, sizes.page_calls, warm_up=5)
                         p99 = _percentile(times, 0.99)
                         if not name.startswith("search"):  # searches: reported, no limit
                             worst = max(worst, p99)

@@ -22,17 +22,23 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
-def median_ms(call: Callable[[], object], calls: int) -> float:
-    """The median of `calls` timed calls of `call`, in ms, after one untimed call and a
+def timed_calls(call: Callable[[], object], calls: int, warm_up: int = 1) -> list[float]:
+    """The times of `calls` calls of `call`, in ms, after `warm_up` untimed calls and a
     garbage collection."""
-    call()
+    for _ in range(warm_up):
+        call()
     gc.collect()
     times = []
     for _ in range(calls):
         start = time.perf_counter_ns()
         call()
         times.append((time.perf_counter_ns() - start) / NS_PER_MS)
-    return median(times)
+    return times
+
+
+def median_ms(call: Callable[[], object], calls: int) -> float:
+    """The median of `timed_calls`."""
+    return median(timed_calls(call, calls))
 
 
 def p95(values: Sequence[float]) -> float:

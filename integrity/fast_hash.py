@@ -16,7 +16,7 @@ exact `domain.integrity.diagnosis.ReferenceHasher` instead:
   the reference reads from a tampered first event and then passes on).
 
 `canonical_bytes` also gives the canonical bytes of events being recorded
-(`domain.record.hashing.recording_hash`; every store installs it).
+(`domain.record.hashing.event_hash(..., recording=True)`; every store installs it).
 
 `tests/integrity/test_fast_hash.py` checks that both give the same hash for any
 JSON value (hypothesis), and `tests/persistence/test_store_fixture.py` that

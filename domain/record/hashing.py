@@ -7,10 +7,11 @@ JSON is `json.dumps` with sorted keys, no spaces, UTF-8 and no NaN, taken on
 values already normalised to JSON (see `to_json`), so that hashing the event
 read back from any store gives the same digest as hashing it when recorded.
 
-`recording_hash` may take the canonical bytes from a faster encoder (`use_encoder`): the
-store installs orjson's (`integrity.fast_hash.canonical_bytes`, by topic, as the domain
-imports no infrastructure), which gives the same bytes or None where its text could
-differ (floats with an exponent, ...), and then the stdlib's are taken.
+`event_hash(..., recording=True)` may take the canonical bytes from a faster encoder
+(`use_encoder`): the store installs orjson's (`integrity.fast_hash.canonical_bytes`, by
+topic, as the domain imports no infrastructure), which gives the same bytes or None
+where its text could differ (floats with an exponent, ...), and then the stdlib's are
+taken.
 """
 
 from __future__ import annotations
@@ -104,40 +105,17 @@ def event_hash(
     timestamp: datetime,
     prev_hash: str,
     fields: dict[str, Any],
+    *,
+    recording: bool = False,
 ) -> str:
-    """The SHA-256 hex digest that chains one event to the one before it: the reference,
-    by the stdlib's encoder alone (what verification recomputes)."""
-    body = _body(event_type, thread_id, version, timestamp, prev_hash, fields)
-    return hashlib.sha256(_dumps(body).encode()).hexdigest()
+    """The SHA-256 hex digest that chains one event to the one before it.
 
-
-def recording_hash(
-    event_type: str,
-    thread_id: str,
-    version: int,
-    timestamp: datetime,
-    prev_hash: str,
-    fields: dict[str, Any],
-) -> str:
-    """`event_hash` of an event being recorded, by the faster encoder where installed.
-
-    Its fields are plain JSON with finite numbers (`to_json` makes them so): there the
-    encoder's bytes are the stdlib's. Verification never takes this path: a stored
-    event's fields, as the library decodes them, may hold values (a UUID, say) that
-    the stdlib's encoder refuses and orjson writes."""
-    body = _body(event_type, thread_id, version, timestamp, prev_hash, fields)
-    return hashlib.sha256(_canonical_bytes(body)).hexdigest()
-
-
-def _body(
-    event_type: str,
-    thread_id: str,
-    version: int,
-    timestamp: datetime,
-    prev_hash: str,
-    fields: dict[str, Any],
-) -> dict[str, Any]:
-    return {
+    Verification recomputes it by the stdlib's encoder alone (the reference). An event
+    being `recording` is hashed by the faster encoder where one is installed: its fields
+    are plain JSON with finite numbers (`to_json` makes them so), and there the encoder
+    writes the stdlib's bytes. A stored event's fields, as the library decodes them, may
+    hold values (a UUID, say) that the stdlib refuses and orjson writes: so not there."""
+    body = {
         "type": event_type,
         "thread_id": thread_id,
         "version": version,
@@ -145,3 +123,5 @@ def _body(
         "prev_hash": prev_hash,
         "fields": fields,
     }
+    encoded = _canonical_bytes(body) if recording else _dumps(body).encode()
+    return hashlib.sha256(encoded).hexdigest()

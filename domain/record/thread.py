@@ -28,7 +28,7 @@ from domain.oversight.hold_points import question_digest, record_digest
 from domain.privacy.protector import PROTECTED, Protector
 from domain.record import langgraph_folds
 from domain.record.fork_state import restore_carried_state
-from domain.record.hashing import GENESIS_HASH, recording_hash
+from domain.record.hashing import GENESIS_HASH, event_hash
 from domain.record.langgraph_commands import LangGraphCommands
 from domain.record.langgraph_record import LANGGRAPH, NATIVE
 from domain.record.supersteps import START, fold_update
@@ -187,7 +187,9 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
         fields = {**_defaults(event_class), **fields}
         name = event_class.__name__
         recorded = protector.protect(name, fields, {}, {}) if protector else None
-        digest = recording_hash(name, thread_id, 1, timestamp, GENESIS_HASH, recorded or fields)
+        digest = event_hash(
+            name, thread_id, 1, timestamp, GENESIS_HASH, recorded or fields, recording=True
+        )
         thread = cls._create(
             event_class,
             id=thread_uuid(thread_id),
@@ -226,13 +228,14 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
         recorded = None
         if protector is not None:  # the hash covers the fields as recorded: sealed
             recorded = protector.protect(event_class.__name__, fields, self.metadata, self.values)
-        digest = recording_hash(
+        digest = event_hash(
             event_class.__name__,
             self.thread_id,
             version,
             timestamp,
             self.head_hash,
             recorded or fields,
+            recording=True,
         )
         self.trigger_event(
             event_class,

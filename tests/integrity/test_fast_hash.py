@@ -22,7 +22,6 @@ from domain.record.hashing import (
     GENESIS_HASH,
     canonical_json,
     event_hash,
-    recording_hash,
     use_encoder,
 )
 from integrity.fast_hash import FastHasher, canonical_bytes
@@ -199,7 +198,9 @@ def test_a_hash_recorded_by_orjson_is_the_reference_hash(fields, moment, thread_
     # Given orjson's encoder in use for recording (as every store installs it)
     use_encoder(canonical_bytes)
     # When an event's hash is taken as it is recorded
-    recorded = recording_hash("NodeCompleted", thread_id, version, moment, "ab" * 32, fields)
+    recorded = event_hash(
+        "NodeCompleted", thread_id, version, moment, "ab" * 32, fields, recording=True
+    )
     # Then it is the reference's, which verification recomputes
     assert recorded == event_hash("NodeCompleted", thread_id, version, moment, "ab" * 32, fields)
 

@@ -113,21 +113,24 @@ def test_stores_on_one_file_take_turns_on_one_write_lock(tmp_path: Path):
         second_pool.put_connection(second_pool.get_connection(timeout=1, is_writer=True))
 
 
-def test_one_connection_serves_writer_after_writer_and_closes_with_the_store(tmp_path: Path):
-    # Given a store that has committed
+def test_a_writers_connection_is_kept_for_writers_and_closes_with_the_store(tmp_path: Path):
+    # Given a store whose writer has committed and given its connection back
     with open_store(f"sqlite:///{tmp_path / 'k.db'}") as store:
         pool = store.recorder.datastore.pool
         first = pool.get_connection(is_writer=True)
         pool.put_connection(first)
-        # When the next writer, in another thread, asks for a connection
+        # When a reader asks for a connection, and then the next writer, in another thread
+        reading = pool.get_connection(is_writer=False)
         got: list[object] = []
         later = threading.Thread(target=lambda: got.append(pool.get_connection(is_writer=True)))
         later.start()
         later.join()
-        # Then it gets the same one, which still writes
+        # Then the reader got another, and the writer the one kept, which still writes
+        assert reading is not first
         assert got == [first]
         first.cursor().execute("SELECT 1")
         pool.put_connection(first)
+        pool.put_connection(reading)
     # And closing the store closes it, as every other connection of the pool
     assert first.closed
 

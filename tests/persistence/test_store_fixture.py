@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from domain.record.chain import as_recorded, hashed_fields
-from domain.record.hashing import recording_hash
+from domain.record.hashing import event_hash
 from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
 from integrity.fast_hash import canonical_bytes
@@ -117,13 +117,14 @@ def test_each_recorded_hash_is_what_recording_it_today_gives(tmp_path):
         record = as_recorded(event)
         thread_id = threads.setdefault(event.originator_id, record.state.get("thread_id"))
         # When its hash is computed as it is when an event is recorded
-        again = recording_hash(
+        again = event_hash(
             record.name,
             thread_id,
             record.version,
             record.state["timestamp"],
             record.state["prev_hash"],
             hashed_fields(record),
+            recording=True,
         )
         # Then it is the hash recorded then, byte for byte
         assert again == record.state["event_hash"], (thread_id, record.version, record.name)
