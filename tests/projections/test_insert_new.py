@@ -45,3 +45,17 @@ def test_new_rows_in_bulk_all_go_in(db):
         )
         db.insert_new(cursor, table, ("k", "o"), [(f"w{n}", "t") for n in range(500)], ("k", "o"))
     assert db.statement(f"SELECT count(*) FROM {table}", write=False) == [(500,)]
+
+
+def test_rows_in_bulk_keep_what_a_copy_could_misread(db):
+    # Given keys as a caller could name a thread: tabs, newlines, backslashes, quotes
+    odd = ["a\tb", "line\nbreak", "back\\slash", 'quote\'s "x"', "\\N", "é ✓"]
+    rows = [(f"{text}-{n}", "t") for n in range(BULK_ROWS) for text in odd]
+    table = db.table("holdpoint_test_odd_rows")
+    with db.transaction() as cursor:
+        cursor.execute(
+            f"CREATE TABLE {table} (k TEXT NOT NULL, o TEXT NOT NULL, PRIMARY KEY (k, o))"
+        )
+        db.insert_new(cursor, table, ("k", "o"), rows, ("k", "o"))
+    # Then each is stored as it was given
+    assert sorted(db.statement(f"SELECT k, o FROM {table}", write=False)) == sorted(rows)
