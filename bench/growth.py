@@ -19,7 +19,7 @@ from bench.backends import scratch_dir
 from bench.graphs import Api, refund_builder
 from bench.http import holdpoint_server
 from bench.postgres import schema_bytes
-from bench.projections import build_paused, deep_cursor
+from bench.projections import build_paused, deep_cursor, settle_store
 from bench.report import Table
 from bench.stats import median, median_ms
 
@@ -46,6 +46,7 @@ def growth_measures(runner: Any, backend: str, store: Any, url: str) -> dict[str
         start = time.perf_counter()
         projector.rebuild()
         figures["rebuild (us/event)"] = (time.perf_counter() - start) * MICROS / events
+        settle_store(runner, backend, store)
         queue = PendingApprovals(projector.db)
         deep = deep_cursor(queue, PAUSED)
         figures["queue, first page (ms)"] = median_ms(lambda: queue.page(limit=50), READS)

@@ -159,8 +159,8 @@ def raw_table(server: Server) -> Iterator[sql.Composed]:
         drop_schema(server, schema)
 
 
-def settle(server: Server, table: str) -> bool:
-    """Bring a freshly bulk-filled table to rest, untimed, as a live log is.
+def settle(server: Server, *tables: str) -> bool:
+    """Bring freshly bulk-written tables to rest, untimed, as a live log is.
 
     ``VACUUM (ANALYZE)`` sets the rows' hint bits and the visibility map and
     gathers statistics (what autovacuum does to a live log), and a
@@ -170,12 +170,22 @@ def settle(server: Server, table: str) -> bool:
     returns whether it was taken.
     """
     with psycopg.connect(server.url, autocommit=True) as conn:
-        conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.SQL(table)))
+        for table in tables:
+            conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.SQL(table)))
         try:
             conn.execute("CHECKPOINT")
         except psycopg.errors.InsufficientPrivilege:
             return False
     return True
+
+
+def schema_tables(server: Server, schema: str) -> list[str]:
+    """The tables of ``schema``, each as a quoted, schema-qualified name."""
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY tablename", (schema,)
+        ).fetchall()
+        return [sql.Identifier(schema, name).as_string(conn) for (name,) in rows]
 
 
 def schema_bytes(server: Server, schema: str) -> int:
