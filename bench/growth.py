@@ -46,7 +46,7 @@ def growth_measures(runner: Any, backend: str, store: Any, url: str) -> dict[str
         start = time.perf_counter()
         projector.rebuild()
         figures["rebuild (us/event)"] = (time.perf_counter() - start) * MICROS / events
-        settle_store(runner, backend, store)
+        settle_store(runner, backend, store, after="the rebuild")
         queue = PendingApprovals(projector.db)
         deep = deep_cursor(queue, PAUSED)
         figures["queue, first page (ms)"] = median_ms(lambda: queue.page(limit=50), READS)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.harness import QUICK, Runner
-from bench.projections import AT_REST, STORES, fresh_store, settle_log
+from bench.projections import AT_REST, STORES, fresh_store, settle_store
 from bench.report import CaseResult, Table, Target, skipped_row, skipped_target
 from bench.stats import fmt_num, median
 
@@ -207,7 +207,7 @@ def _verify_on(
     with fresh_store(backend, server) as (store, url):
         runner.progress(f"verify/{backend}: generating {sizes.events:,} events")
         events = fill([store], sizes.events)
-        settle_log(runner, backend, store)
+        settle_store(runner, backend, store)
         gc.collect()
         walls = []
         for rep in range(VERIFY_REPS):

@@ -25,7 +25,7 @@ from typing import Any
 from bench.growth import PAUSED, disk_bytes_per_event, growth_measures, growth_rows
 from bench.harness import QUICK, Runner
 from bench.integrity import fill
-from bench.projections import AT_REST, STORES, fresh_store, settle_log
+from bench.projections import AT_REST, STORES, fresh_store, settle_store
 from bench.report import CaseResult, Table, Target, skipped_row, skipped_target
 from bench.stats import fmt_ms, fmt_num, fmt_ratio, median_ms
 
@@ -171,7 +171,7 @@ def _measure(
             keyring.record_refusal(
                 principal=None, action="GET /approvals", reason="no_key", message=f"{n}"
             )
-        settle_log(runner, backend, store)
+        settle_store(runner, backend, store)
         reads: dict[str, Callable[[], object]] = {
             "has_keys (start-up)": keyring.has_keys,
             "list (keys list)": keyring.list,
@@ -193,7 +193,7 @@ def _measure(
                 ]
             )
         found = growth_measures(runner, backend, store, url)
-        settle_log(runner, backend, store)
+        settle_store(runner, backend, store, after="the measures")
         found["bytes on disk per event"] = disk_bytes_per_event(runner, backend, store, url)
         base = {name: costs.get((name, sizes.logs[0]), 0.0) for name in found}
         growth_rows(tables[1], backend, events, found, base)

@@ -104,35 +104,22 @@ def fresh_store(backend: str, server: Server | None) -> Iterator[tuple[Any, str]
 
 
 AT_REST = (
-    "On PostgreSQL the filled events table is first brought to rest, untimed, as "
+    "On PostgreSQL the store's tables are first brought to rest, untimed, as "
     "autovacuum and the checkpointer leave a live log: VACUUM (ANALYZE) and a CHECKPOINT "
     "(`bench.postgres.settle`); otherwise the first read after a bulk insert also writes "
     "every page's hint bits, and the checkpointer writes them out during the timed read."
 )
 
 
-def settle_log(runner: Runner, backend: str, store: Any) -> None:
-    """On PostgreSQL, bring a freshly filled events table to rest (`AT_REST`)."""
-    from integrity.scan import source_for  # noqa: PLC0415
-
-    if backend != "postgres" or runner.server is None:
-        return
-    source = source_for(store)
-    assert source is not None  # a PostgreSQL store has an events table
-    runner.progress(f"{backend}: VACUUM (ANALYZE) and CHECKPOINT after the fill")
-    if not settle(runner.server, source.table):
-        runner.progress(f"{backend}: CHECKPOINT skipped, the role lacks pg_checkpoint")
-
-
-def settle_store(runner: Runner, backend: str, store: Any) -> None:
-    """On PostgreSQL, bring every table of the store to rest (`AT_REST`): after a rebuild,
-    whose read-model rows the checkpointer would otherwise write out during the timed reads
-    that follow (seen: a WAL checkpoint of a 10,000,000-event rebuild's pages ran through
-    the queue's timed pages)."""
+def settle_store(runner: Runner, backend: str, store: Any, after: str = "the fill") -> None:
+    """On PostgreSQL, bring every table of the store to rest (`AT_REST`), `after` a bulk
+    write: the fill of its log, or a rebuild, whose read-model rows the checkpointer would
+    otherwise write out during the timed reads that follow (seen: a WAL checkpoint of a
+    10,000,000-event rebuild's pages ran through the queue's timed pages)."""
     if backend != "postgres" or runner.server is None:
         return
     schema = str(store.env.get("POSTGRES_SCHEMA") or "public")
-    runner.progress(f"{backend}: VACUUM (ANALYZE) and CHECKPOINT after the rebuild")
+    runner.progress(f"{backend}: VACUUM (ANALYZE) and CHECKPOINT after {after}")
     if not settle(runner.server, *schema_tables(runner.server, schema)):
         runner.progress(f"{backend}: CHECKPOINT skipped, the role lacks pg_checkpoint")
 
@@ -397,7 +384,7 @@ def rebuild_throughput(runner: Runner) -> CaseResult:
             for threads in sizes.rebuild_threads:
                 with fresh_store(backend, runner.server) as (store, _url):
                     events = build_paused(store, threads)
-                    settle_log(runner, backend, store)
+                    settle_store(runner, backend, store)
                     projector = runner_for(store)
                     try:
                         runner.progress(f"rebuild/{backend}: {events:,} events, every model")
