@@ -348,7 +348,6 @@ class ProjectionRunner:
     ) -> None:
         """The changes of the events after each model's position, the quarantine of the
         batch's range, and the new positions."""
-        table = self.db.table(POSITIONS)
         quarantine.record_batch(cursor, self.db, min(positions.values()), last, undecodable)
         for name, position in positions.items():
             topics = self._topics[name]
@@ -359,8 +358,13 @@ class ProjectionRunner:
             ]
             if batch:
                 self._apply_to(self.projections[name], batch, cursor)
-            if position < last:
-                cursor.execute(f"UPDATE {table} SET position = %s WHERE name = %s", (last, name))
+        moved = [name for name, position in positions.items() if position < last]
+        if moved:  # in one statement for all of them, not one per model
+            cursor.execute(
+                f"UPDATE {self.db.table(POSITIONS)} SET position = %s "
+                f"WHERE name IN ({', '.join(['%s'] * len(moved))})",
+                (last, *moved),
+            )
 
     def _apply_to(self, projection: Projection, batch: list[Entry], cursor: Cursor) -> None:
         """The batch into one model, then the purge it may end with (a batch ends at a
