@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.ab BEFORE [AFTER] [--pairs 8] [--cycles 200] [--store postgres]
     .venv/bin/python -m bench.ab BEFORE [AFTER] --case loop [--steps 1000] [--store sqlite]
+    .venv/bin/python -m bench.ab BEFORE [AFTER] --case projector [--cycles 300] [--store sqlite]
 
 Each revision is checked out into a worktree of its own (`bench/.work/ab/REV`, made on
 first use; AFTER defaults to the working tree itself) and runs from there on this
@@ -18,6 +19,12 @@ before) and the server's CPU per cycle, and the median ratio: what BENCHMARKS.md
 revision's tree first on the path: the counter loop of `bench/graphs.py` (`--steps`
 supersteps, one event each) on a fresh store, three times after a warm-up, the median
 time per step; the ratio is the CPU-and-commit cost of a step, with no HTTP around it.
+
+`--case projector` times the read models' projector: on a fresh store, `--cycles` native
+refund cycles (a thread begun, paused and answered) are recorded, then every read model is
+rebuilt three times in batches of 3 positions, as small as a live projector's between
+two commits; the measure is the process's CPU per cycle (`time.process_time`), the
+median of the three.
 """
 
 from __future__ import annotations
@@ -106,7 +113,12 @@ def _key(tree: Path, store: str, principal: str, role: str) -> str:
 @contextmanager
 def _store(kind: str, folder: Path) -> Iterator[str]:
     if kind == "sqlite":
-        yield f"sqlite:///{folder / f'ab-{uuid.uuid4().hex[:8]}.db'}"
+        path = folder / f"ab-{uuid.uuid4().hex[:8]}.db"
+        try:
+            yield f"sqlite:///{path}"
+        finally:
+            for leftover in (path, *path.parent.glob(f"{path.name}-*")):
+                leftover.unlink(missing_ok=True)
         return
     server = connect()[0]
     if server is None:
@@ -185,21 +197,73 @@ print(statistics.median(times) * 1000)
 """
 
 
+PROJECTOR = """
+import statistics, sys, time
+from domain.graph import END, START, StateGraph
+from domain.types import Command, interrupt
+from domain.record.store import open_store
+from projections.catalog import all_projections
+from projections.runner import ProjectionRunner
+from typing import TypedDict
+
+class Refund(TypedDict):
+    refund_amount: float
+    approved: bool | None
+
+cycles, url = int(sys.argv[1]), sys.argv[2]
+
+def request_approval(state):
+    return {"approved": interrupt({"question": f"Refund {state['refund_amount']}?"})}
+
+builder = StateGraph(Refund)
+builder.add_node("request_approval", request_approval)
+builder.add_edge(START, "request_approval")
+builder.add_edge("request_approval", END)
+with open_store(url) as store:
+    graph = builder.compile(checkpointer=store)
+    for n in range(cycles):
+        agent = {"thread_id": f"t-{n}", "actor": {"id": "agent", "role": "agent"}}
+        graph.invoke({"refund_amount": n, "approved": None}, {"configurable": agent})
+        reviewer = {"thread_id": f"t-{n}", "actor": {"id": "reviewer", "role": "reviewer"}}
+        graph.invoke(Command(resume=True), {"configurable": reviewer})
+    runner = ProjectionRunner(store, all_projections(), batch_size=3, rebuild_batch_size=3)
+    times = []
+    for n in range(3):
+        began = time.process_time()
+        runner.rebuild()
+        times.append((time.process_time() - began) / cycles)
+    runner.close()
+print(statistics.median(times) * 1000)
+"""
+
+
+def measure_projector(tree: Path, kind: str, cycles: int) -> Sample:
+    """The projector's median CPU per refund cycle, by the revision in `tree`, in batches
+    of 3 positions on a fresh store (`cycle_ms` and `cpu_ms` are both that CPU)."""
+    return _script_sample(tree, kind, PROJECTOR, cycles)
+
+
 def measure_loop(tree: Path, kind: str, steps: int) -> Sample:
     """The native loop's median time per step, by the revision in `tree`, on a fresh store
     (no server: `cpu_ms` is the same time)."""
+    return _script_sample(tree, kind, LOOP, steps)
+
+
+def _script_sample(tree: Path, kind: str, script: str, size: int) -> Sample:
+    """`script` run by the revision in `tree` with `size` and a fresh store's URL; the
+    milliseconds it prints last, as both measures."""
     WORK.mkdir(parents=True, exist_ok=True)
     with _store(kind, WORK) as store:
         done = subprocess.run(
-            [sys.executable, "-c", LOOP, str(steps), store],
+            [sys.executable, "-c", script, str(size), store],
             cwd=tree,
             env=_env(tree, store),
             check=True,
             capture_output=True,
             text=True,
         )
-    step_ms = float(done.stdout.strip().splitlines()[-1])
-    return Sample(step_ms, step_ms)
+    took_ms = float(done.stdout.strip().splitlines()[-1])
+    return Sample(took_ms, took_ms)
 
 
 def _wait_ready(url: str) -> None:
@@ -241,6 +305,14 @@ def _cycle(client: httpx.Client, agent: str, reviewer: str) -> None:
     assert "__interrupt__" not in done, done
 
 
+def _measure(args: argparse.Namespace, tree: Path, serve_args: list[str]) -> Sample:
+    if args.case == "loop":
+        return measure_loop(tree, args.store, args.steps)
+    if args.case == "projector":
+        return measure_projector(tree, args.store, args.cycles)
+    return measure(tree, args.store, args.cycles, serve_args)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__.split("\n")[0])
     parser.add_argument("before", help="a git revision")
@@ -248,8 +320,10 @@ def main(argv: list[str] | None = None) -> int:
         "after", nargs="?", default=".", help="a git revision (default: the working tree)"
     )
     parser.add_argument("--pairs", type=int, default=8)
-    parser.add_argument("--case", choices=("refund", "loop"), default="refund")
-    parser.add_argument("--cycles", type=int, default=200, help="refund cycles per measure")
+    parser.add_argument("--case", choices=("refund", "loop", "projector"), default="refund")
+    parser.add_argument(
+        "--cycles", type=int, default=200, help="refund cycles per measure (refund, projector)"
+    )
     parser.add_argument("--steps", type=int, default=1000, help="loop steps per measure")
     parser.add_argument("--store", choices=("postgres", "sqlite"), default="postgres")
     parser.add_argument(
@@ -261,12 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     ratios, cpu = [], []
     for pair in range(args.pairs):
         order = ("before", "after") if pair % 2 == 0 else ("after", "before")
-        got = {
-            side: measure_loop(trees[side], args.store, args.steps)
-            if args.case == "loop"
-            else measure(trees[side], args.store, args.cycles, serve_args)
-            for side in order
-        }
+        got = {side: _measure(args, trees[side], serve_args) for side in order}
         ratio = got["after"].cycle_ms / got["before"].cycle_ms
         ratios.append(ratio)
         cpu.append(got["after"].cpu_ms / got["before"].cpu_ms)
