@@ -49,9 +49,17 @@ class Database:
         raise NotImplementedError
         yield
 
-    def statement(self, sql: str, params: Sequence[Any] = (), *, write: bool = True) -> list[Any]:
+    def statement(
+        self,
+        sql: str,
+        params: Sequence[Any] = (),
+        *,
+        write: bool = True,
+        binary: bool = False,  # noqa: ARG002 - SQLite has one format
+    ) -> list[Any]:
         """One statement in a transaction of its own, and the rows it returns: on
-        PostgreSQL one round trip (an autocommit connection), not BEGIN and COMMIT too."""
+        PostgreSQL one round trip (an autocommit connection), not BEGIN and COMMIT too;
+        `binary`: its values in PostgreSQL's binary format (bytes as sent, not hex text)."""
         with self.transaction(write=write) as cursor:
             cursor.execute(sql, params)
             return cursor.fetchall()
@@ -330,10 +338,11 @@ class PostgresDatabase(Database):
         params: Sequence[Any] = (),
         *,
         write: bool = True,  # noqa: ARG002 - a reader waits for no writer here
+        binary: bool = False,
     ) -> list[Any]:
         connection = self._statements.borrow()
         try:
-            cursor = connection.execute(sql, params)
+            cursor = connection.execute(sql, params, binary=binary)
             return cursor.fetchall() if cursor.description is not None else []
         except psycopg.OperationalError:
             connection.close()  # not given back, nor the idle ones (the server may have

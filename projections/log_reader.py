@@ -145,13 +145,8 @@ class LogReader:
     def _select(self, after: int, upto: int) -> list[Entry]:
         """The entries in (after, upto], read with one query and decoded, their threads not
         yet set."""
-        query = self._sql or ""
-        with self.db.transaction(write=False) as cursor:
-            if self.db.dialect == "postgres":  # binary: the states as sent, not hex text
-                cursor.execute(query, (after, upto), binary=True)  # type: ignore[call-arg]
-            else:
-                cursor.execute(query, (after, upto))
-            rows = cursor.fetchall()
+        # One statement (on PostgreSQL one round trip); binary: the states as sent, not hex.
+        rows = self.db.statement(self._sql or "", (after, upto), write=False, binary=True)
         originators: dict[Any, tuple[UUID, str]] = {}  # one batch's
         return [self._entry(originators, *row) for row in rows]
 
