@@ -131,6 +131,10 @@ class ProjectionRunner:
         }
         self._wanted = frozenset().union(*self._topics.values())
         self._log = LogReader(store, self.db)
+        # Where the next batch starts: the positions' least as this runner's last batch
+        # left them, or None (read them). A batch checks it against the locked positions
+        # before it writes, so it only spares a read while no other runner moves them.
+        self._start: int | None = None
         # False: the store's role may not create tables (`?create_tables=no`); the runner then
         # issues no DDL, and checks the tables and its grants instead.
         self.creates_tables = may_create_tables(store)
@@ -205,6 +209,7 @@ class ProjectionRunner:
                 cursor.execute(
                     f"UPDATE {self.db.table(POSITIONS)} SET position = 0 WHERE name = %s", (name,)
                 )
+        self._start = None
         try:
             return self.catch_up(progress, self.rebuild_batch_size)
         finally:  # the indexes `clear` dropped, built once over every row (after a crash: setup)
@@ -290,11 +295,15 @@ class ProjectionRunner:
         transaction may not become a write one on SQLite, and the batch's cost
         is mostly decoding, which need not hold the lock). Positions up to a
         head once seen are final: ids become visible in commit order. A batch
-        that finds the positions moved back (a rebuild started meanwhile)
-        applies nothing, and the next is read from the new positions.
+        starts where this runner's last one left the positions (they are read
+        when that is not known, or when nothing lies past it). A batch that
+        finds the positions moved back (a rebuild started meanwhile) applies
+        nothing, and the next is read from the new positions.
         """
-        with self.db.transaction(write=False) as cursor:
-            start = min(self._read_positions(cursor).values())
+        start, self._start = self._start, None  # known again once this batch commits
+        if start is None or start >= head:  # nothing past it: the positions may have moved back
+            with self.db.transaction(write=False) as cursor:
+                start = min(self._read_positions(cursor).values())
         last = min(start + batch_size, head)
         if last <= start:
             return 0, start
@@ -314,6 +323,7 @@ class ProjectionRunner:
                     return 0, start
                 self._apply(events, undecodable, last, positions, cursor)
             applied = max(last - min(positions.values()), 0), last
+            self._start = max(last, min(positions.values()))
         if applied[1] == last:  # committed: say which events were passed by
             for event in undecodable:
                 self.on_quarantine(event)
@@ -336,6 +346,7 @@ class ProjectionRunner:
             if self._locked_positions(cursor) != positions:
                 return 0, start
             staged.replay(cursor)
+        self._start = max(last, min(positions.values()))
         return max(last - min(positions.values()), 0), last
 
     def _apply(

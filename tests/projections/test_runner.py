@@ -20,6 +20,7 @@ from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
 from projections.catalog import all_projections
 from projections.database import database_for
+from projections.model_tables import POSITIONS
 from projections.pending_approvals import PendingApprovals, PendingApprovalsProjection
 from projections.runner import ProjectionRunner
 from projections.thread_index import ThreadIndex, ThreadIndexProjection
@@ -377,6 +378,55 @@ def test_two_runners_catching_up_at_once_apply_every_event_once(shared_store):
     assert read_models(runners[0].db) == together
     for runner in runners:
         runner.close()
+
+
+def test_a_runner_goes_on_from_positions_another_runner_moved_past_its_own(shared_store):
+    # Given a runner that caught up, and another that caught up further since
+    record_history(shared_store, prefix="a-")
+    behind, ahead = (ProjectionRunner(shared_store, both(), batch_size=3) for _ in range(2))
+    behind.catch_up()
+    record_history(shared_store, prefix="b-")
+    ahead.catch_up()
+    moved_to = ahead.head()
+    record_history(shared_store, prefix="c-")
+
+    # When the first catches up again
+    applied = behind.catch_up()
+
+    # Then it applied only what neither had, and the rows are those of a rebuild
+    assert applied == behind.head() - moved_to
+    assert positions(behind.db) == dict.fromkeys(NAMES, behind.head())
+    together = read_models(behind.db)
+    ahead.rebuild()
+    assert read_models(behind.db) == together
+    for runner in (behind, ahead):
+        runner.close()
+
+
+@pytest.mark.parametrize("new_events", [False, True])
+def test_a_runner_sees_positions_another_runner_moved_back(store, runner, new_events):
+    # Given a runner that caught up, then a rebuild begun elsewhere: the models
+    # cleared and their positions at zero
+    record_history(store)
+    runner.catch_up()
+    caught_up = read_models(runner.db)
+    with runner.db.transaction() as cursor:
+        for projection in runner.projections.values():
+            projection.clear(cursor, runner.db)
+        cursor.execute(f"UPDATE {runner.db.table(POSITIONS)} SET position = 0")
+    if new_events:
+        record_history(store, prefix="later-")
+
+    # When the runner catches up again
+    runner.catch_up()
+
+    # Then it applied the whole log again, not only what came after its last batch
+    assert positions(runner.db) == dict.fromkeys(NAMES, runner.head())
+    if not new_events:
+        assert read_models(runner.db) == caught_up
+    rebuilt = read_models(runner.db)
+    runner.rebuild()
+    assert read_models(runner.db) == rebuilt
 
 
 def test_the_queue_can_be_read_while_another_runner_holds_a_batch_open(shared_store):
