@@ -23,6 +23,7 @@ from domain.record.store import backend_of, postgres_params
 from persistence.sqlite_checkpointer import hold_checkpointer, take_commit_checkpoints_off
 
 IDLE_PING_SECONDS = 5.0
+ROWS_PER_STATEMENT = 64  # rows a multi-row INSERT takes (`Database.insert_new`)
 BULK_ROWS = 64  # rows from which PostgreSQL's `insert_new` copies them in (a savepoint)
 
 
@@ -93,13 +94,23 @@ class Database:
         key: Sequence[str],
     ) -> None:
         """Insert `rows`, whose keys are meant to be new: one whose `key` a row of `table`
-        has already is left out."""
-        cursor.executemany(
-            f"INSERT INTO {table} ({', '.join(columns)}) "
-            f"VALUES ({', '.join(['%s'] * len(columns))}) "
-            f"ON CONFLICT ({', '.join(key)}) DO NOTHING",
-            rows,
-        )
+        has already is left out (and of rows with the same key, all but the first).
+
+        Up to ROWS_PER_STATEMENT rows a statement, each statement's rows padded to a
+        power of two with copies of its last row (which the conflict clause leaves
+        out): a statement's cost is mostly per statement, and a few shapes of it are
+        prepared once, where one per row count would crowd the prepared ones out.
+        """
+        width = len(columns)
+        head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+        tail = f" ON CONFLICT ({', '.join(key)}) DO NOTHING"
+        row = f"({', '.join(['%s'] * width)})"
+        for start in range(0, len(rows), ROWS_PER_STATEMENT):
+            part = list(rows[start : start + ROWS_PER_STATEMENT])
+            part += [part[-1]] * ((1 << (len(part) - 1).bit_length()) - len(part))
+            cursor.execute(
+                head + ", ".join([row] * len(part)) + tail, [value for r in part for value in r]
+            )
 
     @contextmanager
     def wakeups(self, store: Workflows) -> Iterator[Wakeups]:  # noqa: ARG002

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from projections.database import BULK_ROWS, Database, database_for
+from projections.database import BULK_ROWS, ROWS_PER_STATEMENT, Database, database_for
 
 
 @pytest.fixture
@@ -59,3 +59,20 @@ def test_rows_in_bulk_keep_what_a_copy_could_misread(db):
         db.insert_new(cursor, table, ("k", "o"), rows, ("k", "o"))
     # Then each is stored as it was given
     assert sorted(db.statement(f"SELECT k, o FROM {table}", write=False)) == sorted(rows)
+
+
+@pytest.mark.parametrize("count", [1, 3, 5, ROWS_PER_STATEMENT, ROWS_PER_STATEMENT + 3])
+def test_rows_of_any_count_go_in_once_the_first_of_a_key_kept(db, count):
+    # Given a table holding the row of one key
+    table = db.table(f"holdpoint_test_counted_{count}")
+    with db.transaction() as cursor:
+        cursor.execute(f"CREATE TABLE {table} (k TEXT PRIMARY KEY, v TEXT NOT NULL)")
+        cursor.execute(f"INSERT INTO {table} (k, v) VALUES (%s, %s)", ("k0", "before"))
+    # When `count` rows are inserted as new, that key among them, and one key twice
+    rows = [(f"k{n}", "first") for n in range(count)] + [(f"k{count - 1}", "second")]
+    with db.transaction() as cursor:
+        db.insert_new(cursor, table, ("k", "v"), rows, ("k",))
+    # Then each key is there once: the one already there as it was, else the first given
+    found = dict(db.statement(f"SELECT k, v FROM {table}", write=False))
+    expected = {f"k{n}": "first" for n in range(count)} | {"k0": "before"}
+    assert found == expected
