@@ -20,4 +20,6 @@ def utc_text_or_none(iso: str | None) -> str | None:
 
 
 def parse_utc_text(text: str) -> datetime:
-    return datetime.strptime(text, FORMAT).replace(tzinfo=UTC)
+    """Read-model text (`utc_text`'s) as an aware UTC datetime (fromisoformat reads
+    FORMAT's trailing Z as UTC, about 40 times as fast as strptime)."""
+    return datetime.fromisoformat(text)
