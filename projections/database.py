@@ -24,6 +24,7 @@ from persistence.sqlite_checkpointer import hold_checkpointer, take_commit_check
 
 IDLE_PING_SECONDS = 5.0
 ROWS_PER_STATEMENT = 64  # rows a multi-row INSERT takes (`Database.insert_new`)
+FEW_ROWS = 8  # rows up to which PostgreSQL's `insert_many` sends one INSERT, not a COPY
 BULK_ROWS = 64  # rows from which PostgreSQL's `insert_new` copies them in (a savepoint)
 
 
@@ -37,6 +38,21 @@ class Cursor(Protocol):
     def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Any: ...
     def fetchone(self) -> Any: ...
     def fetchall(self) -> list[Any]: ...
+
+
+def insert_values(
+    cursor: Cursor,
+    table: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    tail: str = "",
+) -> None:
+    """One INSERT of `rows` (values in `columns` order) into `table`, `tail` after its VALUES."""
+    row = f"({', '.join(['%s'] * len(columns))})"
+    cursor.execute(
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row] * len(rows))}{tail}",
+        [value for values in rows for value in values],
+    )
 
 
 class Database:
@@ -101,16 +117,11 @@ class Database:
         out): a statement's cost is mostly per statement, and a few shapes of it are
         prepared once, where one per row count would crowd the prepared ones out.
         """
-        width = len(columns)
-        head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
         tail = f" ON CONFLICT ({', '.join(key)}) DO NOTHING"
-        row = f"({', '.join(['%s'] * width)})"
         for start in range(0, len(rows), ROWS_PER_STATEMENT):
             part = list(rows[start : start + ROWS_PER_STATEMENT])
             part += [part[-1]] * ((1 << (len(part) - 1).bit_length()) - len(part))
-            cursor.execute(
-                head + ", ".join([row] * len(part)) + tail, [value for r in part for value in r]
-            )
+            insert_values(cursor, table, columns, part, tail)
 
     @contextmanager
     def wakeups(self, store: Workflows) -> Iterator[Wakeups]:  # noqa: ARG002
@@ -381,7 +392,12 @@ class PostgresDatabase(Database):
         self, cursor: Cursor, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
     ) -> None:
         """COPY: one stream instead of a pipelined statement per row (faster: BENCHMARKS.md,
-        "Design choices, measured")."""
+        "Design choices, measured"); up to FEW_ROWS rows, one INSERT (a COPY is two
+        round trips, and costs more to set up than it saves on so few rows)."""
+        if len(rows) <= FEW_ROWS:
+            if rows:
+                insert_values(cursor, table, columns, rows)
+            return
         with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:  # type: ignore[attr-defined]
             for row in rows:
                 copy.write_row(row)
@@ -395,8 +411,8 @@ class PostgresDatabase(Database):
         key: Sequence[str],
     ) -> None:
         """Many rows by COPY, in a savepoint: should a key be there after all, the
-        savepoint is rolled back and the rows go in one by one, that row left out. (An
-        INSERT per row, pipelined, costs the server 2-3 x a COPY's row.)"""
+        savepoint is rolled back and the rows go in by the base's multi-row INSERTs, that
+        row left out. (A row of an INSERT costs the server 2-3 x a COPY's row.)"""
         if len(rows) >= BULK_ROWS:
             try:
                 with cursor.connection.transaction():  # type: ignore[attr-defined]
