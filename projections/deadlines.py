@@ -8,6 +8,7 @@ try at once. So each expiry is recorded exactly once, however many workers run.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 import structlog
@@ -44,3 +45,27 @@ def expire_overdue(store: Workflows, db: Database, now: datetime | None = None) 
                 _left.add(interrupt_id)
                 log.warning("overdue interrupt left", interrupt_id=interrupt_id, reason=str(error))
     return expired
+
+
+class DeadlineWorker:
+    """`expire_overdue`, run after a projector's pass at most once every `every` seconds.
+
+    On PostgreSQL a pass follows every commit; the queue's overdue query (a
+    transaction of its own) after each would cost as many statements as there are
+    commits, when a deadline is a matter of the clock: an overdue interrupt is
+    expired at most `every` seconds (the projector's poll) after its deadline.
+    """
+
+    def __init__(self, store: Workflows, db: Database, every: float) -> None:
+        self.store = store
+        self.db = db
+        self.every = every
+        self._last = float("-inf")
+
+    def __call__(self) -> list[str]:
+        """The ids this call expired (none when the last run is under `every` s old)."""
+        now = time.monotonic()
+        if now - self._last < self.every:
+            return []
+        self._last = now
+        return expire_overdue(self.store, self.db)

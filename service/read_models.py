@@ -2,7 +2,7 @@
 
 In-process (the default; the only choice on SQLite and memory stores) a
 background thread runs the projection runner's loop, and the deadline worker
-after each pass. On PostgreSQL it wakes on each commit (the store's
+after a pass (at most every `poll` seconds). On PostgreSQL it wakes on each commit (the store's
 NOTIFY). On SQLite it wakes every `poll` seconds, or at once when a read
 waits for a position: waking it on every write would have it contend for
 SQLite's one write lock with the writers themselves (SQLite's busy handler
@@ -28,7 +28,7 @@ from domain.record.store import backend_of, open_store
 from persistence.sqlite import write_gate
 from projections.catalog import all_projections, runner_for
 from projections.database import Cursor, Database, SQLiteDatabase, database_for
-from projections.deadlines import expire_overdue
+from projections.deadlines import DeadlineWorker
 from projections.pending_approvals import PendingApprovals
 from projections.runner import ProjectionRunner, ProjectionStatus
 from service.errors import PositionBeyondLogError, ReadModelBehindError
@@ -105,6 +105,7 @@ class ReadModels:
         self.projector_store = store if shared else open_store(store.url)
         self.runner = _runner(self.projector_store)
         self.reader: ProjectionRunner = self.runner if shared else _runner(store)
+        self._expire = DeadlineWorker(self.projector_store, self.runner.db, poll)
         self.in_process = projector
         self._stop = threading.Event()
         self._nudge = threading.Event()
@@ -135,9 +136,6 @@ class ReadModels:
             log.exception("projector stopped on an error")
             return
         log.info("projector stopped")
-
-    def _expire(self) -> None:
-        expire_overdue(self.projector_store, self.runner.db)
 
     def _between_passes(self) -> None:
         self._expire()

@@ -133,7 +133,7 @@ def projections_rebuild(args: argparse.Namespace) -> int:
 
 def run_projector(args: argparse.Namespace) -> int:
     from projections.catalog import runner_for  # noqa: PLC0415
-    from projections.deadlines import expire_overdue  # noqa: PLC0415
+    from projections.deadlines import DeadlineWorker  # noqa: PLC0415
 
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -144,7 +144,7 @@ def run_projector(args: argparse.Namespace) -> int:
         runner.on_quarantine = say_quarantined
         log.info("projector started", projections=list(runner.projections), poll=args.poll)
         runner.run_forever(
-            stop, poll=args.poll, after_catch_up=lambda: expire_overdue(store, runner.db)
+            stop, poll=args.poll, after_catch_up=DeadlineWorker(store, runner.db, args.poll)
         )
         log.info("projector stopped", status=[vars(s) for s in runner.status()])
         runner.close()

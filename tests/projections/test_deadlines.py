@@ -16,7 +16,7 @@ from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
 from domain.types import Command, interrupt
 from projections.catalog import runner_for
-from projections.deadlines import expire_overdue
+from projections.deadlines import DeadlineWorker, expire_overdue
 from projections.oversight_report import oversight_report
 from projections.pending_approvals import PendingApprovals
 
@@ -266,3 +266,24 @@ def test_a_queue_row_for_an_interrupt_already_answered_records_nothing(store):
     # Then
     assert expired == []
     assert expiries(store, "t") == []
+
+
+def test_the_deadline_worker_looks_at_most_once_a_period(store):
+    # Given a worker that looks at most once an hour, and a thread overdue at once
+    graph = plain_graph(store, deadline=1e-6)
+    graph.invoke({"approved": None}, config("first"))
+    runner = runner_for(store)
+    runner.catch_up()
+    worker = DeadlineWorker(store, runner.db, every=3600)
+    # When it runs after a pass, it expires the overdue interrupt
+    assert len(worker()) == 1
+    assert len(expiries(store, "first")) == 1
+    # Then after the next pass, within the hour, it does not look again
+    graph.invoke({"approved": None}, config("second"))
+    runner.catch_up()
+    assert worker() == []
+    assert expiries(store, "second") == []
+    # And once its period has passed it does
+    worker.every = 0
+    assert len(worker()) == 1
+    assert len(expiries(store, "second")) == 1
