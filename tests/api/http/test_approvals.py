@@ -33,7 +33,7 @@ def server(request, tmp_path_factory):
     # The deadline worker is held back: it would expire an overdue interrupt (and so
     # take it off the queue) within a poll, before the test could read it as overdue.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("service.read_models.expire_overdue", lambda *_args, **_kwargs: [])
+        patch.setattr("projections.deadlines.DeadlineWorker.__call__", lambda _self: [])
         with server_on(request.param, tmp_path_factory.mktemp("store")) as running:
             yield running
 
