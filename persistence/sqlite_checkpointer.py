@@ -37,7 +37,8 @@ import atexit
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import structlog
@@ -154,13 +155,38 @@ class WalCheckpointer:
 
 _RUNNING: dict[str, tuple[WalCheckpointer, int]] = {}  # realpath -> (thread, holders)
 _RUNNING_GUARD = threading.Lock()
+_GUARD_HELD = threading.local()  # `.value`: this thread holds _RUNNING_GUARD
+_DEFERRED: list[_Hold] = []  # releases asked for by a thread that held the guard
+
+
+@contextmanager
+def _guarded() -> Iterator[None]:
+    """_RUNNING_GUARD, held by this thread; once let go, the releases asked for meanwhile.
+
+    The garbage collector may close a store that was never closed (its finalizer) at
+    any allocation, so also while this thread holds the guard: that store's release
+    is then deferred (`_Hold.release`), since taking the guard again on the same
+    thread would wait for ever.
+    """
+    with _RUNNING_GUARD:
+        _GUARD_HELD.value = True
+        try:
+            yield
+        finally:
+            _GUARD_HELD.value = False
+    while True:
+        try:
+            deferred = _DEFERRED.pop()
+        except IndexError:
+            return
+        deferred.release()
 
 
 def hold_checkpointer(db_name: str) -> Callable[[], None]:
     """Keep a checkpointer thread running on `db_name` (one per file in this process)
     until the returned function is called; the thread stops when its last holder lets go."""
     key = os.path.realpath(db_name)
-    with _RUNNING_GUARD:
+    with _guarded():
         checkpointer, holders = _RUNNING.get(key) or (WalCheckpointer(db_name), 0)
         if holders == 0:
             checkpointer.start()
@@ -176,7 +202,10 @@ class _Hold:
         self.checkpointer: WalCheckpointer | None = checkpointer
 
     def release(self) -> None:
-        with _RUNNING_GUARD:
+        if getattr(_GUARD_HELD, "value", False):  # a finalizer, run while this thread holds it
+            _DEFERRED.append(self)
+            return
+        with _guarded():
             checkpointer, self.checkpointer = self.checkpointer, None
             current, holders = _RUNNING.get(self.key) or (None, 0)
             if checkpointer is None or current is not checkpointer:  # released, or at exit
@@ -192,7 +221,7 @@ class _Hold:
 def _stop_all() -> None:
     """At exit, stop the threads of stores left open, so that their connections close and
     the last connection to close on a file can remove its WAL, as SQLite does."""
-    with _RUNNING_GUARD:
+    with _guarded():
         running = [checkpointer for checkpointer, _ in _RUNNING.values()]
         _RUNNING.clear()
     for checkpointer in running:
@@ -201,6 +230,6 @@ def _stop_all() -> None:
 
 def checkpointer_of(db_name: str) -> WalCheckpointer | None:
     """The checkpointer running on `db_name` in this process, if any."""
-    with _RUNNING_GUARD:
+    with _guarded():
         found = _RUNNING.get(os.path.realpath(db_name))
     return found[0] if found else None

@@ -168,3 +168,54 @@ def test_a_process_without_the_checkpointer_reads_and_writes_the_file(
         assert store.recorder.max_notification_id() == 3 * EVENTS_PER_COMMIT
     finally:
         store.close()
+
+
+COLLECTED_WHILE_HELD = """
+import sys
+from domain.record.store import open_store
+from persistence import sqlite_checkpointer
+
+forgotten = open_store(f"sqlite:///{sys.argv[1]}")  # a store its owner never closes
+
+
+class CollectedMeanwhile(sqlite_checkpointer.WalCheckpointer):
+    def __init__(self, *args, **kwargs):
+        # the garbage collector runs the forgotten store's finalizer at this allocation,
+        # while this thread holds the checkpointers' guard
+        forgotten.close()
+        super().__init__(*args, **kwargs)
+
+
+sqlite_checkpointer.WalCheckpointer = CollectedMeanwhile
+store = open_store(f"sqlite:///{sys.argv[2]}")
+print(sqlite_checkpointer.checkpointer_of(sys.argv[1]) is None)
+print(sqlite_checkpointer.checkpointer_of(sys.argv[2]) is not None)
+store.close()
+print(sqlite_checkpointer.checkpointer_of(sys.argv[2]) is None)
+"""
+
+
+def test_a_store_closed_by_the_garbage_collector_while_a_checkpointer_starts_lets_go(
+    tmp_path: Path,
+):
+    # Given a store nobody closes, closed by the collector (its finalizer) while this
+    # thread starts another file's checkpointer, the checkpointers' guard in hand
+    # When that happens, in a process of its own (a deadlock would stop it for ever)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            COLLECTED_WHILE_HELD,
+            str(tmp_path / "a.db"),
+            str(tmp_path / "b.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    # Then nothing waits for ever: the first file's checkpointer stopped once the guard
+    # was let go, the second runs until its store closes
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True", "True", "True"]
