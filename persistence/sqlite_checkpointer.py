@@ -168,12 +168,12 @@ def _guarded() -> Iterator[None]:
     is then deferred (`_Hold.release`), since taking the guard again on the same
     thread would wait for ever.
     """
-    with _RUNNING_GUARD:
-        _GUARD_HELD.value = True
-        try:
+    _GUARD_HELD.value = True  # set before the lock is taken, cleared after it is let go:
+    try:  # a finalizer run in between defers too, rather than wait on this thread
+        with _RUNNING_GUARD:
             yield
-        finally:
-            _GUARD_HELD.value = False
+    finally:
+        _GUARD_HELD.value = False
     while True:
         try:
             deferred = _DEFERRED.pop()
