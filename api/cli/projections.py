@@ -65,7 +65,8 @@ def register(commands: Commands) -> None:
         type=float,
         default=0.2,
         help="seconds between looks at the log (default 0.2); on PostgreSQL each commit "
-        "also wakes the projector at once (LISTEN/NOTIFY)",
+        "also wakes the projector at once (LISTEN/NOTIFY); overdue interrupts are looked "
+        "for after a look, at most once this often",
     )
     add_graph_option(projector)  # recording an expiry reads the thread
     projector.set_defaults(handler=run_projector)
