@@ -131,9 +131,9 @@ class ProjectionRunner:
         }
         self._wanted = frozenset().union(*self._topics.values())
         self._log = LogReader(store, self.db)
-        # Where the next batch starts: the positions' least as this runner's last batch
-        # left them, or None (read them). A batch checks it against the locked positions
-        # before it writes, so it only spares a read while no other runner moves them.
+        # Where the next batch starts: the last position this runner's last batch committed
+        # (every position is at least that), or None (read them). A batch checks it against
+        # the locked positions before it writes, so it only spares a read.
         self._start: int | None = None
         # False: the store's role may not create tables (`?create_tables=no`); the runner then
         # issues no DDL, and checks the tables and its grants instead.
@@ -323,8 +323,8 @@ class ProjectionRunner:
                     return 0, start
                 self._apply(events, undecodable, last, positions, cursor)
             applied = max(last - min(positions.values()), 0), last
-            self._start = max(last, min(positions.values()))
-        if applied[1] == last:  # committed: say which events were passed by
+        if applied[1] == last:  # committed: the next batch starts here; say what was passed by
+            self._start = last
             for event in undecodable:
                 self.on_quarantine(event)
         return applied
@@ -346,7 +346,6 @@ class ProjectionRunner:
             if self._locked_positions(cursor) != positions:
                 return 0, start
             staged.replay(cursor)
-        self._start = max(last, min(positions.values()))
         return max(last - min(positions.values()), 0), last
 
     def _apply(

@@ -2,8 +2,8 @@
 
 In-process (the default; the only choice on SQLite and memory stores) a
 background thread runs the projection runner's loop, and the deadline worker
-after a pass (at most every `poll` seconds). On PostgreSQL it wakes on each commit (the store's
-NOTIFY). On SQLite it wakes every `poll` seconds, or at once when a read
+after a pass (at most every `poll` seconds). On PostgreSQL it wakes on each
+commit (the store's NOTIFY). On SQLite it wakes every `poll` seconds, or at once when a read
 waits for a position: waking it on every write would have it contend for
 SQLite's one write lock with the writers themselves (SQLite's busy handler
 sleeps), which made a single client's refund cycle four times slower. It
