@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.ab BEFORE [AFTER] [--pairs 8] [--cycles 200] [--store postgres]
     .venv/bin/python -m bench.ab BEFORE [AFTER] --case loop [--steps 1000] [--store sqlite]
     .venv/bin/python -m bench.ab BEFORE [AFTER] --case projector [--cycles 300] [--store sqlite]
+    .venv/bin/python -m bench.ab BEFORE [AFTER] --case verify [--events 100000] [--store sqlite]
 
 Each revision is checked out into a worktree of its own (`bench/.work/ab/REV`, made on
 first use; AFTER defaults to the working tree itself) and runs from there on this
@@ -25,6 +26,11 @@ refund cycles (a thread begun, paused and answered) are recorded, then every rea
 rebuilt three times in batches of 3 positions, as small as a live projector's between
 two commits; the measure is the process's CPU per cycle (`time.process_time`), the
 median of the three.
+
+`--case verify` times `holdpoint verify`'s check of the log in one process: on a fresh
+store, `--events` events of refund cycles (as the verify benchmark generates them) are
+inserted, then the whole log is checked three times by one process (`check_range`); the
+measure is its CPU per event in microseconds (`time.process_time`), the median of the three.
 """
 
 from __future__ import annotations
@@ -237,6 +243,35 @@ print(statistics.median(times) * 1000)
 """
 
 
+VERIFY = """
+import gc, statistics, sys, time
+from bench.integrity import fill
+from domain.record.store import open_store
+from integrity.ranges import ScanPlan, check_range
+from integrity.scan import scanner_for
+
+events, url = int(sys.argv[1]), sys.argv[2]
+with open_store(url) as store:
+    fill([store], events)
+    scanner = scanner_for(store)
+    times = []
+    for n in range(3):
+        gc.collect()
+        began = time.process_time()
+        summary = check_range(scanner, 0, events, ScanPlan())
+        times.append((time.process_time() - began) / events)
+        assert summary.events == events and not summary.suspects, summary.suspects
+    scanner.close()
+print(statistics.median(times) * 1e6)
+"""
+
+
+def measure_verify(tree: Path, kind: str, events: int) -> Sample:
+    """One process's median CPU per event, in microseconds, checking a fresh log of
+    `events` refund-cycle events with the revision in `tree`."""
+    return _script_sample(tree, kind, VERIFY, events)
+
+
 def measure_projector(tree: Path, kind: str, cycles: int) -> Sample:
     """The projector's median CPU per refund cycle, by the revision in `tree`, in batches
     of 3 positions on a fresh store (`cycle_ms` and `cpu_ms` are both that CPU)."""
@@ -310,6 +345,8 @@ def _measure(args: argparse.Namespace, tree: Path, serve_args: list[str]) -> Sam
         return measure_loop(tree, args.store, args.steps)
     if args.case == "projector":
         return measure_projector(tree, args.store, args.cycles)
+    if args.case == "verify":
+        return measure_verify(tree, args.store, args.events)
     return measure(tree, args.store, args.cycles, serve_args)
 
 
@@ -320,11 +357,14 @@ def main(argv: list[str] | None = None) -> int:
         "after", nargs="?", default=".", help="a git revision (default: the working tree)"
     )
     parser.add_argument("--pairs", type=int, default=8)
-    parser.add_argument("--case", choices=("refund", "loop", "projector"), default="refund")
+    parser.add_argument(
+        "--case", choices=("refund", "loop", "projector", "verify"), default="refund"
+    )
     parser.add_argument(
         "--cycles", type=int, default=200, help="refund cycles per measure (refund, projector)"
     )
     parser.add_argument("--steps", type=int, default=1000, help="loop steps per measure")
+    parser.add_argument("--events", type=int, default=100_000, help="log events (verify)")
     parser.add_argument("--store", choices=("postgres", "sqlite"), default="postgres")
     parser.add_argument(
         "--no-projector", action="store_true", help="serve --no-projector (PostgreSQL)"
@@ -333,6 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     trees = {"before": worktree(args.before), "after": worktree(args.after)}
     serve_args = ["--no-projector"] if args.no_projector else []
     ratios, cpu = [], []
+    unit = "us/event" if args.case == "verify" else "ms"
     for pair in range(args.pairs):
         order = ("before", "after") if pair % 2 == 0 else ("after", "before")
         got = {side: _measure(args, trees[side], serve_args) for side in order}
@@ -340,8 +381,8 @@ def main(argv: list[str] | None = None) -> int:
         ratios.append(ratio)
         cpu.append(got["after"].cpu_ms / got["before"].cpu_ms)
         print(
-            f"pair {pair + 1}: before {got['before'].cycle_ms:.3f} ms "
-            f"(cpu {got['before'].cpu_ms:.2f}), after {got['after'].cycle_ms:.3f} ms "
+            f"pair {pair + 1}: before {got['before'].cycle_ms:.3f} {unit} "
+            f"(cpu {got['before'].cpu_ms:.2f}), after {got['after'].cycle_ms:.3f} {unit} "
             f"(cpu {got['after'].cpu_ms:.2f}): {ratio:.3f} x",
             flush=True,
         )
