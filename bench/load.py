@@ -32,7 +32,6 @@ from bench.http import (
     HOLDPOINT_POSTGRES,
     REFUND_INPUT,
     Endpoint,
-    cpu_seconds,
     holdpoint_server,
     langgraph_server,
     percentile,
@@ -168,9 +167,9 @@ def _side_job(side: str, sizes: Sizes, runner: Runner) -> Callable[..., Any]:
             try:
                 since = datetime.now(UTC) - timedelta(seconds=1)
                 with server as endpoint:
-                    cpu = cpu_seconds(endpoint.pid)
+                    cpu = endpoint.cpu_seconds()
                     load, wall = asyncio.run(drive(endpoint, sizes, sample_lag=side != LANGGRAPH))
-                    cpu = cpu_seconds(endpoint.pid) - cpu
+                    cpu = endpoint.cpu_seconds() - cpu
                 found = (
                     audit(store_url, load.threads or [], load.cycles, since) if store_url else {}
                 )

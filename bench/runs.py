@@ -30,7 +30,6 @@ from bench.harness import QUICK, BenchError, Runner
 from bench.http import (
     Endpoint,
     _cycles,
-    cpu_seconds,
     holdpoint_server,
     langgraph_server,
     percentile,
@@ -86,11 +85,11 @@ async def drive_spread(endpoints: list[Endpoint], clients: int, cycles: int) -> 
     try:
         await asyncio.gather(*(_cycles(s, d, 1, None) for s, d in pairs))
         resumes: list[float] = []
-        cpu = sum(cpu_seconds(e.pid) for e in endpoints)
+        cpu = sum(e.cpu_seconds() for e in endpoints)
         started = time.perf_counter()
         await asyncio.gather(*(_cycles(s, d, cycles, resumes) for s, d in pairs))
         elapsed = time.perf_counter() - started
-        cpu = sum(cpu_seconds(e.pid) for e in endpoints) - cpu
+        cpu = sum(e.cpu_seconds() for e in endpoints) - cpu
     finally:
         for pair in pairs:
             for client in pair:

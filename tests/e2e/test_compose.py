@@ -51,6 +51,13 @@ def test_compose_runs_postgres_api_and_projector_from_one_dockerfile():
     assert 'ENTRYPOINT ["holdpoint"]' in (ROOT / "Dockerfile").read_text()
 
 
+def test_the_api_leaves_the_read_models_to_the_projector_service():
+    # The projector service keeps them up to date; the api does not project them as well
+    assert "--no-projector" in SERVICES["api"]["command"]
+    assert SERVICES["projector"]["command"] == ["projector"]
+    assert SERVICES["projector"]["restart"] == "unless-stopped"
+
+
 def test_postgres_has_a_health_check_and_a_named_volume():
     postgres = SERVICES["postgres"]
     assert "pg_isready" in postgres["healthcheck"]["test"]
