@@ -208,13 +208,19 @@ def running(
             wait_ready(health, process, log, poll)
             yield process.pid
         finally:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(timeout=STOP_TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within `STOP_TIMEOUT_S`."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _holdpoint_keys(store_url: str, clients: int) -> tuple[tuple[str, str], ...]:
@@ -297,12 +303,7 @@ def _projector(env: dict[str, str], directory: Path) -> Iterator[int]:
                 message = f"holdpoint projector stopped: {_tail(directory / 'projector.log')}"
                 raise BenchError(message)
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            _stop(process)
 
 
 def _refund_graph(directory: Path, config_name: str) -> Path:
