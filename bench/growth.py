@@ -4,13 +4,22 @@ Measured on the stores of the `kinds` benchmark (logs of refund cycles), after i
 with 1,000 threads paused on an interrupt added (the queue): each figure on the largest
 logs within `GROWTH_LIMIT` of its figure on the smallest. Costs, so that growth reads the
 same way for each: a rate is given as microseconds per event.
+
+A rebuild and verify are timed once per log (seconds each, on the largest). The other
+costs are `Read`s: calls of a millisecond or less, which `bench.kinds` times in turns
+across the logs, so that the box's drift over the run (minutes between the logs' fills)
+falls on every size alike.
 """
 
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -21,54 +30,75 @@ from bench.http import holdpoint_server
 from bench.postgres import schema_bytes
 from bench.projections import build_paused, deep_cursor, settle_store
 from bench.report import Table
-from bench.stats import median, median_ms
 
 PAUSED = 1_000  # threads paused on an interrupt: the queue's rows
 CYCLES = 30  # refund cycles on new threads, the median counts
 READS = 50  # of an old thread, of each page of the queue
-STARTS = 3  # of `holdpoint serve`, the median counts
+STARTS = 5  # of `holdpoint serve`, the median counts
 MICROS = 1e6
+TURNS = 5  # each log's reads taken in this many turns, the logs in a rotating order
 
 
-def growth_measures(runner: Any, backend: str, store: Any, url: str) -> dict[str, float]:
-    """Each cost on `store` (a filled log at rest), by name: ms, or us per event."""
+@dataclass(frozen=True)
+class Read:
+    """A cost whose figure is the median of `calls` samples, each `sample()`'s ms, taken
+    in turns after `warm_up` untimed samples a turn."""
+
+    sample: Callable[[], float]
+    calls: int
+    warm_up: int = 1
+
+
+def timing(call: Callable[[], object]) -> Callable[[], float]:
+    """A sample of `call`: the ms one call takes."""
+
+    def sample() -> float:
+        start = time.perf_counter_ns()
+        call()
+        return (time.perf_counter_ns() - start) / 1e6
+
+    return sample
+
+
+def growth_measures(
+    runner: Any, backend: str, store: Any, url: str, stack: ExitStack
+) -> tuple[dict[str, float], dict[str, Read]]:
+    """On `store` (a filled log at rest), the costs timed once (us per event) and the
+    `Read`s to time in turns, by name; what the reads need stays open on `stack`."""
     from integrity.verify_log import scan_log  # noqa: PLC0415
     from projections.catalog import runner_for  # noqa: PLC0415
     from projections.pending_approvals import PendingApprovals  # noqa: PLC0415
 
-    figures: dict[str, float] = {}
+    once: dict[str, float] = {}
     build_paused(store, PAUSED)
     events = store.recorder.max_notification_id() or 0
     runner.progress(f"growth/{backend}: rebuild of {events:,} events")
     projector = runner_for(store)
-    try:
-        gc.collect()
-        start = time.perf_counter()
-        projector.rebuild()
-        figures["rebuild (us/event)"] = (time.perf_counter() - start) * MICROS / events
-        settle_store(runner, backend, store, after="the rebuild")
-        queue = PendingApprovals(projector.db)
-        deep = deep_cursor(queue, PAUSED)
-        figures["queue, first page (ms)"] = median_ms(lambda: queue.page(limit=50), READS)
-        figures["queue, deep page (ms)"] = median_ms(
-            lambda: queue.page(limit=50, after=deep), READS
-        )
-    finally:
-        projector.close()
+    stack.callback(projector.close)
+    gc.collect()
+    start = time.perf_counter()
+    projector.rebuild()
+    once["rebuild (us/event)"] = (time.perf_counter() - start) * MICROS / events
+    settle_store(runner, backend, store, after="the rebuild")
     runner.progress(f"growth/{backend}: verify of {events:,} events")
     gc.collect()
     start = time.perf_counter()
     verdict = scan_log(store).verdict
-    figures["verify (us/event)"] = (time.perf_counter() - start) * MICROS / events
+    once["verify (us/event)"] = (time.perf_counter() - start) * MICROS / events
     if not verdict.ok:
         message = f"verify found problems: {verdict.problems[:3]}"
         raise RuntimeError(message)
+    queue = PendingApprovals(projector.db)
+    deep = deep_cursor(queue, PAUSED)
     old = "refund-0000000"  # the log's first thread (bench.integrity.refund_cycle)
-    figures["get_state's read of an old thread (ms)"] = median_ms(lambda: store.thread(old), READS)
-    figures["refund cycle on a new thread (ms)"] = _refund_cycle_ms(store)
-    runner.progress(f"growth/{backend}: start-up to /readyz")
-    figures["start-up to /readyz (ms)"] = _start_up_ms(url)
-    return figures
+    reads = {
+        "queue, first page (ms)": Read(timing(lambda: queue.page(limit=50)), READS),
+        "queue, deep page (ms)": Read(timing(lambda: queue.page(limit=50, after=deep)), READS),
+        "get_state's read of an old thread (ms)": Read(timing(lambda: store.thread(old)), READS),
+        "refund cycle on a new thread (ms)": Read(timing(_refund_cycle(store)), CYCLES),
+        "start-up to /readyz (ms)": Read(_start_up(url), STARTS, warm_up=0),
+    }
+    return once, reads
 
 
 def disk_bytes_per_event(runner: Any, backend: str, store: Any, url: str) -> float:
@@ -82,6 +112,41 @@ def disk_bytes_per_event(runner: Any, backend: str, store: Any, url: str) -> flo
     return schema_bytes(runner.server, schema) / events
 
 
+def _refund_cycle(store: Any) -> Callable[[], None]:
+    """One native refund cycle a call, on a new thread of `store`: invoke to the
+    interrupt, resume (the graph compiled once)."""
+    from domain.graph import END, START, StateGraph  # noqa: PLC0415
+    from domain.types import Command, interrupt  # noqa: PLC0415
+
+    graph = refund_builder(Api(StateGraph, START, END, interrupt, Command)).compile(
+        checkpointer=store
+    )
+    threads = (f"growth-{time.time_ns()}-{n}" for n in itertools.count())
+
+    def cycle() -> None:
+        config = {"configurable": {"thread_id": next(threads)}}
+        graph.invoke({"refund_amount": 250.0, "approved": False}, config)
+        done = graph.invoke(Command(resume=True), config)
+        if done.get("approved") is not True:
+            message = f"refund cycle not approved: {done}"
+            raise RuntimeError(message)
+
+    return cycle
+
+
+def _start_up(url: str) -> Callable[[], float]:
+    """A sample of `holdpoint serve` on the store: the ms from its start to `/readyz`
+    answering 200 (asked every 10 ms); then it is stopped."""
+
+    def sample() -> float:
+        with scratch_dir() as directory:
+            start = time.perf_counter()
+            with holdpoint_server(url, Path(directory), 0, ready=("/readyz", 0.01)):
+                return (time.perf_counter() - start) * 1000
+
+    return sample
+
+
 def growth_rows(
     table: Table, backend: str, events: int, figures: dict[str, float], base: dict[str, float]
 ) -> None:
@@ -89,36 +154,3 @@ def growth_rows(
     for name, value in figures.items():
         growth = f"{value / base[name]:.2f}x" if base.get(name) else ""
         table.rows.append([backend, name, f"{events:,}", f"{value:.3f}", growth])
-
-
-def _refund_cycle_ms(store: Any) -> float:
-    """The native refund cycle on new threads of `store`: invoke to the interrupt, resume."""
-    from domain.graph import END, START, StateGraph  # noqa: PLC0415
-    from domain.types import Command, interrupt  # noqa: PLC0415
-
-    graph = refund_builder(Api(StateGraph, START, END, interrupt, Command)).compile(
-        checkpointer=store
-    )
-    suffix = time.time_ns()
-    times = []
-    for n in range(CYCLES + 1):
-        config = {"configurable": {"thread_id": f"growth-{suffix}-{n}"}}
-        start = time.perf_counter_ns()
-        graph.invoke({"refund_amount": 250.0, "approved": False}, config)
-        done = graph.invoke(Command(resume=True), config)
-        times.append((time.perf_counter_ns() - start) / 1e6)
-        if done.get("approved") is not True:
-            message = f"refund cycle not approved: {done}"
-            raise RuntimeError(message)
-    return median(times[1:])  # the first compiles and warms up
-
-
-def _start_up_ms(url: str) -> float:
-    """`holdpoint serve` on the store, from its start to `/readyz` answering 200."""
-    took = []
-    for _ in range(STARTS):
-        with scratch_dir() as directory:
-            start = time.perf_counter()
-            with holdpoint_server(url, Path(directory), 0, ready=("/readyz", 0.01)):
-                took.append((time.perf_counter() - start) * 1000)
-    return median(took)

@@ -16,22 +16,33 @@ store's bytes on disk per event.
 
 from __future__ import annotations
 
+import gc
+from collections import defaultdict
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from bench.growth import PAUSED, disk_bytes_per_event, growth_measures, growth_rows
+from bench.growth import (
+    PAUSED,
+    TURNS,
+    Read,
+    disk_bytes_per_event,
+    growth_measures,
+    growth_rows,
+    timing,
+)
 from bench.harness import QUICK, Runner
 from bench.integrity import fill
 from bench.projections import AT_REST, STORES, fresh_store, settle_store
 from bench.report import CaseResult, Table, Target, skipped_row, skipped_target
-from bench.stats import fmt_ms, fmt_num, fmt_ratio, median_ms
+from bench.stats import fmt_ms, fmt_num, fmt_ratio, median, median_ms
 
 GROWTH_LIMIT = 1.5  # each read at the large log within this of its figure at the small one
 KEYS = 3
 REFUSALS = 3
+KIND_READS = ("has_keys (start-up)", "list (keys list)", "refusals (GET /audit/refusals)")
 
 
 @dataclass(frozen=True)
@@ -67,25 +78,27 @@ def kinds_case(runner: Runner) -> CaseResult:
         "Growth: reads by kind of event (keys, refusals), and every other cost",
         f"Logs of {logs} events of refund cycles (as the verify benchmark "
         f"generates them), then {KEYS} keys made and {REFUSALS} refusals recorded, on a "
-        "fresh store each. Timed, the median of "
-        f"{sizes.calls} calls through the index of rare kinds and of {sizes.scan_calls} "
-        "through the library's query (a scan of the log, as before the index), one after "
-        "the other in the same run: `Keyring.has_keys()` (start-up's check), "
-        "`Keyring.list()` (`holdpoint keys list`), `Keyring.refusals(limit=100)` "
-        f"(`GET /audit/refusals`). {AT_REST} Then, on each store, {PAUSED:,} threads "
-        "paused on an interrupt are added and every other cost is taken once (second "
-        "table): a rebuild of every read model from zero and `scan_log` (verify, in "
-        "process, default workers), each in microseconds per event of the whole log; "
-        "on PostgreSQL the rebuild's tables then brought to rest as the log was (untimed: "
-        "VACUUM (ANALYZE) of every table of the schema and a CHECKPOINT; "
-        "`bench.projections.settle_store`); the queue's first page and a page at 90% of "
-        "it (limit 50), `store.thread` of the "
-        "log's first thread (`get_state`'s read), each the median of 50 calls; a native "
-        "refund cycle (invoke to the interrupt, resume) on a new thread, the median of 30; "
-        "`holdpoint serve` from its start to `/readyz` answering 200 (asked every 10 ms), "
-        "the median of 3 starts; and the store's bytes on disk per event (SQLite: the "
-        "file and its WAL; PostgreSQL: every table of the schema with its indexes), with "
-        "the read models.",
+        "fresh store each, all kept open for the timed reads. Three reads by kind: "
+        "`Keyring.has_keys()` (start-up's check), `Keyring.list()` (`holdpoint keys "
+        "list`), `Keyring.refusals(limit=100)` (`GET /audit/refusals`), through the "
+        f"library's query (a scan of the log, as before the index; the median of "
+        f"{sizes.scan_calls} calls, right after the fill) and through the index of rare "
+        f"kinds (the median of {sizes.calls} calls, timed in turns as below). {AT_REST} "
+        f"Then, on each store, {PAUSED:,} threads paused on an interrupt are added, and "
+        "a rebuild of every read model from zero and `scan_log` (verify, in process, "
+        "default workers) are timed once, each in microseconds per event of the whole "
+        "log; on PostgreSQL the rebuild's tables then brought to rest as the log was "
+        "(untimed: VACUUM (ANALYZE) of every table of the schema and a CHECKPOINT; "
+        "`bench.projections.settle_store`); and the store's bytes on disk per event "
+        "(SQLite: the file and its WAL; PostgreSQL: every table of the schema with its "
+        "indexes), with the read models. Once every log is filled, the short costs are "
+        f"timed in {TURNS} turns, each turn over every log in a rotating order (so that "
+        "the box's drift over the run, minutes between two fills, falls on every size "
+        "alike), the median of all a cost's samples counting: the reads by kind; the "
+        "queue's first page and a page at 90% of it (limit 50) and `store.thread` of the "
+        "log's first thread (`get_state`'s read), 50 calls each; a native refund cycle "
+        "(invoke to the interrupt, resume) on a new thread, 30; `holdpoint serve` from "
+        "its start to `/readyz` answering 200 (asked every 10 ms), 5 starts.",
         [
             Table(["store", "read", "log events", "index ms", "scan ms", "scan / index"]),
             Table(["store", "cost", "log events", "figure", "growth from the smallest log"]),
@@ -103,13 +116,12 @@ def kinds_case(runner: Runner) -> CaseResult:
             continue
         figures: dict[tuple[str, int], float] = {}
         costs: dict[tuple[str, int], float] = {}
-        for events in sizes.logs:
-            runner.attempt(
-                f"kinds/{backend}/{events}",
-                "Holdpoint",
-                partial(_measure, runner, backend, events, sizes, result.tables, figures, costs),
-                warm_up=False,
-            )
+        runner.attempt(
+            f"kinds/{backend}",
+            "Holdpoint",
+            partial(_measure, runner, backend, sizes, result.tables, figures, costs),
+            warm_up=False,
+        )
         for large, description in zip(larger, descriptions, strict=True):
             result.targets.append(_growth_target(description, figures, small, large))
         for large in larger:
@@ -145,10 +157,19 @@ def _growth_target(
     )
 
 
+@dataclass
+class _Log:
+    """One filled log of the run: its figures taken once, and its reads to take in turns."""
+
+    events: int
+    scanned: dict[str, float]  # the reads by kind through the library's scan, ms
+    once: dict[str, float]  # every other cost taken once
+    reads: dict[str, Read]  # by kind (the index), then every other cost
+
+
 def _measure(
     runner: Runner,
     backend: str,
-    events: int,
     sizes: Sizes,
     tables: list[Table],
     figures: dict[tuple[str, int], float],
@@ -156,49 +177,82 @@ def _measure(
     *,
     warm_up: bool,  # noqa: ARG001
 ) -> dict[str, float]:
-    """Time each read on a fresh log of `events`, then every other cost; their rows in
-    `tables`, the indexed medians in `figures` and the costs in `costs`."""
-    from domain.access.keyring import Keyring  # noqa: PLC0415
-
-    table = tables[0]
-    with fresh_store(backend, runner.server) as (store, url):
-        runner.progress(f"kinds/{backend}: {events:,} events")
-        fill([store], events)
-        keyring = Keyring(store)
-        for n in range(KEYS):
-            keyring.create(f"bench-{n}", "reviewer")
-        for n in range(REFUSALS):
-            keyring.record_refusal(
-                principal=None, action="GET /approvals", reason="no_key", message=f"{n}"
-            )
-        settle_store(runner, backend, store)
-        reads: dict[str, Callable[[], object]] = {
-            "has_keys (start-up)": keyring.has_keys,
-            "list (keys list)": keyring.list,
-            "refusals (GET /audit/refusals)": lambda: keyring.refusals(limit=100),
-        }
-        for name, read in reads.items():
-            indexed = median_ms(read, sizes.calls)
-            with scanning(store.recorder):
-                scanned = median_ms(read, sizes.scan_calls)
-            figures[name, events] = indexed
-            table.rows.append(
+    """Fill a log of each size, keep them all open, and time their reads in turns; the
+    rows in `tables`, the medians by kind in `figures` and every other cost in `costs`."""
+    with ExitStack() as stack:
+        logs = [_fill(runner, backend, events, sizes, stack) for events in sizes.logs]
+        runner.progress(f"kinds/{backend}: the reads of each log, in {TURNS} turns")
+        medians = _in_turns({log.events: log.reads for log in logs})
+    for log in logs:
+        for name in KIND_READS:
+            indexed, scanned = medians[name, log.events], log.scanned[name]
+            figures[name, log.events] = indexed
+            tables[0].rows.append(
                 [
                     backend,
                     name,
-                    f"{events:,}",
+                    f"{log.events:,}",
                     fmt_ms(indexed),
                     fmt_ms(scanned),
                     fmt_ratio(scanned / indexed),
                 ]
             )
-        found = growth_measures(runner, backend, store, url)
-        settle_store(runner, backend, store, after="the measures")
-        found["bytes on disk per event"] = disk_bytes_per_event(runner, backend, store, url)
+        found = log.once | {
+            name: medians[name, log.events] for name in log.reads if name not in KIND_READS
+        }
         base = {name: costs.get((name, sizes.logs[0]), 0.0) for name in found}
-        growth_rows(tables[1], backend, events, found, base)
-        costs.update({(name, events): value for name, value in found.items()})
+        growth_rows(tables[1], backend, log.events, found, base)
+        costs.update({(name, log.events): value for name, value in found.items()})
     return {}
+
+
+def _fill(runner: Runner, backend: str, events: int, sizes: Sizes, stack: ExitStack) -> _Log:
+    """A fresh store (open on `stack`) with a log of `events`, keys and refusals after it,
+    and 1,000 paused threads; its scans, rebuild and verify timed."""
+    from domain.access.keyring import Keyring  # noqa: PLC0415
+
+    store, url = stack.enter_context(fresh_store(backend, runner.server))
+    runner.progress(f"kinds/{backend}: {events:,} events")
+    fill([store], events)
+    keyring = Keyring(store)
+    for n in range(KEYS):
+        keyring.create(f"bench-{n}", "reviewer")
+    for n in range(REFUSALS):
+        keyring.record_refusal(
+            principal=None, action="GET /approvals", reason="no_key", message=f"{n}"
+        )
+    settle_store(runner, backend, store)
+    calls: list[Callable[[], object]] = [
+        keyring.has_keys,
+        keyring.list,
+        lambda: keyring.refusals(limit=100),
+    ]
+    by_kind = dict(zip(KIND_READS, calls, strict=True))
+    scanned = {}
+    with scanning(store.recorder):
+        for name, read in by_kind.items():
+            scanned[name] = median_ms(read, sizes.scan_calls)
+    once, reads = growth_measures(runner, backend, store, url, stack)
+    settle_store(runner, backend, store, after="the measures")
+    once["bytes on disk per event"] = disk_bytes_per_event(runner, backend, store, url)
+    indexed = {name: Read(timing(read), sizes.calls) for name, read in by_kind.items()}
+    return _Log(events, scanned, once, indexed | reads)
+
+
+def _in_turns(logs: dict[int, dict[str, Read]]) -> dict[tuple[str, int], float]:
+    """Each read of each log timed in `TURNS` turns, the logs in a rotating order; the
+    median of its samples by (read, log events)."""
+    samples: dict[tuple[str, int], list[float]] = defaultdict(list)
+    order = list(logs)
+    for turn in range(TURNS):
+        shift = turn % len(order)
+        for events in order[shift:] + order[:shift]:
+            for name, read in logs[events].items():
+                for _ in range(read.warm_up):
+                    read.sample()
+                gc.collect()
+                samples[name, events] += [read.sample() for _ in range(read.calls // TURNS or 1)]
+    return {key: median(values) for key, values in samples.items()}
 
 
 KINDS_CASES: dict[str, Callable[[Runner], CaseResult]] = {"kinds": kinds_case}
