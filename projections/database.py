@@ -7,6 +7,7 @@ is written once, with `%s` placeholders, and adapted for SQLite.
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 import threading
 import time
@@ -189,6 +190,24 @@ class SQLiteDatabase(Database):
         self._connection.close()
         if self._release_checkpointer is not None:
             self._release_checkpointer()
+
+    def insert_new(
+        self,
+        cursor: Cursor,
+        table: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        key: Sequence[str],
+    ) -> None:
+        """As the base does, with the rows in key order (a stable sort: the first of rows
+        with the same key stays first), which SQLite's B-trees take near one another: a
+        rebuild's words of the queue (`projections.pending_search`) cost less CPU
+        (BENCHMARKS.md, "Design choices, measured")."""
+        if list(key) == list(columns):  # rows compare as their keys do
+            ordered = sorted(rows)
+        else:
+            ordered = sorted(rows, key=operator.itemgetter(*(columns.index(k) for k in key)))
+        super().insert_new(cursor, table, columns, ordered, key)
 
 
 class _SQLiteCursor:

@@ -76,3 +76,17 @@ def test_rows_of_any_count_go_in_once_the_first_of_a_key_kept(db, count):
     found = dict(db.statement(f"SELECT k, v FROM {table}", write=False))
     expected = {f"k{n}": "first" for n in range(count)} | {"k0": "before"}
     assert found == expected
+
+
+def test_rows_out_of_key_order_keep_the_first_given_of_a_key(db):
+    # Given rows given out of key order, one key twice with its later row sorting first
+    table = db.table("holdpoint_test_unordered")
+    with db.transaction() as cursor:
+        cursor.execute(f"CREATE TABLE {table} (k TEXT PRIMARY KEY, v TEXT NOT NULL)")
+    rows = [("k9", "nine"), ("k1", "z-first"), ("k5", "five"), ("k1", "a-second")]
+    # When they are inserted as new
+    with db.transaction() as cursor:
+        db.insert_new(cursor, table, ("k", "v"), rows, ("k",))
+    # Then the key's first given row is the one kept (SQLite sorts by key, stably)
+    found = dict(db.statement(f"SELECT k, v FROM {table}", write=False))
+    assert found == {"k9": "nine", "k1": "z-first", "k5": "five"}
