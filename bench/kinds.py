@@ -25,7 +25,10 @@ from functools import partial
 from typing import Any
 
 from bench.growth import (
+    CYCLES,
     PAUSED,
+    READS,
+    STARTS,
     TURNS,
     Read,
     disk_bytes_per_event,
@@ -96,9 +99,10 @@ def kinds_case(runner: Runner) -> CaseResult:
         "the box's drift over the run, minutes between two fills, falls on every size "
         "alike), the median of all a cost's samples counting: the reads by kind; the "
         "queue's first page and a page at 90% of it (limit 50) and `store.thread` of the "
-        "log's first thread (`get_state`'s read), 50 calls each; a native refund cycle "
-        "(invoke to the interrupt, resume) on a new thread, 30; `holdpoint serve` from "
-        "its start to `/readyz` answering 200 (asked every 10 ms), 5 starts.",
+        f"log's first thread (`get_state`'s read), {READS} calls each; a native refund "
+        f"cycle (invoke to the interrupt, resume) on a new thread, {CYCLES}; `holdpoint "
+        f"serve` from its start to `/readyz` answering 200 (asked every 10 ms), {STARTS} "
+        "starts.",
         [
             Table(["store", "read", "log events", "index ms", "scan ms", "scan / index"]),
             Table(["store", "cost", "log events", "figure", "growth from the smallest log"]),

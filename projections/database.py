@@ -204,7 +204,7 @@ class SQLiteDatabase(Database):
         rebuild's words of the queue (`projections.pending_search`) cost less CPU
         (BENCHMARKS.md, "Design choices, measured")."""
         if list(key) == list(columns):  # rows compare as their keys do
-            ordered = sorted(rows)
+            ordered = sorted(rows, key=tuple)
         else:
             ordered = sorted(rows, key=operator.itemgetter(*(columns.index(k) for k in key)))
         super().insert_new(cursor, table, columns, ordered, key)
