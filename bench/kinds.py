@@ -45,7 +45,6 @@ from bench.stats import fmt_ms, fmt_num, fmt_ratio, median, median_ms
 GROWTH_LIMIT = 1.5  # each read at the large log within this of its figure at the small one
 KEYS = 3
 REFUSALS = 3
-KIND_READS = ("has_keys (start-up)", "list (keys list)", "refusals (GET /audit/refusals)")
 
 
 @dataclass(frozen=True)
@@ -168,7 +167,8 @@ class _Log:
     events: int
     scanned: dict[str, float]  # the reads by kind through the library's scan, ms
     once: dict[str, float]  # every other cost taken once
-    reads: dict[str, Read]  # by kind (the index), then every other cost
+    by_kind: dict[str, Read]  # through the index of rare kinds
+    others: dict[str, Read]  # every other cost timed in turns
 
 
 def _measure(
@@ -186,9 +186,9 @@ def _measure(
     with ExitStack() as stack:
         logs = [_fill(runner, backend, events, sizes, stack) for events in sizes.logs]
         runner.progress(f"kinds/{backend}: the reads of each log, in {TURNS} turns")
-        medians = _in_turns({log.events: log.reads for log in logs})
+        medians = _in_turns({log.events: log.by_kind | log.others for log in logs})
     for log in logs:
-        for name in KIND_READS:
+        for name in log.by_kind:
             indexed, scanned = medians[name, log.events], log.scanned[name]
             figures[name, log.events] = indexed
             tables[0].rows.append(
@@ -201,9 +201,7 @@ def _measure(
                     fmt_ratio(scanned / indexed),
                 ]
             )
-        found = log.once | {
-            name: medians[name, log.events] for name in log.reads if name not in KIND_READS
-        }
+        found = log.once | {name: medians[name, log.events] for name in log.others}
         base = {name: costs.get((name, sizes.logs[0]), 0.0) for name in found}
         growth_rows(tables[1], backend, log.events, found, base)
         costs.update({(name, log.events): value for name, value in found.items()})
@@ -226,12 +224,11 @@ def _fill(runner: Runner, backend: str, events: int, sizes: Sizes, stack: ExitSt
             principal=None, action="GET /approvals", reason="no_key", message=f"{n}"
         )
     settle_store(runner, backend, store)
-    calls: list[Callable[[], object]] = [
-        keyring.has_keys,
-        keyring.list,
-        lambda: keyring.refusals(limit=100),
-    ]
-    by_kind = dict(zip(KIND_READS, calls, strict=True))
+    by_kind: dict[str, Callable[[], object]] = {
+        "has_keys (start-up)": keyring.has_keys,
+        "list (keys list)": keyring.list,
+        "refusals (GET /audit/refusals)": lambda: keyring.refusals(limit=100),
+    }
     scanned = {}
     with scanning(store.recorder):
         for name, read in by_kind.items():
@@ -240,7 +237,7 @@ def _fill(runner: Runner, backend: str, events: int, sizes: Sizes, stack: ExitSt
     settle_store(runner, backend, store, after="the measures")
     once["bytes on disk per event"] = disk_bytes_per_event(runner, backend, store, url)
     indexed = {name: Read(timing(read), sizes.calls) for name, read in by_kind.items()}
-    return _Log(events, scanned, once, indexed | reads)
+    return _Log(events, scanned, once, indexed, reads)
 
 
 def _in_turns(logs: dict[int, dict[str, Read]]) -> dict[tuple[str, int], float]:

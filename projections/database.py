@@ -203,11 +203,11 @@ class SQLiteDatabase(Database):
         with the same key stays first), which SQLite's B-trees take near one another: a
         rebuild's words of the queue (`projections.pending_search`) cost less CPU
         (BENCHMARKS.md, "Design choices, measured")."""
-        if list(key) == list(columns):  # rows compare as their keys do
-            ordered = sorted(rows, key=tuple)
-        else:
-            ordered = sorted(rows, key=operator.itemgetter(*(columns.index(k) for k in key)))
-        super().insert_new(cursor, table, columns, ordered, key)
+        # rows that are all key sort as tuples: 0.7 x the time of an itemgetter's key
+        by_key: Callable[[Sequence[Any]], Any] = (
+            tuple if list(key) == list(columns) else operator.itemgetter(*map(columns.index, key))
+        )
+        super().insert_new(cursor, table, columns, sorted(rows, key=by_key), key)
 
 
 class _SQLiteCursor:
