@@ -114,6 +114,10 @@ class ServerSettings:
     # The custom roles beside the four built in: a holdpoint.toml's `[roles]` table, each
     # naming its permissions (domain/access/roles.py); recorded at start when they change.
     roles: Roles = field(default_factory=Roles)
+    # The one CPU this process runs on (Linux; service/cpu.py), None: any the system
+    # gives it. Python runs one thread at a time: on one CPU its threads hand over
+    # without moving their working set between cores' caches.
+    cpu: int | None = None
     # `[oidc]` (or HOLDPOINT_OIDC_*): signing in to the UI with an OpenID Connect
     # provider beside API keys (service/oidc_settings.py); None: API keys only.
     oidc: OidcSettings | None = None
@@ -194,6 +198,7 @@ class ServerSettings:
             msg = f"Server setting bootstrap_keys_file must be a file's path: {keys_file!r}"
             raise ValueError(msg)
         _check_floors(known)
+        _check_cpu(known.get("cpu"))
         turn = known.get("run_turn")
         if turn is not None and turn < 0:
             msg = f"Server setting run_turn must be a number of seconds, 0 or more: {turn!r}"
@@ -217,6 +222,12 @@ def _check_floors(known: dict[str, Any]) -> None:
             "Server setting retention_floor_days ([retention] floor_days) must be at least "
             f"{DEFAULT_FLOOR_DAYS} days (EU AI Act Art. 19, 26(6)): {days!r}"
         )
+        raise ValueError(msg)
+
+
+def _check_cpu(cpu: object) -> None:
+    if cpu is not None and (isinstance(cpu, bool) or not isinstance(cpu, int) or cpu < 0):
+        msg = f"Server setting cpu must be a CPU's number, 0 or more: {cpu!r}"
         raise ValueError(msg)
 
 

@@ -48,6 +48,12 @@ def register(commands: Commands) -> None:
     serve.add_argument(
         "--max-body-bytes", type=int, metavar="N", help="largest request body (default 1 MiB)"
     )
+    serve.add_argument(
+        "--cpu",
+        type=int,
+        metavar="N",
+        help="Linux: run on CPU N only (less CPU per request; see service/cpu.py)",
+    )
     serve.set_defaults(handler=run_serve)
 
 
@@ -63,6 +69,7 @@ def run_serve(args: argparse.Namespace) -> int:
         "--port": {"port": args.port},
         "--no-projector": {"projector": False if args.no_projector else None},
         "--max-body-bytes": {"max_body_bytes": args.max_body_bytes},
+        "--cpu": {"cpu": args.cpu},
     }
     try:
         settings = server_settings(config_file, server_table, flags)

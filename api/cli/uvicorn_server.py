@@ -30,6 +30,7 @@ from service.bootstrap_keys import (
     bootstrap_keys_path,
     claim_keys_file,
 )
+from service.cpu import run_on_cpu
 from service.graph_loader import GraphSource, load_graphs
 from service.services import Services
 from service.settings import ServerSettings
@@ -78,6 +79,8 @@ class BannerServer(uvicorn.Server):
 
 def run_server(settings: ServerSettings, sources: list[GraphSource]) -> int:
     """Serve the graphs of `sources` on the store of `settings` until SIGTERM or SIGINT."""
+    if settings.cpu is not None:
+        run_on_cpu(settings.cpu)  # before the store and the workers start their threads
     with open_store(settings.store_url) as store:
         services = Services.build(settings, store, load_graphs(sources, store))
         # Claimed once the store is known to be usable (its tables and grants checked),

@@ -1,4 +1,4 @@
-"""The server's settings: `run_workers`, `run_turn` and `max_body_bytes`.
+"""The server's settings: `run_workers`, `run_turn`, `max_body_bytes` and `cpu`.
 
 Given a holdpoint.toml or flags, when a value is out of range, then it is
 refused with the setting's name, and `holdpoint serve` says where the value
@@ -24,6 +24,9 @@ from service.settings import ServerSettings
         ("run_turn", "fast", "run_turn must be of type float"),
         ("max_body_bytes", 0, "max_body_bytes must be 1 byte or more: 0"),
         ("max_body_bytes", -1, "max_body_bytes must be 1 byte or more: -1"),
+        ("cpu", -1, "cpu must be a CPU's number, 0 or more: -1"),
+        ("cpu", "0", "cpu must be a CPU's number, 0 or more: '0'"),
+        ("cpu", True, "cpu must be a CPU's number, 0 or more: True"),
     ],
 )
 def test_a_run_setting_out_of_range_is_refused(name, value, message):

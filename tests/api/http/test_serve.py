@@ -282,8 +282,14 @@ def test_max_body_bytes_refuses_a_larger_body_with_a_413_problem(tmp_path):
             "holdpoint: error: in the command-line flag --max-body-bytes: Server setting "
             "max_body_bytes must be 1 byte or more: 0",
         ),
+        (
+            {},
+            ["--cpu", "-1"],
+            "holdpoint: error: in the command-line flag --cpu: Server setting cpu must be a "
+            "CPU's number, 0 or more: -1",
+        ),
     ],
-    ids=["environment", "flag"],
+    ids=["environment", "flag", "cpu"],
 )
 def test_a_bad_setting_is_one_line_naming_where_it_came_from(tmp_path, environment, args, message):
     result = subprocess.run(
@@ -297,3 +303,49 @@ def test_a_bad_setting_is_one_line_naming_where_it_came_from(tmp_path, environme
     )
     assert result.returncode == 2
     assert result.stderr.strip() == message
+
+
+def cpus_of_threads(pid: int) -> set[str]:
+    """The CPUs each thread of a process may run on (`Cpus_allowed_list`), as listed."""
+    listed = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for line in (task / "status").read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                listed.add(line.split(":", 1)[1].strip())
+    return listed
+
+
+def test_cpu_runs_every_thread_of_the_server_on_that_cpu(tmp_path):
+    # Given a machine on which the tests may run on several CPUs
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("one CPU: a server kept on it runs as it would anyway")
+    cpu = allowed[-1]
+
+    # When `holdpoint serve --cpu N` has started, and serves a request
+    serving = Serving(f"sqlite:///{tmp_path / 'h.db'}", "--cpu", str(cpu))
+    names = exported(serving.banner(DONE_MARK))
+    assert httpx.get(f"{names['URL']}/readyz", timeout=60).status_code == 200
+
+    # Then each of its threads (the event loop, the runs', the store's) runs on that CPU
+    assert cpus_of_threads(serving.process.pid) == {str(cpu)}
+    code, stderr = serving.stop()
+    assert code == 0, stderr
+
+
+def test_a_cpu_the_process_may_not_use_stops_the_start_before_anything_is_made(tmp_path):
+    beyond = max(os.sched_getaffinity(0)) + 1
+    result = subprocess.run(
+        [sys.executable, "-m", "api.cli.main", "serve", "--cpu", str(beyond)],
+        cwd=ROOT,
+        env={**os.environ, "HOLDPOINT_STORE": f"sqlite:///{tmp_path / 'h.db'}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        f"holdpoint: error: CPU {beyond} is not one this process may run on: "
+    )
+    assert list(tmp_path.iterdir()) == []  # no store, no keys file
