@@ -65,11 +65,22 @@ HOLDPOINT_DEPLOYED = "Holdpoint, PostgreSQL, projector apart"
 # `[server]` of a holdpoint.toml), as before runs went one after another while they compute.
 HOLDPOINT_POOL = "Holdpoint, run_turn=0"
 POOL_TOML = "[server]\nrun_turn = 0\n"
+# Context, not a target: `serve --cpu 0`, every thread of the server on one CPU
+# (service/cpu.py); opt-in, so the targets stay on the default side.
+HOLDPOINT_ONE_CPU = "Holdpoint, --cpu 0"
 AEGRA = "Aegra"
 # Aegra's server lives in an environment of its own (bench/aegra-server.txt says why).
 AEGRA_VENV = Path(os.environ.get("HOLDPOINT_BENCH_AEGRA_VENV") or ROOT / ".venv-aegra")
 AEGRA_DATABASE_PREFIX = "bench_aegra_"
-SIDES = (HOLDPOINT, HOLDPOINT_POOL, HOLDPOINT_POSTGRES, HOLDPOINT_DEPLOYED, LANGGRAPH, AEGRA)
+SIDES = (
+    HOLDPOINT,
+    HOLDPOINT_POOL,
+    HOLDPOINT_ONE_CPU,
+    HOLDPOINT_POSTGRES,
+    HOLDPOINT_DEPLOYED,
+    LANGGRAPH,
+    AEGRA,
+)
 POSTGRES_SIDES = (HOLDPOINT_POSTGRES, HOLDPOINT_DEPLOYED, AEGRA)
 THROUGHPUT_LIMIT = 2.0  # Holdpoint's cycles/s at least 2 x LangGraph's ...
 THROUGHPUT_CLIENTS = (8, 32)  # ... at these client counts
@@ -251,12 +262,14 @@ def holdpoint_server(
     ready: tuple[str, float] = ("/healthz", 0.1),
     *,
     projector_apart: bool = False,
+    cpu: int | None = None,
 ) -> Iterator[Endpoint]:
     """``holdpoint serve`` on ``store_url``, serving the refund graph (or the module
     ``graph_source``, whose ``graph`` it serves) as ``refund``, with keys for ``clients``
     clients (and ``config`` as its holdpoint.toml, if any); yielded once the path of
     ``ready`` answers 200, asked every ``ready[1]`` s. ``projector_apart``: the server runs
-    with ``--no-projector`` and a ``holdpoint projector`` process beside it (PostgreSQL)."""
+    with ``--no-projector`` and a ``holdpoint projector`` process beside it (PostgreSQL);
+    ``cpu``: with ``--cpu``."""
     graph = directory / "refund_graph.py"
     graph.write_text(graph_source or HOLDPOINT_GRAPH.format(root=str(ROOT)), encoding="utf-8")
     env = {**os.environ, "HOLDPOINT_STORE": store_url}
@@ -277,6 +290,8 @@ def holdpoint_server(
         command += ["--config", str(directory / "holdpoint.toml")]
     if projector_apart:
         command.append("--no-projector")
+    if cpu is not None:
+        command += ["--cpu", str(cpu)]
     url = f"http://127.0.0.1:{port}"
     health, poll = ready
     with ExitStack() as stack:
@@ -456,10 +471,13 @@ def _job(side: str, sizes: Sizes, server: Server | None) -> Callable[..., Stats]
                     aegra_server(directory, url) as endpoint,
                 ):
                     return measure_all(endpoint, sizes)
-            if side in (HOLDPOINT, HOLDPOINT_POOL):
+            if side in (HOLDPOINT, HOLDPOINT_POOL, HOLDPOINT_ONE_CPU):
                 url = f"sqlite:///{directory / 'holdpoint.db'}"
                 config = POOL_TOML if side == HOLDPOINT_POOL else ""
-                with holdpoint_server(url, directory, max(sizes.clients), config) as endpoint:
+                cpu = 0 if side == HOLDPOINT_ONE_CPU else None
+                with holdpoint_server(
+                    url, directory, max(sizes.clients), config, cpu=cpu
+                ) as endpoint:
                     return measure_all(endpoint, sizes)
             assert server is not None
             schema = new_schema_name()
@@ -505,6 +523,7 @@ def _ratio(
 RATIO_ROWS = (  # (side, against, label) of the table's ratio rows
     (HOLDPOINT, LANGGRAPH, "ratio H/L"),
     (HOLDPOINT_POOL, LANGGRAPH, "ratio H(run_turn=0)/L"),
+    (HOLDPOINT_ONE_CPU, LANGGRAPH, "ratio H(--cpu 0)/L"),
     (HOLDPOINT_POSTGRES, LANGGRAPH, "ratio H(PostgreSQL)/L"),
     (HOLDPOINT_POSTGRES, AEGRA, "ratio H(PostgreSQL)/Aegra"),
     (HOLDPOINT_DEPLOYED, AEGRA, "ratio H(PostgreSQL, projector apart)/Aegra"),
@@ -524,7 +543,9 @@ def _method(sizes: Sizes) -> str:
         "schema: the server alone, which then keeps the read models in its own "
         f"interpreter; and *{HOLDPOINT_DEPLOYED}*, as docker-compose.yml deploys it, "
         "`serve --no-projector` with a `holdpoint projector` process beside it, whose CPU "
-        "is counted with the server's, the PostgreSQL targets' row), with an agent's and "
+        "is counted with the server's, the PostgreSQL targets' row; and, as context, "
+        f"*{HOLDPOINT_ONE_CPU}*, the SQLite server with every thread on CPU 0, opt-in, so "
+        "not the targets' row), with an agent's and "
         "a reviewer's key per client made before it starts "
         "(`Keyring.create`, what `holdpoint keys create` does; each client is its own "
         "principal, so the per-key rate limits apply per client; separation of duties on: "
