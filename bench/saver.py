@@ -23,10 +23,12 @@ next (``Runner.alternate``).
 from __future__ import annotations
 
 import importlib
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
+from pathlib import Path
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
@@ -52,8 +54,6 @@ from bench.report import (
 from bench.stats import fmt_bytes, fmt_ms, fmt_num, fmt_ratio, median, ms, p95
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from bench.postgres import Server
 
 SAVER = "HoldpointSaver"
@@ -71,6 +71,7 @@ TUPLE_REPEATS = 5  # get_tuple calls after the first, on the same store object
 WARM_UP_STEPS = 20
 POOL_WAIT_S = 10.0
 THREAD_ID = "long"
+ONE_CPU = 0  # the CPU of the loop's one-CPU rows (context)
 
 
 # -- the checkpointers ---------------------------------------------------------------
@@ -289,6 +290,74 @@ REFUND_METRICS = [
     Metric("to_end", "resume→END (ms)", fmt_ms),
     Metric("threads_s", "cycles/s", fmt_num),
 ]
+
+
+# -- 1b. the loop on one CPU (context) --------------------------------------------------
+
+
+@contextmanager
+def on_one_cpu(cpu: int = ONE_CPU) -> Iterator[None]:
+    """Every thread of this process, and every thread it starts meanwhile, on ``cpu``;
+    afterwards every thread on the CPUs the process had (Linux)."""
+    tasks = Path("/proc/self/task")
+    before = os.sched_getaffinity(0)
+    for task in tasks.iterdir():
+        with suppress(ProcessLookupError):  # a thread that ended meanwhile
+            os.sched_setaffinity(int(task.name), {cpu})
+    try:
+        yield
+    finally:
+        for task in tasks.iterdir():
+            with suppress(ProcessLookupError):
+                os.sched_setaffinity(int(task.name), before)
+
+
+def _pinned(once: Once, *args: Any, **kwargs: Any) -> Stats:
+    with on_one_cpu():
+        return once(*args, **kwargs)
+
+
+def _one_cpu(runner: Runner, result: CaseResult) -> None:
+    """The SQLite loop, both savers with every thread on one CPU: LangGraph saves from
+    background threads, and on one CPU Python's hand-overs between them stay in one
+    core's caches (context: the targets are judged on the rows above)."""
+    description = f"loop, sqlite, on CPU {ONE_CPU}: {SAVER} vs {THEIRS['sqlite']} (context)"
+    why = runner.skipped("sqlite") or (
+        None if hasattr(os, "sched_setaffinity") else "needs Linux's sched_setaffinity"
+    )
+    if why is not None:
+        result.targets.append(skipped_target(description, why))
+        return
+    langgraph, saver, _ = _sides(runner)
+    settings = runner.settings
+    names = (THEIRS["sqlite"], SAVER)
+    jobs: dict[str, Job] = {
+        name: partial(_pinned, loop_once, settings, "sqlite", side)
+        for name, side in zip(names, (langgraph, saver), strict=True)
+    }
+    by_name = runner.alternate("saver/loop on one CPU", jobs, reps=settings.saver_reps)
+    table = Table(["graph", "backend", "checkpointer", *(m.header for m in LOOP_METRICS)])
+    for name in names:
+        stats = by_name.get(name)
+        cells = [m.fmt(stats[m.key]) if stats else "no result" for m in LOOP_METRICS]
+        table.rows.append(["loop", f"sqlite, on CPU {ONE_CPU}", name, *cells])
+    ours, theirs = by_name.get(SAVER), by_name.get(THEIRS["sqlite"])
+    value = ours["step_ms"] / theirs["step_ms"] if ours and theirs and theirs["step_ms"] else None
+    table.rows.append(
+        [
+            "loop",
+            f"sqlite, on CPU {ONE_CPU}",
+            f"ratio {SAVER} / {THEIRS['sqlite']}",
+            *(
+                fmt_ratio(ours[m.key] / theirs[m.key])
+                if ours and theirs and theirs[m.key]
+                else "n/a"
+                for m in LOOP_METRICS
+            ),
+        ]
+    )
+    result.tables.append(table)
+    result.targets.append(reported_target(description, value))
 
 
 # -- 2. storage: a growing message list ------------------------------------------------
@@ -623,9 +692,16 @@ def saver_case(runner: Runner) -> CaseResult:
         "two files taking turns: open a new saver on the file (not timed), time "
         '`get_tuple({"configurable": {"thread_id": …}})` (the first call on that saver), '
         f"then {TUPLE_REPEATS} calls more on it (*repeats*). Medians; the target is judged "
-        "on the first call.",
+        "on the first call.\n\n"
+        f"**On one CPU** (context): the loop again on SQLite, {SAVER} and "
+        f"{THEIRS['sqlite']} alternating, each run with every thread of the benchmark's "
+        f"process on CPU {ONE_CPU} (`sched_setaffinity`; LangGraph's threads started during "
+        "the run inherit it), then the process's CPUs given back. LangGraph saves from "
+        "background threads; on one CPU Python's hand-overs between them stay in one core's "
+        "caches.",
     )
     _speed(runner, result, "loop", loop_once, LOOP_METRICS, "step_ms")
+    _one_cpu(runner, result)
     _speed(runner, result, "refund", refund_once, REFUND_METRICS, "median")
     _storage(runner, result)
     _get_tuple(runner, result)
