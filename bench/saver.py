@@ -26,9 +26,8 @@ import importlib
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from functools import partial
-from pathlib import Path
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
@@ -52,8 +51,11 @@ from bench.report import (
     skipped_target,
 )
 from bench.stats import fmt_bytes, fmt_ms, fmt_num, fmt_ratio, median, ms, p95
+from service.cpu import pin_threads
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from bench.postgres import Server
 
 SAVER = "HoldpointSaver"
@@ -299,17 +301,12 @@ REFUND_METRICS = [
 def on_one_cpu(cpu: int = ONE_CPU) -> Iterator[None]:
     """Every thread of this process, and every thread it starts meanwhile, on ``cpu``;
     afterwards every thread on the CPUs the process had (Linux)."""
-    tasks = Path("/proc/self/task")
     before = os.sched_getaffinity(0)
-    for task in tasks.iterdir():
-        with suppress(ProcessLookupError):  # a thread that ended meanwhile
-            os.sched_setaffinity(int(task.name), {cpu})
+    pin_threads({cpu})
     try:
         yield
     finally:
-        for task in tasks.iterdir():
-            with suppress(ProcessLookupError):
-                os.sched_setaffinity(int(task.name), before)
+        pin_threads(before)
 
 
 def _pinned(once: Once, *args: Any, **kwargs: Any) -> Stats:

@@ -12,6 +12,7 @@ is chosen by whoever deploys: two servers on one machine each want their own.
 from __future__ import annotations
 
 import os
+from contextlib import suppress
 from pathlib import Path
 
 from domain.errors import HoldpointError
@@ -32,5 +33,11 @@ def run_on_cpu(cpu: int) -> None:
     if cpu not in allowed:
         msg = f"CPU {cpu} is not one this process may run on: {', '.join(map(str, allowed))}"
         raise CpuError(msg)
-    for task in TASKS.iterdir():  # threads already started; later ones inherit it
-        os.sched_setaffinity(int(task.name), {cpu})
+    pin_threads({cpu})
+
+
+def pin_threads(cpus: set[int]) -> None:
+    """Every thread of this process on `cpus`; the threads they start inherit them."""
+    for task in TASKS.iterdir():
+        with suppress(ProcessLookupError):  # a thread that ended meanwhile
+            os.sched_setaffinity(int(task.name), cpus)
