@@ -309,7 +309,11 @@ def cpus_of_threads(pid: int) -> set[str]:
     """The CPUs each thread of a process may run on (`Cpus_allowed_list`), as listed."""
     listed = set()
     for task in Path(f"/proc/{pid}/task").iterdir():
-        for line in (task / "status").read_text().splitlines():
+        try:
+            status = (task / "status").read_text()
+        except (FileNotFoundError, ProcessLookupError):  # a thread that ended meanwhile
+            continue
+        for line in status.splitlines():
             if line.startswith("Cpus_allowed_list:"):
                 listed.add(line.split(":", 1)[1].strip())
     return listed
