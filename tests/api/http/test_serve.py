@@ -209,16 +209,26 @@ def test_graphs_from_a_config_file_and_the_command_line(tmp_path):
     assert not any("refund story" in line for line in lines)
 
 
-def test_no_projector_needs_postgresql(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "api.cli.main", "serve", "--no-projector"],
+def serve_once(tmp_path: Path, *args: str, environment: dict[str, str] | None = None):
+    """`holdpoint serve ARGS` on a SQLite store in `tmp_path`, run to its end (a start
+    that is refused ends at once)."""
+    return subprocess.run(
+        [sys.executable, "-m", "api.cli.main", "serve", *args],
         cwd=ROOT,
-        env={**os.environ, "HOLDPOINT_STORE": f"sqlite:///{tmp_path / 'h.db'}"},
+        env={
+            **os.environ,
+            "HOLDPOINT_STORE": f"sqlite:///{tmp_path / 'h.db'}",
+            **(environment or {}),
+        },
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def test_no_projector_needs_postgresql(tmp_path):
+    result = serve_once(tmp_path, "--no-projector")
     assert result.returncode == 2
     assert "--no-projector needs a PostgreSQL store" in result.stderr
 
@@ -292,15 +302,7 @@ def test_max_body_bytes_refuses_a_larger_body_with_a_413_problem(tmp_path):
     ids=["environment", "flag", "cpu"],
 )
 def test_a_bad_setting_is_one_line_naming_where_it_came_from(tmp_path, environment, args, message):
-    result = subprocess.run(
-        [sys.executable, "-m", "api.cli.main", "serve", *args],
-        cwd=ROOT,
-        env={**os.environ, "HOLDPOINT_STORE": f"sqlite:///{tmp_path / 'h.db'}", **environment},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = serve_once(tmp_path, *args, environment=environment)
     assert result.returncode == 2
     assert result.stderr.strip() == message
 
@@ -339,15 +341,7 @@ def test_cpu_runs_every_thread_of_the_server_on_that_cpu(tmp_path):
 
 def test_a_cpu_the_process_may_not_use_stops_the_start_before_anything_is_made(tmp_path):
     beyond = max(os.sched_getaffinity(0)) + 1
-    result = subprocess.run(
-        [sys.executable, "-m", "api.cli.main", "serve", "--cpu", str(beyond)],
-        cwd=ROOT,
-        env={**os.environ, "HOLDPOINT_STORE": f"sqlite:///{tmp_path / 'h.db'}"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = serve_once(tmp_path, "--cpu", str(beyond))
     assert result.returncode == 2
     assert result.stderr.startswith(
         f"holdpoint: error: CPU {beyond} is not one this process may run on: "
