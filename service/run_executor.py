@@ -15,6 +15,11 @@ has lasted `turn` seconds, the jobs waiting behind the lead, and those that
 arrive until its job ends, go to a pool of helper threads and run beside it.
 Holdpoint's own work (checking a request, committing events) is not timed:
 it computes, and would gain nothing from a second thread.
+
+The watchman is woken only when it sleeps without a deadline. While jobs wait
+behind the lead it keeps one (at most a turn ahead) and looks at the lead's
+section when it wakes, so under load it wakes about once a turn, not at every
+section: each wake-up is a hand-over of the interpreter lock between threads.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ class RunExecutor:
         self._jobs: deque[Job] = deque()
         self._busy = False  # the lead is running a job
         self._waiting_since: float | None = None  # the lead entered a `may_wait` section
+        self._timing = False  # the watchman sleeps until a deadline, and will look again
         self._stopping = False
         lead = turn > 0 or workers <= 1
         helpers = workers - 1 if lead else workers
@@ -79,7 +85,7 @@ class RunExecutor:
             self._jobs.append(job)
             if not self._busy:
                 self._work.notify()
-            elif self._waiting_since is not None and len(self._jobs) == 1:
+            elif self._waiting_since is not None and not self._timing:
                 self._watch.notify()  # a job waits behind a lead that waits: time it
 
     @contextmanager
@@ -91,7 +97,7 @@ class RunExecutor:
             return
         with self._lock:
             self._waiting_since = time.monotonic()
-            if self._jobs:
+            if self._jobs and not self._timing:
                 self._watch.notify()
         try:
             yield
@@ -130,11 +136,16 @@ class RunExecutor:
         with self._lock:
             while not self._stopping:
                 since = self._waiting_since
-                if not self._jobs or since is None or self._overran:
+                if not self._jobs or self._overran:
+                    self._timing = False
                     self._watch.wait()
                     continue
-                left = since + self.turn - time.monotonic()
+                # Jobs wait behind the lead: look again by the end of a turn of its section,
+                # or, while it computes, within a turn (a section begun meanwhile is then
+                # found before its turn is up).
+                left = self.turn if since is None else since + self.turn - time.monotonic()
                 if left > 0:
+                    self._timing = True
                     self._watch.wait(left)
                     continue
                 self._overran = True  # until the lead's job ends

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any, TypedDict
 
 import pytest
@@ -78,6 +79,29 @@ def test_jobs_behind_a_waiting_job_all_go_beside_it(executor):
         executor.submit(barrier.wait)
 
     barrier.wait()  # both ran at once, while the first still waits
+    released.set()
+
+
+def test_a_long_wait_after_many_short_ones_lets_the_job_behind_it_run_beside_it(executor):
+    # The watchman is not woken at every section once it is timing: short sections and
+    # stretches of computing with a job queued behind, then one that waits on I/O.
+    queued, released, behind_ran = threading.Event(), threading.Event(), threading.Event()
+
+    def busy() -> None:
+        assert queued.wait(WAIT)
+        for _ in range(20):
+            with executor.may_wait():
+                pass
+            time.sleep(executor.turn / 4)  # computing, outside any section
+        with executor.may_wait():
+            released.wait(WAIT)
+
+    executor.submit(busy)
+    executor.submit(behind_ran.set)
+    queued.set()
+
+    assert behind_ran.wait(WAIT), "the job behind waited for the lead's I/O"
+    assert not released.is_set()
     released.set()
 
 
