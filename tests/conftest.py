@@ -20,6 +20,7 @@ from psycopg import sql
 from domain.record.application import Workflows
 from domain.record.store import open_store
 from tests.ci import missing
+from tests.serving import Serving
 
 STORE_KINDS = ["memory", "sqlite", "postgres"]
 POSTGRES_URL = os.environ.get(
@@ -93,3 +94,10 @@ def store(store_url_for: str) -> Iterator[Workflows]:
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'holdpoint.db'}"
+
+
+@pytest.fixture(autouse=True)
+def _no_server_left_running() -> Iterator[None]:
+    """A `holdpoint serve` a test started and did not stop (it failed first) is killed."""
+    yield
+    Serving.kill_started()

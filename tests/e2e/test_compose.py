@@ -19,8 +19,9 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from tests.api.http.test_serve import DONE_MARK, Serving, exported
+from tests.api.http.test_serve import DONE_MARK, exported
 from tests.conftest import require_postgres
+from tests.serving import Serving
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())

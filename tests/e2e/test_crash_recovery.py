@@ -26,9 +26,9 @@ import pytest
 
 from domain.record.store import open_store
 from projections.catalog import runner_for
-from tests.api.http.test_serve import Serving
 from tests.api.http_harness import postgres_schema_url
 from tests.projections.histories import read_models
+from tests.serving import Serving
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH = """

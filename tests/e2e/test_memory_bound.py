@@ -15,8 +15,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.api.http.test_serve import Serving
 from tests.e2e.test_crash_recovery import make_key
+from tests.serving import Serving
 
 CYCLES = 50_000
 CLIENTS = 4

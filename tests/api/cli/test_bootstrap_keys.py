@@ -20,9 +20,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.api.http.test_serve import DONE_MARK, ROOT, Serving, exported, keys_in_file
+from tests.api.http.test_serve import DONE_MARK, exported, keys_in_file
 from tests.cli_process import holdpoint
 from tests.persistence.test_read_only_store import read_only_view
+from tests.serving import ROOT, Serving
 
 ROLE_CALLS = {  # a request each role may make, and only a valid key of that role
     "agent": ("POST", "/threads", {"json": {"thread_id": "t-1"}}),

@@ -26,11 +26,11 @@ import pytest
 from domain.record.store import open_store
 from projections.catalog import runner_for
 from projections.quarantine import Quarantine
-from tests.api.http.test_serve import Serving
 from tests.api.http_harness import postgres_schema_url
 from tests.cli_process import REPO, holdpoint
 from tests.damaged_store import Damage, record_every_kind
 from tests.projections.histories import positions
+from tests.serving import Serving
 
 DAMAGED = "answered"
 VERSION = 3

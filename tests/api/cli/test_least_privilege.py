@@ -40,8 +40,8 @@ from domain.record.store import open_store
 from projections.privileges import TablesNotReadyError
 from projections.runner import ProjectionRunner
 from projections.thread_index import ThreadIndexProjection
-from tests.api.http.test_serve import Serving
 from tests.cli_process import REPO, holdpoint
+from tests.serving import Serving
 
 pytestmark = pytest.mark.postgres
 

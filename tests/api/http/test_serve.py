@@ -7,84 +7,19 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.serving import ROOT, Serving
+
 DONE_MARK = "  curl -s $URL/threads/refund-1/audit"
 STORY_TITLE = "The refund story: an agent asks for a $250 refund, a reviewer approves it."
 STEP_MARK = "@@ step done @@"
-
-
-class Serving:
-    """A `holdpoint serve` process, its banner read line by line from stdout; its log
-    (stderr) read as it comes, so that a long run never blocks on a full pipe."""
-
-    def __init__(
-        self, store: str, *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
-    ) -> None:
-        env = {**os.environ, "HOLDPOINT_STORE": store, "PYTHONPATH": str(ROOT), **(env or {})}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "api.cli.main", "serve", "--port", "0", *args],
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.log: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-        self._logging = threading.Thread(target=self._read_log, daemon=True)
-        self._logging.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line.rstrip("\n"))
-        self.lines.put(None)  # end of output
-
-    def _read_log(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.log.append(line)
-
-    def _ended_log(self) -> str:
-        """Its whole log, once the process has ended."""
-        self.process.wait(timeout=60)
-        self._logging.join(timeout=60)
-        return "".join(self.log)
-
-    def banner(self, last: str) -> list[str]:
-        """The banner's lines, up to the first that starts with `last`."""
-        seen = []
-        while True:
-            line = self.lines.get(timeout=60)
-            if line is None:
-                pytest.fail(f"serve ended: {seen}\n{self._ended_log()}")
-            seen.append(line)
-            if line.startswith(last):
-                return seen
-
-    def stop(self) -> tuple[int, str]:
-        self.process.send_signal(signal.SIGTERM)
-        log = self._ended_log()
-        return self.process.returncode, log
-
-    def rest(self) -> list[str]:
-        """The lines of stdout not read yet, up to its end (once the process has ended)."""
-        rest = []
-        while (line := self.lines.get(timeout=60)) is not None:
-            rest.append(line)
-        return rest
 
 
 def keys_in_file(path: Path) -> dict[str, str]:
@@ -347,3 +282,16 @@ def test_a_cpu_the_process_may_not_use_stops_the_start_before_anything_is_made(t
         f"holdpoint: error: CPU {beyond} is not one this process may run on: "
     )
     assert list(tmp_path.iterdir()) == []  # no store, no keys file
+
+
+def test_a_server_a_test_did_not_stop_is_killed_after_it(tmp_path):
+    # What tests/conftest.py does after every test: a test that fails before it stops its
+    # server leaves no process behind.
+    serving = Serving(f"sqlite:///{tmp_path / 'h.db'}")
+    serving.banner(DONE_MARK)
+    assert serving.process.poll() is None
+
+    Serving.kill_started()
+
+    assert serving.process.poll() is not None
+    assert Serving.started == []
