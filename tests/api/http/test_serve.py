@@ -284,9 +284,10 @@ def test_a_cpu_the_process_may_not_use_stops_the_start_before_anything_is_made(t
     assert list(tmp_path.iterdir()) == []  # no store, no keys file
 
 
-def test_a_server_a_test_did_not_stop_is_killed_after_it(tmp_path):
+def test_a_server_a_test_did_not_stop_is_killed_after_it(tmp_path, request):
     # What tests/conftest.py does after every test: a test that fails before it stops its
     # server leaves no process behind.
+    assert "_no_server_left_running" in request.fixturenames  # autouse: after every test
     serving = Serving(f"sqlite:///{tmp_path / 'h.db'}")
     serving.banner(DONE_MARK)
     assert serving.process.poll() is None
