@@ -48,12 +48,6 @@ class Save:
     result: Any = None
     error: BaseException | None = None
     done: bool = False
-    committed: threading.Event = field(default_factory=threading.Event)
-
-    def end(self, error: BaseException | None = None) -> None:
-        """The save is on record, or (`error`) never will be."""
-        self.error, self.done = error, True
-        self.committed.set()
 
 
 @dataclass(eq=False)
@@ -72,6 +66,8 @@ class Threads:
         self._cached: OrderedDict[str, WorkflowThread] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._stripes = [threading.Lock() for _ in range(LOCK_STRIPES)]
+        # A save's end (on record, or never) wakes the saves lingering on its stripe.
+        self._ended = [threading.Condition(lock) for lock in self._stripes]
         self._committers = [threading.Lock() for _ in range(LOCK_STRIPES)]
         self._applied: dict[str, Applied] = {}
         self._committing: set[str] = set()  # threads with a commit in flight
@@ -159,7 +155,8 @@ class Threads:
         thread_id = save.thread_id
         stripe = self._stripe(thread_id)
         if linger:
-            save.committed.wait(linger)
+            with self._ended[stripe]:
+                self._ended[stripe].wait_for(lambda: save.done, linger)
         if save.done:  # taken along by another save's commit
             return self._outcome(save)
         with self._committers[stripe]:
@@ -183,14 +180,20 @@ class Threads:
                     break
                 with self._stripes[stripe]:
                     self._committing.discard(thread_id)
-                    for done in applied.saves:
-                        done.end()
+                    self._end(applied.saves)
                     if position is not None:
                         self._positions[thread_id] = position
                         self._positions.move_to_end(thread_id)
                         if len(self._positions) > CACHED_THREADS:
                             self._positions.popitem(last=False)
         return self._outcome(save)
+
+    def _end(self, saves: list[Save], error: BaseException | None = None) -> None:
+        """The saves are on record, or (`error`) never will be; under their stripe's lock."""
+        for save in saves:
+            save.error, save.done = error, True
+        if saves:
+            self._ended[self._stripe(saves[0].thread_id)].notify_all()
 
     @staticmethod
     def _outcome(save: Save) -> Save:
@@ -206,8 +209,7 @@ class Threads:
         with self._stripes[self._stripe(thread_id)]:
             self._committing.discard(thread_id)
             if error is not None:
-                for save in failed.saves:
-                    save.end(error)
+                self._end(failed.saves, error)
             later = self._applied.pop(thread_id, None)
             again = ([] if error is not None else failed.saves) + (later.saves if later else [])
             self._applied[thread_id] = Applied(failed.thread, again)
@@ -217,8 +219,7 @@ class Threads:
         """Another writer kept appending first: the saves not committed end in it."""
         with self._stripes[self._stripe(thread_id)]:
             applied = self._applied.pop(thread_id, None)
-            for failed in applied.saves if applied else [save]:
-                failed.end(ConcurrentUpdateError(thread_id))
+            self._end(applied.saves if applied else [save], ConcurrentUpdateError(thread_id))
             self._forget(thread_id)
 
     def _reapply(self, thread_id: str) -> None:
@@ -236,7 +237,7 @@ class Threads:
                     thread = thread or save.begin()
                     save.result = save.change(thread, False)
                 except BaseException as error:  # the save ends in it
-                    save.end(error)
+                    self._end([save], error)
                     saves = [s for s in saves if s is not save]
                     break
                 kept.append(save)

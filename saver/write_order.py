@@ -29,13 +29,41 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable
 from typing import Any
 
 TIMEOUT = 5.0
 GRACE = 0.1  # for a save to begin that may never come (a resume map's, a checkpoint's)
 POLL = 0.005
+
+
+class InFlight:
+    """A save counted in flight (in each of its counters) while it runs, as a `with` block.
+
+    Its beginning wakes no wait: every wait here is for a save to end (or never to come),
+    and a save that begins can only prolong it. Its end wakes them all.
+    """
+
+    __slots__ = ("_changed", "_counts")
+
+    def __init__(
+        self, changed: threading.Condition, counts: list[tuple[Counter[Any], Hashable]]
+    ) -> None:
+        self._changed = changed
+        self._counts = counts
+
+    def __enter__(self) -> None:
+        with self._changed:
+            for counter, key in self._counts:
+                counter[key] += 1
+
+    def __exit__(self, *_: object) -> None:
+        with self._changed:
+            for counter, key in self._counts:
+                counter[key] -= 1
+                if not counter[key]:
+                    del counter[key]
+            self._changed.notify_all()
 
 
 class WriteOrder:
@@ -46,21 +74,17 @@ class WriteOrder:
         self._refused: set[str] = set()  # threads whose last resume was refused
         self._putting: Counter[tuple[str, str]] = Counter()  # checkpoints being saved
 
-    @contextmanager
-    def writing(self, thread_id: str, checkpoint_id: str, *, command: bool) -> Iterator[None]:
+    def writing(self, thread_id: str, checkpoint_id: str, *, command: bool) -> InFlight:
         """Count a save of writes as in flight on its checkpoint while it runs (`command`:
         a Command's writes, which may hold a resume)."""
         counts: list[tuple[Counter[Any], Hashable]] = [(self._writing, (thread_id, checkpoint_id))]
         if command:
             counts.append((self._commands, thread_id))
-        with self._in_flight(counts):
-            yield
+        return InFlight(self._changed, counts)
 
-    @contextmanager
-    def putting(self, thread_id: str, checkpoint_id: str) -> Iterator[None]:
+    def putting(self, thread_id: str, checkpoint_id: str) -> InFlight:
         """Count a checkpoint's save as in flight while it runs."""
-        with self._in_flight([(self._putting, (thread_id, checkpoint_id))]):
-            yield
+        return InFlight(self._changed, [(self._putting, (thread_id, checkpoint_id))])
 
     def after_checkpoint(
         self, thread_id: str, checkpoint_id: str, saved: Callable[[], bool]
@@ -98,24 +122,6 @@ class WriteOrder:
             lambda: thread_id in self._refused or answered(),
             lambda: bool(self._commands[thread_id]),
         )
-
-    @contextmanager
-    def _in_flight(self, counts: list[tuple[Counter[Any], Hashable]]) -> Iterator[None]:
-        """Count a save in each of `counts` while it runs; waits for its beginning or its
-        end are woken."""
-        with self._changed:
-            for counter, key in counts:
-                counter[key] += 1
-            self._changed.notify_all()
-        try:
-            yield
-        finally:
-            with self._changed:
-                for counter, key in counts:
-                    counter[key] -= 1
-                    if not counter[key]:
-                        del counter[key]
-                self._changed.notify_all()
 
     def _wait(self, ready: Callable[[], bool], in_flight: Callable[[], bool]) -> None:
         """Wait until `ready()`: while `in_flight()`, else for the grace (for a save that

@@ -122,7 +122,7 @@ def test_a_lingering_save_is_committed_by_the_save_that_follows_it(store):
     threads, gate = Threads(store), Gate(store)
     gate.release()  # no commit is held
     first = threads.apply(THREAD, writes("t1"), begin)
-    worker = committing(threads, first, linger=WAIT)
+    worker = committing(threads, first, linger=2 * WAIT)
     second = threads.apply(THREAD, writes("t2"), begin)
     threads.commit(second)
 
@@ -132,6 +132,21 @@ def test_a_lingering_save_is_committed_by_the_save_that_follows_it(store):
     assert first.error is None
     assert gate.commits == [3]
     assert tasks_on_record(store) == ["t1", "t2"]
+
+
+def test_a_lingering_save_taken_along_by_a_failed_commit_ends_in_its_error_at_once(store):
+    threads, gate = Threads(store), Gate(store, fail=OSError("disk full"))
+    gate.release()  # the next commit fails at once
+    first = threads.apply(THREAD, writes("t1"), begin)
+    worker = committing(threads, first, linger=2 * WAIT)
+    second = threads.apply(THREAD, writes("t2"), begin)
+    with pytest.raises(OSError, match="disk full"):
+        threads.commit(second)
+
+    worker.join(WAIT)
+    assert not worker.is_alive()  # woken by the failed commit, not by the end of its linger
+    assert isinstance(first.error, OSError)
+    assert tasks_on_record(store) == []
 
 
 def test_a_commit_refused_because_another_writer_appended_first_is_applied_again(store):
