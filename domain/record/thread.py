@@ -237,15 +237,21 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
             recorded or fields,
             recording=True,
         )
-        self.trigger_event(
-            event_class,
+        # What the library's trigger_event does, without its checks of an event made
+        # elsewhere (its id and version are this thread's next, by construction here).
+        event = event_class(
+            originator_id=self.id,
+            originator_version=version,
             timestamp=timestamp,
             prev_hash=self.head_hash,
             event_hash=digest,
             **fields,
         )
+        event.apply(self)
+        self.version, self.modified_on = version, timestamp
         if recorded is not None:
-            object.__setattr__(self._pending_events[-1], PROTECTED, recorded)
+            object.__setattr__(event, PROTECTED, recorded)
+        self._pending_events.append(event)
 
     def makes_checkpoint(self, event: WorkflowThread.Event) -> bool:
         """Whether applying `event` next would make a checkpoint."""
