@@ -102,10 +102,20 @@ class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
         """
         if len(stored_events) > INSERT_ROWS:
             return super().insert_events(stored_events, **kwargs)
-        with self.datastore.get_connection(commit=True) as connection, _library_errors():
+        # The library's `get_connection` and error mapping, spelled out: two context
+        # managers fewer on every commit's path.
+        pool = self.datastore.pool
+        connection = pool.get_connection(is_writer=True)
+        try:
             cursor = connection.cursor()
-            with cursor:
+            try:
                 return self._insert_events(cursor, stored_events, **kwargs)
+            finally:
+                cursor.sqlite_cursor.close()
+        except sqlite3.Error as error:
+            raise _LIBRARY_ERRORS.get(type(error), PersistenceError)(error) from error
+        finally:
+            pool.put_connection(connection)
 
     def _insert_events(
         self, c: library.SQLiteCursor, stored_events: Sequence[StoredEvent], **_: Any
