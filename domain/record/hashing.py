@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -65,6 +66,8 @@ def to_json(value: Any, what: str) -> Any:
     """
     if value is None or type(value) in (int, bool):
         return value
+    if type(value) is dict and _flat_and_plain(value):
+        return dict(value)
     try:
         text = _dumps_unsorted(value)
     except RecursionError:
@@ -80,6 +83,25 @@ def to_json(value: Any, what: str) -> Any:
         msg = f"{what} cannot be recorded: {problem}"
         raise NotSerializableError(msg)
     return value if type(value) is str else _loads(text)
+
+
+def _flat_and_plain(value: dict[Any, Any]) -> bool:
+    """Whether `value` is an object of ASCII keys and scalars that JSON holds as they are
+    (ints, bools, nulls, finite floats, ASCII strings without NUL): a node's usual update,
+    normalised by a copy instead of a round trip through JSON text."""
+    for key, item in value.items():
+        if type(key) is not str or not key.isascii() or "\x00" in key:
+            return False
+        kind = type(item)
+        if item is None or kind is int or kind is bool:
+            continue
+        if kind is str:
+            if item.isascii() and "\x00" not in item:
+                continue
+            return False
+        if kind is not float or not math.isfinite(item):
+            return False
+    return True
 
 
 def _path_to_unserialisable(value: Any, path: str = "") -> str | None:

@@ -11,6 +11,7 @@ from domain.record.hashing import to_json
 from domain.record.json_limits import (
     MAX_JSON_DEPTH,
     depth_exceeds,
+    encoded_value_problem,
     has_lone_surrogate_escape,
     has_non_json_number,
     has_nul_escape,
@@ -93,3 +94,39 @@ def test_a_reason_that_cannot_be_recorded_is_refused_and_records_nothing(store):
         store.cancel("t-reason", {"id": "ops"}, "stop\x00")
     # Then nothing is recorded
     assert len(store.thread_events("t-reason")) == events
+
+
+FLAT_OBJECTS = [
+    {},
+    {"n": 1, "ok": True, "none": None, "ratio": 0.5, "text": "plain"},
+    {"big": 2**80, "negative": -0.0, "tiny": 1e-300},
+    {"unicode": "caf\u00e9", "emoji": "\U0001f600"},
+    {"nul": "a\x00b"},
+    {"a\x00": 1},
+    {"lone": "\ud800"},
+    {"nan": float("nan")},
+    {"inf": float("inf")},
+    {1: "int key"},
+    {"nested": {"x": 1}},
+    {"list": [1, 2]},
+    {"tuple": (1, 2)},
+]
+
+
+@pytest.mark.parametrize("value", FLAT_OBJECTS, ids=repr)
+def test_a_flat_object_is_normalised_as_the_json_round_trip_does(value):
+    """to_json takes a shortcut for flat objects of plain scalars: given any object, it
+    returns what the JSON text round trip returns, or refuses it as that does."""
+    try:
+        expected = json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+        problem = encoded_value_problem(json.dumps(value, ensure_ascii=False, allow_nan=False))
+    except ValueError:
+        expected, problem = None, "not JSON"
+    if problem is not None:
+        with pytest.raises(NotSerializableError):
+            to_json(value, "the update")
+        return
+    normalised = to_json(value, "the update")
+    assert normalised == expected
+    assert [type(v) for v in normalised.values()] == [type(v) for v in expected.values()]
+    assert normalised is not value  # a copy: the caller's object is not recorded
