@@ -17,6 +17,7 @@ is in its siblings: the state and its reading (thread_state.py), the commands
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import MISSING, fields
 from datetime import UTC, datetime
 from functools import cache
@@ -239,7 +240,9 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
         )
         # What the library's trigger_event does, without its checks of an event made
         # elsewhere (its id and version are this thread's next, by construction here).
-        event = event_class(
+        # The library makes each event class a dataclass at run time, unseen by mypy.
+        make: Callable[..., WorkflowThread.Event] = event_class
+        event = make(
             originator_id=self.id,
             originator_version=version,
             timestamp=timestamp,
