@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.ab BEFORE [AFTER] [--pairs 8] [--cycles 200] [--store postgres]
     .venv/bin/python -m bench.ab BEFORE [AFTER] --case loop [--steps 1000] [--store sqlite]
+    .venv/bin/python -m bench.ab BEFORE [AFTER] --case saver [--steps 1000] [--store sqlite]
     .venv/bin/python -m bench.ab BEFORE [AFTER] --case projector [--cycles 300] [--store sqlite]
     .venv/bin/python -m bench.ab BEFORE [AFTER] --case verify [--events 100000] [--store sqlite]
 
@@ -20,6 +21,8 @@ before) and the server's CPU per cycle, and the median ratio: what BENCHMARKS.md
 revision's tree first on the path: the counter loop of `bench/graphs.py` (`--steps`
 supersteps, one event each) on a fresh store, three times after a warm-up, the median
 time per step; the ratio is the CPU-and-commit cost of a step, with no HTTP around it.
+`--case saver` runs the same loop on real LangGraph (`langgraph.graph`) with the
+revision's HoldpointSaver over the fresh store.
 
 `--case projector` times the read models' projector: on a fresh store, `--cycles` native
 refund cycles (a thread begun, paused and answered) are recorded, then every read model is
@@ -170,10 +173,13 @@ def measure(tree: Path, kind: str, cycles: int, serve_args: list[str]) -> Sample
             server.wait(30)
 
 
+# The counter loop, on the native engine (`domain.graph` on the store) or on real
+# LangGraph (`langgraph.graph` on HoldpointSaver over the store): the engine's import
+# and the checkpointer are filled in (`_loop`).
 LOOP = """
 import statistics, sys, time
-from domain.graph import END, START, StateGraph
-from domain.record.store import open_store
+from ENGINE import END, START, StateGraph
+from CHECKPOINTER_MODULE import CHECKPOINTER
 from typing import TypedDict
 
 class Counter(TypedDict):
@@ -191,16 +197,29 @@ builder = StateGraph(Counter)
 builder.add_node("inc", inc)
 builder.add_edge(START, "inc")
 builder.add_conditional_edges("inc", route, ["inc", END])
-with open_store(url) as store:
+with CHECKPOINTER(url) as store:
     graph = builder.compile(checkpointer=store)
-    graph.invoke({"n": 0}, {"configurable": {"thread_id": "warm"}})
+    limit = {"recursion_limit": steps + 10}
+    graph.invoke({"n": 0}, {"configurable": {"thread_id": "warm"}, **limit})
     times = []
     for n in range(3):
         began = time.perf_counter()
-        graph.invoke({"n": 0}, {"configurable": {"thread_id": f"loop-{n}"}})
+        graph.invoke({"n": 0}, {"configurable": {"thread_id": f"loop-{n}"}, **limit})
         times.append((time.perf_counter() - began) / steps)
 print(statistics.median(times) * 1000)
 """
+
+
+def _loop(engine: str, module: str, checkpointer: str) -> str:
+    return (
+        LOOP.replace("CHECKPOINTER_MODULE", module)
+        .replace("CHECKPOINTER", checkpointer)
+        .replace("ENGINE", engine)
+    )
+
+
+NATIVE_LOOP = _loop("domain.graph", "domain.record.store", "open_store")
+SAVER_LOOP = _loop("langgraph.graph", "langgraph.checkpoint.holdpoint", "HoldpointSaver")
 
 
 PROJECTOR = """
@@ -281,7 +300,13 @@ def measure_projector(tree: Path, kind: str, cycles: int) -> Sample:
 def measure_loop(tree: Path, kind: str, steps: int) -> Sample:
     """The native loop's median time per step, by the revision in `tree`, on a fresh store
     (no server: `cpu_ms` is the same time)."""
-    return _script_sample(tree, kind, LOOP, steps)
+    return _script_sample(tree, kind, NATIVE_LOOP, steps)
+
+
+def measure_saver(tree: Path, kind: str, steps: int) -> Sample:
+    """The same loop on real LangGraph with the revision's HoldpointSaver: its median time
+    per step on a fresh store (`cpu_ms` is the same time)."""
+    return _script_sample(tree, kind, SAVER_LOOP, steps)
 
 
 def _script_sample(tree: Path, kind: str, script: str, size: int) -> Sample:
@@ -343,6 +368,8 @@ def _cycle(client: httpx.Client, agent: str, reviewer: str) -> None:
 def _measure(args: argparse.Namespace, tree: Path, serve_args: list[str]) -> Sample:
     if args.case == "loop":
         return measure_loop(tree, args.store, args.steps)
+    if args.case == "saver":
+        return measure_saver(tree, args.store, args.steps)
     if args.case == "projector":
         return measure_projector(tree, args.store, args.cycles)
     if args.case == "verify":
@@ -358,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument(
-        "--case", choices=("refund", "loop", "projector", "verify"), default="refund"
+        "--case", choices=("refund", "loop", "saver", "projector", "verify"), default="refund"
     )
     parser.add_argument(
         "--cycles", type=int, default=200, help="refund cycles per measure (refund, projector)"

@@ -108,12 +108,10 @@ class AppendOnlySQLiteApplicationRecorder(library.SQLiteApplicationRecorder):
         connection = pool.get_connection(is_writer=True)
         try:
             cursor = connection.cursor()
-            try:
+            with cursor:
                 return self._insert_events(cursor, stored_events, **kwargs)
-            finally:
-                cursor.sqlite_cursor.close()
         except sqlite3.Error as error:
-            raise _LIBRARY_ERRORS.get(type(error), PersistenceError)(error) from error
+            raise _library_error(error) from error
         finally:
             pool.put_connection(connection)
 
@@ -333,7 +331,12 @@ def _library_errors() -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as error:
-        raise _LIBRARY_ERRORS.get(type(error), PersistenceError)(error) from error
+        raise _library_error(error) from error
+
+
+def _library_error(error: sqlite3.Error) -> PersistenceError:
+    """sqlite3's `error` as the library's error of its kind."""
+    return _LIBRARY_ERRORS.get(type(error), PersistenceError)(error)
 
 
 class TunedSQLiteConnectionPool(library.SQLiteConnectionPool):

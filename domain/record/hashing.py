@@ -93,13 +93,13 @@ def _flat_and_plain(value: dict[Any, Any]) -> bool:
         if type(key) is not str or not key.isascii() or "\x00" in key:
             return False
         kind = type(item)
-        if item is None or kind is int or kind is bool:
-            continue
         if kind is str:
-            if item.isascii() and "\x00" not in item:
-                continue
-            return False
-        if kind is not float or not math.isfinite(item):
+            plain = item.isascii() and "\x00" not in item
+        elif kind is float:
+            plain = math.isfinite(item)
+        else:
+            plain = item is None or kind is int or kind is bool
+        if not plain:
             return False
     return True
 
