@@ -10,6 +10,7 @@ inherits it and adds the events and their recording.
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
@@ -26,6 +27,14 @@ CANCELLED = "cancelled"
 def answer_record(resume: Any, digest: str | None, interrupt_id: str | None) -> dict[str, Any]:
     """An answer waiting for its node: the value, and the question it answered."""
     return {"resume": resume, "digest": digest, "interrupt_id": interrupt_id}
+
+
+@lru_cache(maxsize=1024)
+def task_id(thread: UUID, step: int, node: str) -> str:
+    """The id of `node`'s task in a thread's `step`: a name-based digest, kept for the
+    step's other asks (the engine plans a task by it, then records the node under it)."""
+    digest = hashlib.sha1(f"{thread.hex}:{step}:{node}".encode()).hexdigest()
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
 
 class ThreadState:
@@ -134,8 +143,7 @@ class ThreadState:
 
     def task_id(self, node: str) -> str:
         """The id of `node`'s task in the open step (the same on every re-run)."""
-        digest = hashlib.sha1(f"{self.id.hex}:{self.step + 1}:{node}".encode()).hexdigest()
-        return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+        return task_id(self.id, self.step + 1, node)
 
     def written_in_open_step(self) -> dict[str, str]:
         """Last-value keys already written in the open step, by node."""
