@@ -12,6 +12,7 @@ and whoever can write the database must not choose what a reader runs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import operator
 import typing
 from collections.abc import Callable, Mapping
@@ -117,9 +118,15 @@ def initial_values(channels: Mapping[str, Channel]) -> dict[str, Any]:
 
 def as_state(schema: type, values: dict[str, Any]) -> Any:
     """The value a node receives: a dict for TypedDicts, else an instance."""
-    if dataclasses.is_dataclass(schema) or hasattr(schema, "model_fields"):
+    if _instantiated(schema):
         return schema(**values)
     return values
+
+
+@functools.lru_cache(maxsize=256)
+def _instantiated(schema: type) -> bool:
+    """Whether nodes receive the schema's instances (a dataclass, a pydantic model)."""
+    return dataclasses.is_dataclass(schema) or hasattr(schema, "model_fields")
 
 
 def as_update(value: Any) -> dict[str, Any] | None:
