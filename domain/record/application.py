@@ -425,13 +425,18 @@ class Workflows(Application[Any]):
         snapshot; return the last position (see `record`)."""
         if not new.events:
             return None
+        # The event store's `put`, without the recordings it makes of each event: the
+        # last position is all a commit returns.
+        stored = list(map(self.mapper.to_stored_event, new.events))
         try:
-            recordings = self.events.put(new.events, **({} if guard is None else {"guard": guard}))
+            positions = self.recorder.insert_events(
+                stored, **({} if guard is None else {"guard": guard})
+            )
         except IntegrityError:
             raise ConcurrentUpdateError(new.thread_id) from None
         if new.snapshot is not None and self.snapshots is not None:
             self.snapshots.put([new.snapshot])
-        return recordings[-1].notification.id
+        return positions[-1] if positions else None
 
     def record_refusal(
         self,
