@@ -30,7 +30,7 @@ def answer_record(resume: Any, digest: str | None, interrupt_id: str | None) -> 
 
 
 @lru_cache(maxsize=1024)
-def task_id(thread: UUID, step: int, node: str) -> str:
+def step_task_id(thread: UUID, step: int, node: str) -> str:
     """The id of `node`'s task in a thread's `step`: a name-based digest, kept for the
     step's other asks (the engine plans a task by it, then records the node under it)."""
     digest = hashlib.sha1(f"{thread.hex}:{step}:{node}".encode()).hexdigest()
@@ -143,7 +143,7 @@ class ThreadState:
 
     def task_id(self, node: str) -> str:
         """The id of `node`'s task in the open step (the same on every re-run)."""
-        return task_id(self.id, self.step + 1, node)
+        return step_task_id(self.id, self.step + 1, node)
 
     def written_in_open_step(self) -> dict[str, str]:
         """Last-value keys already written in the open step, by node."""

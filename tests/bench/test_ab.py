@@ -8,6 +8,7 @@ module, say) fails here rather than in the next optimisation's measurement.
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -44,15 +45,31 @@ def test_the_refund_case_runs_cycles_on_a_server_of_the_tree():
     assert sample.cpu_ms > 0  # the server's own CPU, read from /proc
 
 
-def test_pairs_alternate_and_end_with_the_median_ratio(capsys):
-    # When: the working tree against itself
-    code = ab.main([".", "--case", "loop", "--store", "sqlite", "--pairs", "2", "--steps", "20"])
+def test_pairs_alternate_and_end_with_the_median_ratio(capsys, monkeypatch):
+    # Given: each revision's measure recorded in turn, the after side twice as fast
+    monkeypatch.setattr(ab, "worktree", Path)
+    measured: list[str] = []
 
-    # Then
-    lines = capsys.readouterr().out.splitlines()
+    def measure(args, tree, serve_args):
+        measured.append(str(tree))
+        return ab.Sample(2.0 if str(tree) == "before" else 1.0, 4.0)
+
+    monkeypatch.setattr(ab, "_measure", measure)
+
+    # When
+    code = ab.main(["before", "after", "--case", "loop", "--store", "sqlite", "--pairs", "3"])
+
+    # Then: the revisions take turns, the before side first in odd pairs
     assert code == 0
-    assert [line.split(":")[0] for line in lines] == ["pair 1", "pair 2", "median after/before"]
-    assert lines[-1].startswith("median after/before: cycle ")
+    assert measured == ["before", "after", "after", "before", "before", "after"]
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "pair 1",
+        "pair 2",
+        "pair 3",
+        "median after/before",
+    ]
+    assert lines[-1] == "median after/before: cycle 0.500 x, server cpu 1.000 x"
 
 
 def test_a_revision_is_checked_out_once_into_its_own_worktree(tmp_path, monkeypatch):
