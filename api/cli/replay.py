@@ -15,6 +15,7 @@ import contextlib
 import json
 import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -28,8 +29,9 @@ from domain.history.time_travel import head_version
 from domain.record.application import Workflows
 from domain.record.langgraph_record import LANGGRAPH
 from domain.record.store import open_store
-from service.graph_loader import GraphLoadError, load_graphs, parse_graph_spec
-from service.runs import ServedGraph
+
+if TYPE_CHECKING:
+    from service.runs import ServedGraph
 
 log = structlog.get_logger()
 DIVERGED = 1
@@ -65,6 +67,10 @@ def run_replay(args: argparse.Namespace) -> int:
     if bool(args.thread_id) == bool(args.all):
         msg = "replay needs one THREAD, or --all (not both)"
         raise UsageError(msg)
+    # here, not with the module: the graph loader brings LangGraph (about 0.7 s), which
+    # every other command's start, and `holdpoint --help`, would pay
+    from service.graph_loader import load_graphs, parse_graph_spec  # noqa: PLC0415
+
     sources = [parse_graph_spec(spec) for spec in args.graph]
     with open_store(existing=True) as store:
         graphs = native_graphs(load_graphs(sources, store))
@@ -91,14 +97,14 @@ def _replay_one(
             f"Thread {thread_id!r} ran a real LangGraph graph ({thread.graph_id!r}): replay "
             "re-executes the native engine's nodes; read its record with `holdpoint history`"
         )
-        raise GraphLoadError(msg)
+        raise UsageError(msg)
     if graph is None:
         msg = (
             f"Thread {thread_id!r} ran graph {thread.graph_id!r}, which is not loaded "
             f"(loaded: {', '.join(sorted(graphs)) or 'none'}); name its code with "
             f"--graph {thread.graph_id}=path/to/file.py:attr"
         )
-        raise GraphLoadError(msg)
+        raise UsageError(msg)
     report = _replay(store, graph, thread_id)
     if as_json:
         _say(json.dumps(replay_json(report), indent=2))

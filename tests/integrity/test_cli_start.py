@@ -1,5 +1,6 @@
-"""`holdpoint verify` starts fast: it builds only the integrity subcommands' parser and
-imports neither the API nor the read models, with the same help and errors as ever."""
+"""The CLI starts fast: `holdpoint verify` builds only the integrity subcommands' parser and
+imports neither the API nor the read models, with the same help and errors as ever; and a
+command that loads no graph does not import LangGraph."""
 
 from __future__ import annotations
 
@@ -74,3 +75,32 @@ def test_verify_imports_neither_the_api_nor_the_read_models_nor_seals():
     # Then
     assert done.stderr.strip() == "[]"
     assert done.stdout.startswith("usage: holdpoint verify")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["keys", "list", "--help"], ["replay", "--help"]])
+def test_commands_that_load_no_graph_start_without_langgraph(argv):
+    # Given: LangGraph and LangChain take about 0.7 s to import
+    script = (
+        "import sys\n"
+        "from api.cli.main import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('langgraph', 'langchain'))),\n"
+        "      file=sys.stderr)\n"
+    )
+
+    # When
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+
+    # Then
+    assert done.stderr.strip() == "[]"
+    assert done.stdout.startswith("usage: holdpoint")
