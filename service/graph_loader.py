@@ -29,9 +29,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from langgraph.graph import StateGraph as LangGraphStateGraph
-from langgraph.pregel import Pregel
-
 from domain.errors import HoldpointError, InvalidUpdateError
 from domain.graph import CompiledStateGraph, StateGraph
 from domain.oversight.hold_points import check_approvals
@@ -242,6 +239,8 @@ def load_graph(source: GraphSource, store: Workflows) -> ServedGraph:
 
 def _served_langgraph(found: Any, source: GraphSource, store: Workflows) -> LangGraphApp:
     """A real LangGraph graph, compiled (a builder) and served on HoldpointSaver."""
+    from langgraph.graph import StateGraph as LangGraphStateGraph  # noqa: PLC0415
+
     compiled = found.compile() if isinstance(found, LangGraphStateGraph) else found
     app = LangGraphApp(compiled, source.name, store)
     if source.interrupt_deadline is not None:
@@ -297,9 +296,21 @@ def _stdout_to_stderr() -> contextlib.AbstractContextManager[Any]:
     return contextlib.redirect_stdout(sys.stderr)
 
 
+def _is_langgraph(target: Any) -> bool:
+    """Whether `target` is a real LangGraph builder or compiled graph. LangGraph is
+    imported here only if it already is: no object of its classes exists otherwise, and
+    a server of native graphs alone starts without it (service/langgraph_app.py)."""
+    if "langgraph.graph" not in sys.modules:
+        return False
+    from langgraph.graph import StateGraph as LangGraphStateGraph  # noqa: PLC0415
+    from langgraph.pregel import Pregel  # noqa: PLC0415
+
+    return isinstance(target, LangGraphStateGraph | Pregel)
+
+
 def _graph_of(target: Any, source: GraphSource, depth: int = 0) -> Any:
     """The graph `target` is, or makes: a native graph or a LangGraph one."""
-    if isinstance(target, StateGraph | CompiledStateGraph | LangGraphStateGraph | Pregel):
+    if isinstance(target, StateGraph | CompiledStateGraph) or _is_langgraph(target):
         return target
     if callable(target) and not isinstance(target, type) and depth == 0:
         factory: Callable[[], Any] = target

@@ -7,6 +7,11 @@ service asks of a native one (its id, its oversight policy, how a thread of it s
 and runs it through `LangGraphRun` (service/langgraph_run.py). Its threads are recorded by
 HoldpointSaver, so the queue, the reports, the hash chain and the UI serve them as they
 serve native threads.
+
+LangGraph itself is imported where a LangGraph graph is at hand, not with this module,
+which the server and the CLI import for its class alone: a server of native graphs then
+starts without LangGraph and LangChain (about 0.7 s of its start here;
+tests/api/http/test_serve.py).
 """
 
 from __future__ import annotations
@@ -15,21 +20,21 @@ import hashlib
 import inspect
 import json
 from collections.abc import Iterator
-from typing import Any, cast
-
-from langchain_core.runnables import RunnableConfig
-from langgraph.pregel import Pregel
+from typing import TYPE_CHECKING, Any, cast
 
 from domain.access.actor import resolve_actor
 from domain.oversight import hold_points
 from domain.oversight.hold_points import Oversight
 from domain.record.application import Workflows
 from domain.record.thread import WorkflowThread
-from langgraph.checkpoint.holdpoint import HoldpointSaver
-from saver.values import to_record
 from service.assistant_ids import assistant_id
 
-Graph = Pregel[Any, Any, Any, Any]  # any compiled LangGraph graph
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.pregel import Pregel
+
+    Graph = Pregel[Any, Any, Any, Any]  # any compiled LangGraph graph
+
 # LangGraph's own strict resume: a resume map naming an interrupt that is not pending, or
 # one value for several, is refused before any node runs (as LangGraph's server sets it).
 STRICT_RESUME = "__pregel_strict_resume"
@@ -41,6 +46,8 @@ class LangGraphApp:
     """A LangGraph graph compiled on `HoldpointSaver(store)`, served as `graph_id`."""
 
     def __init__(self, graph: Graph, graph_id: str, store: Workflows) -> None:
+        from langgraph.checkpoint.holdpoint import HoldpointSaver  # noqa: PLC0415
+
         self.graph_id = graph_id
         self.name = graph_id
         self.saver = HoldpointSaver(store, graph_id=graph_id)
@@ -74,6 +81,8 @@ class LangGraphApp:
         self, thread_id: str, config: dict[str, Any], actor: dict[str, Any]
     ) -> WorkflowThread:
         """A new thread of this graph (ThreadStarted), to record."""
+        from saver.values import to_record  # noqa: PLC0415
+
         return WorkflowThread.begin(
             thread_id=thread_id,
             graph_id=self.graph_id,
@@ -156,7 +165,7 @@ class LangGraphApp:
             else:
                 hold_points.check_may_change(thread, actor, self.oversight, "An edit of the state")
         configurable["as_node"] = as_node
-        edit = cast(RunnableConfig, self.run_config({**config, "configurable": configurable}))
+        edit = cast("RunnableConfig", self.run_config({**config, "configurable": configurable}))
         updated = self.graph.update_state(edit, values, as_node)
         return dict(updated)
 
@@ -204,6 +213,8 @@ def channel_record(graph: Graph) -> dict[str, str | None]:
 
 
 def _has_async_only(graph: Graph) -> bool:
+    from langgraph.pregel import Pregel  # noqa: PLC0415
+
     for node in graph.nodes.values():
         bound = node.bound
         if isinstance(bound, Pregel):

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 from uuid import uuid4
 
 import structlog
@@ -56,18 +56,20 @@ from service.errors import (
     ServerStoppingError,
 )
 from service.langgraph_app import LangGraphApp
-from service.langgraph_run import LangGraphRun
 from service.run_executor import RunExecutor
 from service.run_record import ERROR, INTERRUPTED, SUCCESS, RunRecord
 from service.run_store import RunStore, StoredRun
 from service.wire import output_json
+
+if TYPE_CHECKING:
+    from service.langgraph_run import LangGraphRun
 
 log = structlog.get_logger()
 STRATEGIES = ("reject", "enqueue", "interrupt")
 
 
 ServedGraph = CompiledStateGraph | LangGraphApp  # a native graph, or a real LangGraph one
-AnyRun = Run | LangGraphRun
+AnyRun: TypeAlias = "Run | LangGraphRun"
 
 
 def new_run(
@@ -75,6 +77,8 @@ def new_run(
 ) -> AnyRun:
     """A run of `graph`: the native engine's, or LangGraph's on HoldpointSaver."""
     if isinstance(graph, LangGraphApp):
+        from service.langgraph_run import LangGraphRun  # noqa: PLC0415 - brings LangGraph
+
         return LangGraphRun(graph, config, modes, context)
     return Run(graph, config, modes, context)
 
@@ -442,7 +446,7 @@ class RunManager:
         at_end = self._end(begun) if self.store.guards and isinstance(run, Run) else None
         recorded_end = False  # with the last step's events
         try:
-            if isinstance(run, LangGraphRun):
+            if not isinstance(run, Run):  # LangGraph's
                 with self.launcher.may_wait():  # graph code, all of it
                     run.run(record.emit, lambda: begun.stopping)
             elif any(spec.is_async for spec in run.graph.builder.nodes.values()):

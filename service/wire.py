@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 from collections import deque
 from datetime import date, datetime, time
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph.types import Interrupt as LangGraphInterrupt
-from langgraph.types import Send
 from pydantic import BaseModel
 
 from domain.assistants.assistant import AssistantVersion
@@ -24,10 +23,12 @@ from domain.record.thread import WorkflowThread
 from domain.record.thread_state import CANCELLED, FAILED, IDLE, INTERRUPTED, RUNNING
 from domain.types import Interrupt, StateSnapshot
 from projections.timestamps import utc_text_or_none
-from saver.values import from_record
 from service.assistant_catalog import Found
 from service.assistant_ids import assistant_id
 from service.langgraph_app import LangGraphApp
+
+if TYPE_CHECKING:
+    from langgraph.types import Interrupt as LangGraphInterrupt
 
 # LangGraph's server derives an assistant's id from its graph's name with this namespace.
 # Thread statuses as LangGraph names them; a cancelled thread keeps Holdpoint's word.
@@ -104,9 +105,10 @@ def langgraph_json(value: Any) -> Any:
         return {str(key): langgraph_json(item) for key, item in value.items()}
     if isinstance(value, list | tuple | set | frozenset | deque):
         return [langgraph_json(item) for item in value]
-    if isinstance(value, LangGraphInterrupt | Interrupt):
+    langgraph_interrupt, send = _langgraph_types()
+    if isinstance(value, langgraph_interrupt | Interrupt):
         return interrupt_json(value, in_output=True)
-    if isinstance(value, Send):
+    if isinstance(value, send):
         return {"node": value.node, "arg": langgraph_json(value.arg)}
     if isinstance(value, BaseModel):
         return langgraph_json(value.model_dump(mode="python"))
@@ -120,6 +122,25 @@ def langgraph_json(value: Any) -> Any:
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
     return str(value)
+
+
+@functools.cache
+def _langgraph_types() -> tuple[type[Any], type[Any]]:
+    """LangGraph's Interrupt and Send, imported when a value that is not JSON is first
+    shown (a native graph's values are JSON: a server of native graphs alone starts and
+    runs without LangGraph, service/langgraph_app.py)."""
+    from langgraph.types import Interrupt as LangGraphInterrupt  # noqa: PLC0415
+    from langgraph.types import Send  # noqa: PLC0415
+
+    return LangGraphInterrupt, Send
+
+
+def from_record(data: Any) -> Any:
+    """A real LangGraph thread's recorded value as its objects (`saver.values`, which
+    brings LangChain, imported when one is first read)."""
+    from saver.values import from_record as decoded  # noqa: PLC0415
+
+    return decoded(data)
 
 
 def shown_payload(graph: object, payload: Any) -> Any:

@@ -296,3 +296,69 @@ def test_a_server_a_test_did_not_stop_is_killed_after_it(tmp_path, request):
 
     assert serving.process.poll() is not None
     assert Serving.started == []
+
+
+def imported(log: str) -> set[str]:
+    """The modules a process imported, from its `-X importtime` lines on stderr."""
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in log.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+def langgraph_modules(log: str) -> set[str]:
+    return {name for name in imported(log) if name.startswith(("langgraph", "langchain"))}
+
+
+def test_a_server_of_native_graphs_runs_without_importing_langgraph(tmp_path):
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed: the banner's story is curl lines")
+    # Given a server of the seed graphs (native), its imports written to its log
+    serving = Serving(f"sqlite:///{tmp_path / 'h.db'}", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    lines = serving.banner(DONE_MARK)
+
+    # When the refund story runs through it: a thread, a run to the interrupt, the
+    # queue, the decision and the run it begins, the audit
+    ran = subprocess.run(
+        ["bash", "-c", story_script(lines)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    code, log = serving.stop()
+
+    # Then it served every step, and neither LangGraph nor LangChain was imported
+    assert ran.returncode == 0, ran.stderr
+    assert code == 0
+    assert "domain.graph" in imported(log)  # the log lists the imports
+    assert langgraph_modules(log) == set()
+
+
+def test_a_server_of_a_langgraph_graph_imports_it(tmp_path):
+    # Given a real LangGraph graph to serve
+    (tmp_path / "echo.py").write_text(
+        "from typing import TypedDict\n"
+        "from langgraph.graph import StateGraph, START\n"
+        "class S(TypedDict):\n"
+        "    text: str\n"
+        "builder = StateGraph(S)\n"
+        "builder.add_node('echo', lambda s: {'text': s['text']})\n"
+        "builder.add_edge(START, 'echo')\n"
+    )
+
+    # When a server starts on it
+    serving = Serving(
+        f"sqlite:///{tmp_path / 'h.db'}",
+        "--graph",
+        f"echo={tmp_path / 'echo.py'}:builder",
+        env={"PYTHONPROFILEIMPORTTIME": "1"},
+    )
+    lines = serving.banner("More with")
+    code, log = serving.stop()
+
+    # Then it serves it, on HoldpointSaver
+    assert code == 0
+    assert any("graphs:" in line and "echo" in line for line in lines)
+    assert {"langgraph.graph", "langgraph.checkpoint.holdpoint"} <= langgraph_modules(log)
