@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from domain import errors
-from domain.history import time_travel
+from domain.history import forks, time_travel
 from domain.record.store import StoreUnavailableError
 from persistence.failures import STORE_UNAVAILABLE
 from service import errors as service_errors
@@ -148,6 +148,7 @@ _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
     (errors.ThreadBusyError, 409, "thread-busy"),
     (errors.ThreadCancelledError, 409, "thread-cancelled"),
     (errors.ThreadExistsError, 409, "thread-exists"),
+    (forks.LangGraphForkError, 409, "fork-not-supported"),
     (errors.ConcurrentUpdateError, 409, "concurrent-update"),
     (errors.KeyAlreadyRevokedError, 409, "key-already-revoked"),
     (errors.ReducerUnavailableError, 409, "graph-not-loaded"),

@@ -17,6 +17,7 @@ from domain.history.state_snapshots import fork_thread_id
 from domain.history.time_travel import VersionNotFoundError, head_version
 from domain.oversight.hold_points import check_may_fork
 from domain.record.application import Workflows
+from domain.record.langgraph_record import LANGGRAPH
 from domain.record.supersteps import START
 from domain.record.thread import WorkflowThread
 from domain.record.thread_ids import checked_thread_id
@@ -29,6 +30,20 @@ class NothingToForkError(HoldpointError, ValueError):
         super().__init__(
             f"Thread {thread_id!r} has no state at version {version} (it had only been "
             "started); fork from a later version"
+        )
+        self.thread_id = thread_id
+
+
+class LangGraphForkError(HoldpointError, ValueError):
+    """A real LangGraph graph's thread cannot start a new thread: a fork carries the
+    native engine's state, not LangGraph's checkpoints, so a copy of a paused thread
+    could take a decision and then not resume (its question was not LangGraph's)."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(
+            f"Thread {thread_id!r} ran a real LangGraph graph: it cannot be copied or forked "
+            "into a new thread yet; travel in time within it instead (a run or a state "
+            "update from one of its checkpoints)"
         )
         self.thread_id = thread_id
 
@@ -56,8 +71,8 @@ def fork_at_version(
 
     `new_thread_id` defaults to `<thread>~<version>` (then `~<version>.2`, ...).
     Raises ThreadNotFoundError, VersionNotFoundError, NothingToForkError,
-    InvalidThreadIdError, ThreadExistsError or HoldPointBypassError (see `branch`) having
-    written nothing but, for the last, the refusal.
+    LangGraphForkError, InvalidThreadIdError, ThreadExistsError or HoldPointBypassError
+    (see `branch`) having written nothing but, for the last, the refusal.
     """
     head = head_version(store, thread_id)
     if not 1 <= version <= head:
@@ -121,13 +136,16 @@ def branch(
 
     The one way every fork is made (a run or an edit from a past checkpoint,
     `fork_at_version`). `new_thread_id` (default `<thread>~<version>`) follows the
-    thread-id rule. A fork at a checkpoint inside a decision's run needs someone who
-    may decide it (`hold_points.check_may_fork`: HoldPointBypassError, which the caller
-    records as a refusal).
+    thread-id rule. A real LangGraph graph's thread is not forked (LangGraphForkError).
+    A fork at a checkpoint inside a decision's run needs someone who may decide it
+    (`hold_points.check_may_fork`: HoldPointBypassError, which the caller records as a
+    refusal).
     A fork at a run's input checkpoint applies that input again, as it was recorded,
     so that the run starts over from it as LangGraph's does.
     """
     version = source.version
+    if source.engine == LANGGRAPH:
+        raise LangGraphForkError(source.thread_id)
     check_may_fork(source, actor, version)
     if new_thread_id is None:
         new_id = fork_thread_id(store, source.thread_id, version)

@@ -18,7 +18,7 @@ import pytest
 from domain.access.actor import local_actor
 from domain.errors import ThreadExistsError, ThreadNotFoundError
 from domain.graph import END, START, CompiledStateGraph, StateGraph
-from domain.history.forks import NothingToForkError, fork_at_version
+from domain.history.forks import LangGraphForkError, NothingToForkError, fork_at_version
 from domain.history.time_travel import (
     ForkOrigin,
     VersionNotFoundError,
@@ -30,9 +30,11 @@ from domain.record.application import Workflows
 from domain.record.thread import WorkflowThread
 from domain.record.thread_uuids import thread_uuid
 from domain.types import Command, interrupt
+from langgraph.checkpoint.holdpoint import HoldpointSaver
 from projections.catalog import runner_for
 from projections.pending_approvals import PendingApprovals
 from tests.graphs import linear_graph
+from tests.saver.langgraph_graphs import refund_builder
 
 ALICE = {"id": "alice", "role": "agent"}
 ADA = {"id": "ada", "role": "admin"}  # forks past an answer need who may decide it
@@ -316,6 +318,22 @@ def test_a_refused_fork_writes_nothing(store, approved, version, new_id, error, 
     # When / Then
     with pytest.raises(error, match=message):
         fork_at_version(store, "t1", version, ADA, new_thread_id=new_id)
+    assert store.recorder.max_notification_id() == head
+
+
+def test_a_real_langgraph_graphs_thread_is_not_forked_and_nothing_is_written(store):
+    # Given a real LangGraph graph's thread, paused at its question (a fork would carry
+    # the native engine's state: its copy could take a decision and then not resume)
+    saver = HoldpointSaver(store, graph_id="refund-lg")
+    refund_builder().compile(checkpointer=saver).invoke({"amount": 300}, config("lg"))
+    head = store.recorder.max_notification_id()
+    source = store.thread("lg")
+    assert source is not None
+    assert source.interrupts
+
+    # When / Then
+    with pytest.raises(LangGraphForkError, match="'lg' ran a real LangGraph graph: it cannot"):
+        fork_at_version(store, "lg", source.version, ADA)
     assert store.recorder.max_notification_id() == head
 
 

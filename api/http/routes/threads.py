@@ -226,7 +226,8 @@ def copy_thread(
     """The copy is a new thread (a random id) that starts as the source stands; its
     `ThreadForked` event names the source, its version and hash (lineage). A copy of a
     paused thread asks its questions again; one inside a decision's run needs someone
-    who may decide it (403, recorded)."""
+    who may decide it (403, recorded). A real LangGraph graph's thread is not copied yet
+    (409, nothing written: its copy could take a decision and not resume)."""
     note(request, thread_id=thread_id)
     thread = services.store.thread(thread_id)
     if thread is None and services.reservations.get(thread_id) is not None:

@@ -27,11 +27,13 @@ from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
 from domain.record.thread_uuids import thread_uuid
 from domain.types import Command
+from langgraph.checkpoint.holdpoint import HoldpointSaver
 from projections.catalog import runner_for
 from projections.pending_approvals import PendingApprovals
 from service.graph_loader import GraphSource, load_graph
 from tests.cli_process import holdpoint as holdpoint_process
 from tests.conftest import store_url
+from tests.saver.langgraph_graphs import refund_builder
 
 GRAPH = """
 import operator
@@ -325,6 +327,25 @@ def test_fork_without_as_names_the_new_thread_after_its_source_and_version(story
     assert body["thread_id"] == "t1~6"
     assert (body["source_thread_id"], body["source_version"], body["reraised"]) == ("t1", 6, [])
     assert cli("state", "t1~6", "--json").json()["next"] == ["pay"]
+
+
+def test_fork_of_a_real_langgraph_graphs_thread_is_refused_and_writes_nothing(story, cli):
+    # Given a real LangGraph graph's thread, paused at its question
+    with open_store(story.url) as store:
+        saver = HoldpointSaver(store, graph_id="refund-lg")
+        refund_builder().compile(checkpointer=saver).invoke(
+            {"amount": 300}, {"configurable": {"thread_id": "lg"}}
+        )
+        version = store.thread("lg").version
+    head = story.head()
+
+    # When
+    done = cli("fork", "lg", "--version", str(version), "--as", "lg-b")
+
+    # Then
+    assert done.code == 2
+    assert "'lg' ran a real LangGraph graph: it cannot be copied or forked" in done.err
+    assert story.head() == head
 
 
 # -- replay -------------------------------------------------------------------------------

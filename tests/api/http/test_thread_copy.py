@@ -2,7 +2,9 @@
 
 LangGraph's server copies a thread's checkpoints to a new thread. Holdpoint records a
 new thread whose first event, ThreadForked, names the source, its version and its hash;
-a copy of a paused thread asks its question again, as a fork does."""
+a copy of a paused thread asks its question again, as a fork does. A real LangGraph
+graph's thread is not copied yet: a fork carries the native engine's state, and the copy
+of a paused one took a decision and then could not resume (UnknownInterruptError)."""
 
 from __future__ import annotations
 
@@ -21,8 +23,8 @@ def server(tmp_path):
         yield running
 
 
-@pytest.mark.parametrize("graph", ["refund", GRAPH], ids=["native", "langgraph"])
-def test_a_copy_is_a_fork_at_the_head_with_its_lineage(server, graph):
+def test_a_copy_is_a_fork_at_the_head_with_its_lineage(server):
+    graph = "refund"
     agent = server.sdk("agent")
     source = agent.threads.create(graph_id=graph)["thread_id"]
     agent.runs.wait(source, graph, input=INPUTS[graph])
@@ -43,6 +45,27 @@ def test_a_copy_is_a_fork_at_the_head_with_its_lineage(server, graph):
     assert forked["data"]["source_thread_id"] == source
     assert forked["data"]["source_version"] == len(source_events)
     assert forked["data"]["actor"]["id"] == "agent"
+
+
+def test_a_real_langgraph_graphs_thread_is_not_copied_and_nothing_is_written(server):
+    # Given a real LangGraph graph's thread, paused at its question
+    agent = server.sdk("agent")
+    source = agent.threads.create(graph_id=GRAPH)["thread_id"]
+    agent.runs.wait(source, GRAPH, input=INPUTS[GRAPH])
+    head = server.services.store.recorder.max_notification_id()
+
+    # When the agent asks for a copy
+    with server.http("agent") as http:
+        answer = http.post(f"/threads/{source}/copy")
+
+    # Then it is refused, saying why and what works instead, and nothing is written
+    assert answer.status_code == 409
+    problem = answer.json()
+    assert problem["type"].endswith("/fork-not-supported")
+    assert "ran a real LangGraph graph: it cannot be copied or forked" in problem["detail"]
+    assert "a run or a state update from one of its checkpoints" in problem["detail"]
+    assert server.services.store.recorder.max_notification_id() == head
+    assert len(agent.threads.search(limit=100)) == 1
 
 
 def test_a_thread_never_run_or_unknown_cannot_be_copied(server):
