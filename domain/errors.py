@@ -235,6 +235,20 @@ class ThreadExistsError(HoldpointError):
         self.thread_id = thread_id
 
 
+class OtherEngineError(HoldpointError):
+    """A thread asked to go on by the engine that did not record it: the native engine
+    (domain.graph) and real LangGraph graphs (HoldpointSaver) each continue their own
+    threads only, and refuse before they write anything."""
+
+    def __init__(self, thread_id: str, engine: str) -> None:
+        if engine == "langgraph":  # domain.record.langgraph_record.LANGGRAPH
+            whose, other = "a real LangGraph graph's (HoldpointSaver)", "the native engine"
+        else:
+            whose, other = "a native Holdpoint graph's (domain.graph)", "a LangGraph graph"
+        super().__init__(f"Thread {thread_id!r} is {whose}: {other} cannot continue it")
+        self.thread_id = thread_id
+
+
 class AuthenticationError(HoldpointError):
     """The API key of a request is missing, unknown or revoked.
 

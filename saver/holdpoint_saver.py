@@ -413,8 +413,9 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         checkpoint_id = get_checkpoint_id(config)
 
         def latest(thread: WorkflowThread | None) -> tuple[bool, CheckpointTuple | None]:
-            if thread is None or thread.engine != LANGGRAPH:
+            if thread is None:
                 return True, None
+            thread.check_engine(LANGGRAPH)  # LangGraph would take it for a new thread
             head = thread.heads.get(namespace)
             if head is not None and checkpoint_id in (None, head["id"]):
                 values = head_values(thread, namespace)

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from domain.errors import ConcurrentUpdateError, HoldpointError, StaleCheckpointError
+from domain.errors import ConcurrentUpdateError, StaleCheckpointError
 from domain.record.application import Workflows
 from domain.record.langgraph_record import LANGGRAPH
 from domain.record.thread import WorkflowThread
@@ -267,12 +267,8 @@ class Threads:
 
     def _load(self, thread_id: str) -> WorkflowThread | None:
         thread = self.store.thread(thread_id)
-        if thread is not None and thread.engine != LANGGRAPH:
-            msg = (
-                f"Thread {thread_id!r} is a native Holdpoint graph's (domain.graph): "
-                "a LangGraph graph cannot continue it"
-            )
-            raise HoldpointError(msg)
+        if thread is not None:
+            thread.check_engine(LANGGRAPH)
         return thread
 
     def _keep(self, thread_id: str, thread: WorkflowThread) -> None:

@@ -32,7 +32,7 @@ from domain.errors import (
     ThreadNotFoundError,
 )
 from domain.oversight import hold_points
-from domain.record.langgraph_record import Caller
+from domain.record.langgraph_record import LANGGRAPH, Caller
 from domain.record.thread import WorkflowThread
 from domain.record.thread_state import CANCELLED, INTERRUPTED
 from domain.types import Command
@@ -74,8 +74,10 @@ class LangGraphRun:
                 raise ThreadNotFoundError(self.thread_id)
             thread = self.app.start_thread(self.thread_id, self.config, self.actor)
             self.position = self.store.record(thread, guard=guard)
-        elif thread.status == CANCELLED:
-            raise ThreadCancelledError(self.thread_id)
+        else:
+            thread.check_engine(LANGGRAPH)
+            if thread.status == CANCELLED:
+                raise ThreadCancelledError(self.thread_id)
         if isinstance(graph_input, Command):
             self.input = self._command(thread, graph_input, guard)
         elif graph_input is None:  # a continue, a takeover, or a run from a past checkpoint

@@ -148,6 +148,7 @@ _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
     (errors.ThreadBusyError, 409, "thread-busy"),
     (errors.ThreadCancelledError, 409, "thread-cancelled"),
     (errors.ThreadExistsError, 409, "thread-exists"),
+    (errors.OtherEngineError, 409, "other-engine"),
     (forks.LangGraphForkError, 409, "fork-not-supported"),
     (errors.ConcurrentUpdateError, 409, "concurrent-update"),
     (errors.KeyAlreadyRevokedError, 409, "key-already-revoked"),

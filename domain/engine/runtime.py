@@ -40,6 +40,7 @@ from domain.errors import (
 from domain.history import state_snapshots as snapshots
 from domain.history.forks import branch
 from domain.oversight import hold_points
+from domain.record.langgraph_record import NATIVE
 from domain.record.schema import as_state, as_update
 from domain.record.supersteps import START
 from domain.record.thread_state import CANCELLED, IDLE
@@ -151,6 +152,8 @@ class Run:
                 self.thread = as_read
             else:
                 self.thread = self.store.thread(self.thread_id)
+            if self.thread is not None:
+                self.thread.check_engine(NATIVE)
             wanted = (self.config.get("configurable") or {}).get("checkpoint_id")
             current = self.thread
             if wanted and current and not snapshots.is_current_checkpoint(current, str(wanted)):

@@ -30,6 +30,7 @@ from domain.oversight.hold_points import Oversight
 from domain.privacy.personal import Personal
 from domain.record.application import Workflows
 from domain.record.hashing import to_json
+from domain.record.langgraph_record import NATIVE
 from domain.record.schema import (
     as_state,
     as_update,
@@ -307,6 +308,8 @@ class CompiledStateGraph:
         reason = configurable.get("reason")
         reason = None if reason is None else to_json(str(reason), "The reason")
         thread = store.thread(thread_id)
+        if thread is not None:
+            thread.check_engine(NATIVE)
         wanted = configurable.get("checkpoint_id")
         if thread is not None and wanted and not snapshots.is_current_checkpoint(thread, wanted):
             source = snapshots.load_checkpoint(store, thread_id, wanted)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from domain.assistants.assistant import ASSISTANT_KEYS
 from domain.errors import (
     InvalidUpdateError,
+    OtherEngineError,
     ReasonRequiredError,
     RunNotInProgressError,
     ThreadBusyError,
@@ -141,6 +142,13 @@ class ThreadCommands(ThreadState):
         return type(self)._open(self.ThreadForked, fields, protector)
 
     # -- what happens to a thread, each refusing what may not happen -----
+
+    def check_engine(self, engine: str) -> None:
+        """OtherEngineError unless `engine` recorded this thread: a thread goes on only
+        on the engine whose events it holds (a graph id served by the other engine after
+        a redeployment, say, must not answer its questions and then fail to resume)."""
+        if self.engine != engine:
+            raise OtherEngineError(self.thread_id, self.engine)
 
     def check_at_rest(self) -> None:
         """ThreadCancelledError, ThreadInterruptedError or ThreadBusyError unless the thread

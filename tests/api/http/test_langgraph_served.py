@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from domain.record.store import open_store
+from langgraph.checkpoint.holdpoint import HoldpointSaver
 from service.langgraph_app import LangGraphApp
 from tests.api.http_harness import Server, postgres_schema_url, running_server
 from tests.saver.langgraph_graphs import refund_builder
@@ -176,3 +178,30 @@ def test_checkpoint_metadata_has_the_keys_langgraphs_server_adds(server):
         e for e in server.store.thread_events("lg-meta") if type(e).__name__ == "CheckpointSaved"
     ]
     assert saved[-1].metadata["run_id"] == run["run_id"]
+
+
+def test_a_graph_id_served_by_the_other_engine_refuses_the_decision_and_writes_nothing(
+    tmp_path,
+):
+    # Given a real LangGraph graph's thread paused under the id "refund", which this
+    # server now serves with the native engine (its seed), as after a redeployment
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    with open_store(url) as store:
+        graph = refund_builder().compile(checkpointer=HoldpointSaver(store, graph_id="refund"))
+        graph.invoke({"amount": 300}, {"configurable": {"thread_id": "lg-old"}})
+        [interrupt_id] = store.thread("lg-old").interrupts
+    with running_server(url) as server:
+        before = server.services.store.recorder.max_notification_id()
+
+        # When a reviewer decides its question
+        with server.http("reviewer") as reviewer:
+            answer = reviewer.post(
+                f"/approvals/{interrupt_id}/decision", json={"decision": "approve"}
+            )
+
+        # Then it is refused, saying why, and the question stays open: nothing is written
+        assert answer.status_code == 409, answer.text
+        assert answer.json()["type"].endswith("/other-engine")
+        assert "the native engine cannot continue it" in answer.json()["detail"]
+        assert server.services.store.recorder.max_notification_id() == before
+        assert server.services.store.thread("lg-old").status == "interrupted"
