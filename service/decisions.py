@@ -126,7 +126,7 @@ def decide(services: Services, actor: Principal, decision: Decision, action: str
             decision.decision, thread.interrupts[interrupt_id], sent, decision.reason
         )
         resume = {interrupt_id: to_json(value, "The resume value")}
-        graph = services.graph_of_thread(thread.graph_id, thread_id)
+        graph = services.graph_of_thread(thread)
         assistant = assistant_catalog.of_thread(services.store, thread.metadata)
         config, context = ({}, None) if assistant is None else run_config(assistant, {}, None)
         configurable = {

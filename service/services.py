@@ -17,7 +17,9 @@ from domain.oversight.policy_records import PolicyVersion
 from domain.oversight.read_logs import ReadLogs
 from domain.oversight.suspensions import Suspensions
 from domain.record.application import UNDECODABLE, Workflows
+from domain.record.langgraph_record import LANGGRAPH
 from domain.record.store import backend_of, open_store
+from domain.record.thread import WorkflowThread
 from persistence.key_probe import SQLiteKeyProbe
 from projections.privileges import may_create_tables
 from service import assistant_catalog
@@ -174,12 +176,19 @@ class Services:
             raise GraphNotServedError(msg)
         return graph
 
-    def graph_of_thread(self, graph_id: str, thread_id: str) -> ServedGraph:
-        graph = self.graphs.get(graph_id)
+    def graph_of_thread(self, thread: WorkflowThread) -> ServedGraph:
+        """The graph `thread` runs; GraphNotServedError if this server does not serve it."""
+        graph = self.graphs.get(thread.graph_id)
         if graph is None:
+            readable = (  # LangGraph shows a state only through its graph
+                "its events and audit can be read"
+                if thread.engine == LANGGRAPH
+                else "it can be read"
+            )
             msg = (
-                f"Thread {thread_id!r} runs graph {graph_id!r}, which this server does not "
-                f"serve (it serves {', '.join(sorted(self.graphs))}); it can be read, not run"
+                f"Thread {thread.thread_id!r} runs graph {thread.graph_id!r}, which this "
+                f"server does not serve (it serves {', '.join(sorted(self.graphs))}); "
+                f"{readable}, not run"
             )
             raise GraphNotServedError(msg)
         return graph

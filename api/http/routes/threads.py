@@ -36,7 +36,7 @@ from api.http.thread_streams import resume_at, streaming_thread, thread_modes
 from domain.access.identity import Principal
 from domain.constants import END
 from domain.engine.runtime import REQUEST_KEY
-from domain.errors import ConcurrentUpdateError, ReasonRequiredError
+from domain.errors import ConcurrentUpdateError, OtherEngineError, ReasonRequiredError
 from domain.history import state_snapshots as snapshots
 from domain.history.forks import fork_at_version
 from domain.oversight.suspensions import Suspensions
@@ -296,13 +296,9 @@ def state_at(services: Services, thread_id: str, checkpoint_id: str | None) -> d
 def langgraph_app(services: Services, thread: WorkflowThread) -> LangGraphApp:
     """The served LangGraph graph of a real LangGraph graph's thread (its checkpoints are
     read through it: LangGraph needs the graph to show its state)."""
-    graph = services.graph_of_thread(thread.graph_id, thread.thread_id)
-    if not isinstance(graph, LangGraphApp):
-        msg = (
-            f"Thread {thread.thread_id!r} was recorded by a real LangGraph graph, but "
-            f"{thread.graph_id!r} is served by the native engine"
-        )
-        raise Problem(409, msg, code="graph-engine-changed")
+    graph = services.graph_of_thread(thread)
+    if not isinstance(graph, LangGraphApp):  # its id now served by the native engine
+        raise OtherEngineError(thread.thread_id, thread.engine)
     return graph
 
 
@@ -361,7 +357,7 @@ async def update_state(
     if thread is None:
         msg = f"Thread {thread_id!r} has not run yet, so it has no graph: run it first"
         raise Problem(409, msg, code="thread-has-no-graph")
-    graph = services.graph_of_thread(thread.graph_id, thread_id)
+    graph = services.graph_of_thread(thread)
     # An edit moves a thread on (as_node: past a hold point) as a run would: not while its
     # graph is suspended. Mark as resolved above, a stop, still is.
     await run_in_threadpool(Suspensions(services.store).check, thread.graph_id)

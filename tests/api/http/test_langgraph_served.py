@@ -205,3 +205,37 @@ def test_a_graph_id_served_by_the_other_engine_refuses_the_decision_and_writes_n
         assert "the native engine cannot continue it" in answer.json()["detail"]
         assert server.services.store.recorder.max_notification_id() == before
         assert server.services.store.thread("lg-old").status == "interrupted"
+        # and its state, which LangGraph reads through its graph, is refused the same way
+        with server.http("reviewer") as reviewer:
+            state = reviewer.get("/threads/lg-old/state")
+        assert state.status_code == 409
+        assert state.json()["type"].endswith("/other-engine")
+
+
+def test_a_thread_of_a_graph_no_longer_served_is_read_from_its_record_not_run(tmp_path):
+    # Given a real LangGraph graph's thread paused under a graph this server does not serve
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    with open_store(url) as store:
+        graph = refund_builder().compile(checkpointer=HoldpointSaver(store, graph_id="gone"))
+        graph.invoke({"amount": 300}, {"configurable": {"thread_id": "lg-gone"}})
+        [interrupt_id] = store.thread("lg-gone").interrupts
+    with running_server(url) as server:
+        before = server.services.store.recorder.max_notification_id()
+
+        # When a reviewer decides its question, and reads its state and its events
+        with server.http("reviewer") as reviewer:
+            answer = reviewer.post(
+                f"/approvals/{interrupt_id}/decision", json={"decision": "approve"}
+            )
+            state = reviewer.get("/threads/lg-gone/state")
+        written = server.services.store.recorder.max_notification_id() - before
+        with server.http("auditor") as auditor:
+            events = auditor.get("/threads/lg-gone/events")
+
+        # Then the decision and the state are refused, writing nothing, saying what can be
+        # read, which can
+        assert (answer.status_code, state.status_code, written) == (409, 409, 0)
+        assert answer.json()["type"].endswith("/graph-not-served")
+        assert "'gone', which this server does not serve" in answer.json()["detail"]
+        assert "its events and audit can be read, not run" in answer.json()["detail"]
+        assert events.status_code == 200
