@@ -23,9 +23,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from domain.access.actor import resolve_actor
+from domain.engine.runtime import REQUEST_KEY
+from domain.errors import OversightError
+from domain.history.checkpoints import thread_at_checkpoint
 from domain.oversight import hold_points
 from domain.oversight.hold_points import Oversight
 from domain.record.application import Workflows
+from domain.record.supersteps import START
 from domain.record.thread import WorkflowThread
 from service.assistant_ids import assistant_id
 
@@ -157,17 +161,59 @@ class LangGraphApp:
         configurable = dict(config.get("configurable") or {})
         thread_id = str(configurable["thread_id"])
         actor = resolve_actor(configurable.get("actor"))
-        reason = configurable.get("reason")
-        thread = self.saver.store.thread(thread_id)
-        if thread is not None:
-            if as_node is not None:
-                hold_points.check_edit_as_node(thread, actor, self.oversight, as_node, reason)
-            else:
-                hold_points.check_may_change(thread, actor, self.oversight, "An edit of the state")
+        try:
+            self._check_edit(thread_id, configurable, actor, as_node)
+        except OversightError as error:
+            request = configurable.get(REQUEST_KEY)
+            self.saver.store.record_refusal(error, actor, "update_state", thread_id, request)
+            raise
         configurable["as_node"] = as_node
         edit = cast("RunnableConfig", self.run_config({**config, "configurable": configurable}))
         updated = self.graph.update_state(edit, values, as_node)
         return dict(updated)
+
+    def _check_edit(
+        self,
+        thread_id: str,
+        configurable: dict[str, Any],
+        actor: dict[str, Any],
+        as_node: str | None,
+    ) -> None:
+        thread = self.saver.store.thread(thread_id)
+        if thread is None:
+            return
+        past = configurable.get("checkpoint_id")
+        if past:  # a new branch from there: who may go on from it
+            self.check_may_branch(thread_id, str(past), actor)
+        if as_node is not None:
+            reason = configurable.get("reason")
+            hold_points.check_edit_as_node(thread, actor, self.oversight, as_node, reason)
+        else:
+            hold_points.check_may_change(thread, actor, self.oversight, "An edit of the state")
+
+    def start_nodes(self) -> list[str]:
+        """The nodes the graph itself may start a thread at: its edges from START and the
+        declared ends of its routes from START (a route with no path map could go
+        anywhere: none of its targets counts, so `Command(goto=...)` there needs who may
+        decide the flow, as `hold_points.check_goto` says)."""
+        builder = getattr(self.graph, "builder", None)
+        if builder is None:  # a functional-API graph: no nodes to route to
+            return []
+        nodes = [end for start, end in getattr(builder, "edges", ()) if start == START]
+        for spec in getattr(builder, "branches", {}).get(START, {}).values():
+            nodes += [str(end) for end in (spec.ends or {}).values()]
+        return nodes
+
+    def check_may_branch(self, thread_id: str, checkpoint_id: str, actor: dict[str, Any]) -> None:
+        """HoldPointBypassError unless `actor` may go on from the thread's checkpoint
+        `checkpoint_id` (a run or an edit from a past checkpoint), as from a native fork
+        (`hold_points.check_may_fork`): from inside a decision's run, a branch runs on
+        under that decision, so only who may decide it may; before the answer, the
+        question is asked again."""
+        events = self.saver.store.iter_thread_events(thread_id)
+        at = thread_at_checkpoint(events, "", checkpoint_id)
+        if at is not None:
+            hold_points.check_may_fork(at, actor, at.version)
 
     @property
     def needs_async(self) -> bool:

@@ -24,9 +24,10 @@ from langchain_core.messages import BaseMessageChunk
 from langgraph.types import Command as LangGraphCommand
 
 from domain.access.actor import resolve_actor
-from domain.engine.runtime import UNREAD
+from domain.engine.runtime import REQUEST_KEY, UNREAD
 from domain.errors import (
     InvalidUpdateError,
+    OversightError,
     ThreadCancelledError,
     ThreadInterruptedError,
     ThreadNotFoundError,
@@ -67,7 +68,17 @@ class LangGraphRun:
 
     def begin(self, graph_input: Any, as_read: Any = UNREAD, guard: Any = None) -> list[Chunk]:
         """Check what the run was given against the thread, and record an answer (with
-        `guard`, which claims the thread in the same commit); nothing runs yet."""
+        `guard`, which claims the thread in the same commit); nothing runs yet. A hold
+        point's rule that refuses it raises OversightError, its refusal recorded (as the
+        native engine's run does)."""
+        try:
+            return self._begin(graph_input, as_read, guard)
+        except OversightError as error:
+            request = (self.config.get("configurable") or {}).get(REQUEST_KEY)
+            self.store.record_refusal(error, self.actor, "invoke", self.thread_id, request)
+            raise
+
+    def _begin(self, graph_input: Any, as_read: Any, guard: Any) -> list[Chunk]:
         thread = self.store.thread(self.thread_id) if as_read is UNREAD else as_read
         if thread is None:
             if isinstance(graph_input, Command) and graph_input.resume is not None:
@@ -82,6 +93,8 @@ class LangGraphRun:
             self.input = self._command(thread, graph_input, guard)
         elif graph_input is None:  # a continue, a takeover, or a run from a past checkpoint
             past = (self.config.get("configurable") or {}).get("checkpoint_id")
+            if past:
+                self.app.check_may_branch(self.thread_id, str(past), self.actor)
             self.input = None if past else _resume_of(thread)
         else:
             if thread.status == INTERRUPTED:
@@ -106,6 +119,8 @@ class LangGraphRun:
             hold_points.check_may_change(
                 thread, self.actor, self.app.oversight, "A Command(update=..., goto=...)"
             )
+            if goto:  # as for a native graph: only where the graph itself starts a thread
+                hold_points.check_goto(self.actor, goto, self.app.start_nodes())
             return LangGraphCommand(update=command.update, goto=goto or ())
         configurable = self.config.get("configurable") or {}
         caller = Caller(

@@ -54,6 +54,23 @@ def checkpoints_of(events: Iterable[WorkflowThread.Event]) -> list[CheckpointAt]
     return list(found.values())
 
 
+def thread_at_checkpoint(
+    events: Iterable[WorkflowThread.Event], namespace: str, checkpoint_id: str
+) -> WorkflowThread | None:
+    """The thread as it stood when its checkpoint `checkpoint_id` of `namespace` was
+    saved (None: no such checkpoint): what a run or an edit from it would go on from."""
+    thread: Any = None
+    for event in events:
+        thread = event.mutate(thread)
+        if (
+            isinstance(event, WorkflowThread.CheckpointSaved)
+            and event.namespace == namespace
+            and event.checkpoint_id == checkpoint_id
+        ):
+            return thread  # type: ignore[no-any-return]
+    return None
+
+
 def _written(event: Any) -> tuple[str, str, str, str, list[Any]] | None:
     """Where the writes an event saves go, and the writes: (namespace, checkpoint id,
     task id, task path, writes), or None for an event that saves none."""

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from domain.access.keyring import Keyring
 from domain.record.store import open_store
 from langgraph.checkpoint.holdpoint import HoldpointSaver
 from service.langgraph_app import LangGraphApp
@@ -161,6 +162,85 @@ def test_a_run_from_a_past_checkpoint_branches_the_thread_and_asks_again(server)
     assert server.store.verify_chain("lg-1").ok
 
 
+def paid(server: Server) -> str:
+    """lg-1 asked, approved by the reviewer and paid; the id of its checkpoint between the
+    answer and the payment (where the reviewer's decision still governs the run)."""
+    paused(server)
+    server.sdk("reviewer").runs.wait("lg-1", GRAPH, command={"resume": True})
+    history = server.sdk("reviewer").threads.get_history("lg-1")
+    return str(next(h for h in history if h["next"] == ["pay"])["checkpoint_id"])
+
+
+def refusals(server: Server) -> list[tuple[str, str]]:
+    return [(r.reason, r.action) for r in Keyring(server.store).refusals()]
+
+
+def test_a_run_from_a_checkpoint_past_a_decision_needs_who_may_decide_it(server):
+    # Given a paid refund, and its checkpoint between the reviewer's answer and the payment
+    past_the_answer = paid(server)
+    log = server.sdk("reviewer").threads.get_state("lg-1")["values"]["log"]
+
+    # When the agent runs the thread on from there (it would pay again under that answer)
+    with server.http("agent") as agent:
+        again = agent.post(
+            "/threads/lg-1/runs/wait",
+            json={"assistant_id": GRAPH, "input": None, "checkpoint_id": past_the_answer},
+        )
+
+    # Then it is refused, on record, and nothing ran
+    assert again.status_code == 403, again.text
+    assert "a fork there would run under that decision" in again.json()["detail"]
+    assert refusals(server) == [("hold_point", "POST /threads/lg-1/runs/wait")]
+    assert server.sdk("reviewer").threads.get_state("lg-1")["values"]["log"] == log
+
+
+def test_an_edit_from_a_checkpoint_past_a_decision_needs_who_may_decide_it(server):
+    past_the_answer = paid(server)
+
+    with server.http("agent") as agent:
+        edit = agent.post(
+            "/threads/lg-1/state", json={"values": {"amount": 1}, "checkpoint_id": past_the_answer}
+        )
+
+    assert edit.status_code == 403, edit.text
+    assert refusals(server) == [("hold_point", "POST /threads/lg-1/state")]
+    assert server.sdk("reviewer").threads.get_state("lg-1")["values"]["amount"] == 150
+
+
+def test_a_command_goto_past_the_hold_point_is_refused_on_record(server):
+    # Given a paid refund
+    paid(server)
+
+    # When the agent sends the thread to `pay` again, past `review`
+    with server.http("agent") as agent:
+        goto = agent.post(
+            "/threads/lg-1/runs/wait", json={"assistant_id": GRAPH, "command": {"goto": "pay"}}
+        )
+
+    # Then it is refused, on record, and nothing was paid again
+    assert goto.status_code == 403, goto.text
+    assert "where the graph does not start it (it starts at 'review'" in goto.json()["detail"]
+    assert refusals(server) == [("hold_point", "POST /threads/lg-1/runs/wait")]
+    log = server.sdk("reviewer").threads.get_state("lg-1")["values"]["log"]
+    assert log == ["reviewed: True", "paid 150"]
+
+
+def test_the_starters_own_answer_in_a_run_is_refused_on_record(server):
+    # Given a thread the admin started, paused at its question
+    with server.http("admin") as admin:
+        admin.post("/threads", json={"thread_id": "lg-a", "metadata": {"graph_id": GRAPH}})
+        admin.post("/threads/lg-a/runs/wait", json={"assistant_id": GRAPH, "input": {"amount": 5}})
+
+        # When the admin answers it in a run
+        answer = admin.post(
+            "/threads/lg-a/runs/wait", json={"assistant_id": GRAPH, "command": {"resume": True}}
+        )
+
+    # Then separation of duties refuses it, on record
+    assert answer.status_code == 403
+    assert refusals(server) == [("separation_of_duties", "POST /threads/lg-a/runs/wait")]
+
+
 def test_checkpoint_metadata_has_the_keys_langgraphs_server_adds(server):
     paused(server, "lg-meta")
     agent = server.sdk("agent")
@@ -180,16 +260,25 @@ def test_checkpoint_metadata_has_the_keys_langgraphs_server_adds(server):
     assert saved[-1].metadata["run_id"] == run["run_id"]
 
 
+def paused_in_python(url: str, graph_id: str, thread_id: str) -> str:
+    """A real LangGraph graph's thread recorded as `graph_id`, paused at its question, on
+    the store at `url` before a server starts on it; its interrupt's id."""
+    with open_store(url) as store:
+        saver = HoldpointSaver(store, graph_id=graph_id)
+        refund_builder().compile(checkpointer=saver).invoke(
+            {"amount": 300}, {"configurable": {"thread_id": thread_id}}
+        )
+        [interrupt_id] = store.thread(thread_id).interrupts
+    return str(interrupt_id)
+
+
 def test_a_graph_id_served_by_the_other_engine_refuses_the_decision_and_writes_nothing(
     tmp_path,
 ):
     # Given a real LangGraph graph's thread paused under the id "refund", which this
     # server now serves with the native engine (its seed), as after a redeployment
     url = f"sqlite:///{tmp_path / 'h.db'}"
-    with open_store(url) as store:
-        graph = refund_builder().compile(checkpointer=HoldpointSaver(store, graph_id="refund"))
-        graph.invoke({"amount": 300}, {"configurable": {"thread_id": "lg-old"}})
-        [interrupt_id] = store.thread("lg-old").interrupts
+    interrupt_id = paused_in_python(url, "refund", "lg-old")
     with running_server(url) as server:
         before = server.services.store.recorder.max_notification_id()
 
@@ -215,10 +304,7 @@ def test_a_graph_id_served_by_the_other_engine_refuses_the_decision_and_writes_n
 def test_a_thread_of_a_graph_no_longer_served_is_read_from_its_record_not_run(tmp_path):
     # Given a real LangGraph graph's thread paused under a graph this server does not serve
     url = f"sqlite:///{tmp_path / 'h.db'}"
-    with open_store(url) as store:
-        graph = refund_builder().compile(checkpointer=HoldpointSaver(store, graph_id="gone"))
-        graph.invoke({"amount": 300}, {"configurable": {"thread_id": "lg-gone"}})
-        [interrupt_id] = store.thread("lg-gone").interrupts
+    interrupt_id = paused_in_python(url, "gone", "lg-gone")
     with running_server(url) as server:
         before = server.services.store.recorder.max_notification_id()
 
