@@ -4,6 +4,7 @@ command that loads no graph does not import LangGraph."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -48,38 +49,9 @@ def test_the_help_names_the_key_variable_signing_reads():
     assert integrity_cli.KEY_VARIABLE == signing.KEY_VARIABLE
 
 
-def test_verify_imports_neither_the_api_nor_the_read_models_nor_seals():
-    # Given
-    script = (
-        "import sys\n"
-        "from api.cli.main import main\n"
-        "try:\n"
-        "    main(['verify', '--help'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "heavy = ('projections', 'fastapi', 'api.cli.history', 'api.cli.serve',\n"
-        "         'integrity.sealing', 'integrity.export', 'integrity.signing', 'cryptography')\n"
-        "print(sorted(m for m in sys.modules if m.startswith(heavy)), file=sys.stderr)\n"
-    )
-
-    # When
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-
-    # Then
-    assert done.stderr.strip() == "[]"
-    assert done.stdout.startswith("usage: holdpoint verify")
-
-
-@pytest.mark.parametrize("argv", [["--help"], ["keys", "list", "--help"], ["replay", "--help"]])
-def test_commands_that_load_no_graph_start_without_langgraph(argv):
-    # Given: LangGraph and LangChain take about 0.7 s to import
+def imported_by(argv: list[str], prefixes: tuple[str, ...]) -> tuple[str, list[str]]:
+    """`holdpoint ARGV` in a fresh interpreter: its output, and the modules it imported
+    whose names start with one of `prefixes`."""
     script = (
         "import sys\n"
         "from api.cli.main import main\n"
@@ -87,11 +59,8 @@ def test_commands_that_load_no_graph_start_without_langgraph(argv):
         f"    main({argv!r})\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('langgraph', 'langchain'))),\n"
-        "      file=sys.stderr)\n"
+        f"print(sorted(m for m in sys.modules if m.startswith({prefixes!r})), file=sys.stderr)\n"
     )
-
-    # When
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=REPO,
@@ -100,7 +69,28 @@ def test_commands_that_load_no_graph_start_without_langgraph(argv):
         timeout=60,
         check=True,
     )
+    return done.stdout, ast.literal_eval(done.stderr.strip())
+
+
+def test_verify_imports_neither_the_api_nor_the_read_models_nor_seals():
+    # Given
+    heavy = ("projections", "fastapi", "api.cli.history", "api.cli.serve")
+    heavy += ("integrity.sealing", "integrity.export", "integrity.signing", "cryptography")
+
+    # When
+    output, imported = imported_by(["verify", "--help"], heavy)
 
     # Then
-    assert done.stderr.strip() == "[]"
-    assert done.stdout.startswith("usage: holdpoint")
+    assert imported == []
+    assert output.startswith("usage: holdpoint verify")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["keys", "list", "--help"], ["replay", "--help"]])
+def test_commands_that_load_no_graph_start_without_langgraph(argv):
+    # Given: LangGraph and LangChain take about 0.7 s to import
+    # When
+    output, imported = imported_by(argv, ("langgraph", "langchain"))
+
+    # Then
+    assert imported == []
+    assert output.startswith("usage: holdpoint")

@@ -50,6 +50,17 @@ def story_script(lines: list[str]) -> str:
     return "\n".join(["set -euo pipefail", *steps, 'echo "ID=$ID RUN=$RUN"'])
 
 
+def run_story(lines: list[str]) -> subprocess.CompletedProcess[str]:
+    """The banner's story run in bash, as a user pastes it (`story_script`)."""
+    return subprocess.run(
+        ["bash", "-c", story_script(lines)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def test_first_start_writes_keys_and_the_story_runs_as_printed(tmp_path):
     if shutil.which("curl") is None:
         pytest.skip("curl is not installed: the banner's story is curl lines")
@@ -63,13 +74,7 @@ def test_first_start_writes_keys_and_the_story_runs_as_printed(tmp_path):
     assert f"  keys file: {tmp_path / 'holdpoint.bootstrap-keys'}" in lines
 
     # When the story's lines run in a shell, as printed
-    ran = subprocess.run(
-        ["bash", "-c", story_script(lines)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    ran = run_story(lines)
 
     # Then each step answered, the run the decision began ended the refund, and the
     # audit names the reviewer
@@ -320,13 +325,7 @@ def test_a_server_of_native_graphs_runs_without_importing_langgraph(tmp_path):
 
     # When the refund story runs through it: a thread, a run to the interrupt, the
     # queue, the decision and the run it begins, the audit
-    ran = subprocess.run(
-        ["bash", "-c", story_script(lines)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    ran = run_story(lines)
     code, log = serving.stop()
 
     # Then it served every step, and neither LangGraph nor LangChain was imported
