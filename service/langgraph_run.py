@@ -89,12 +89,12 @@ class LangGraphRun:
             thread.check_engine(LANGGRAPH)
             if thread.status == CANCELLED:
                 raise ThreadCancelledError(self.thread_id)
+        past = (self.config.get("configurable") or {}).get("checkpoint_id")
+        if past:  # whatever the run brings, it goes on from there (as a native fork)
+            self.app.check_may_branch(self.thread_id, str(past), self.actor)
         if isinstance(graph_input, Command):
             self.input = self._command(thread, graph_input, guard)
         elif graph_input is None:  # a continue, a takeover, or a run from a past checkpoint
-            past = (self.config.get("configurable") or {}).get("checkpoint_id")
-            if past:
-                self.app.check_may_branch(self.thread_id, str(past), self.actor)
             self.input = None if past else _resume_of(thread)
         else:
             if thread.status == INTERRUPTED:

@@ -175,7 +175,12 @@ def refusals(server: Server) -> list[tuple[str, str]]:
     return [(r.reason, r.action) for r in Keyring(server.store).refusals()]
 
 
-def test_a_run_from_a_checkpoint_past_a_decision_needs_who_may_decide_it(server):
+@pytest.mark.parametrize(
+    "run",
+    [{"input": None}, {"command": {"update": {"amount": 1}}}],
+    ids=["continue", "command-update"],
+)
+def test_a_run_from_a_checkpoint_past_a_decision_needs_who_may_decide_it(server, run):
     # Given a paid refund, and its checkpoint between the reviewer's answer and the payment
     past_the_answer = paid(server)
     log = server.sdk("reviewer").threads.get_state("lg-1")["values"]["log"]
@@ -184,7 +189,7 @@ def test_a_run_from_a_checkpoint_past_a_decision_needs_who_may_decide_it(server)
     with server.http("agent") as agent:
         again = agent.post(
             "/threads/lg-1/runs/wait",
-            json={"assistant_id": GRAPH, "input": None, "checkpoint_id": past_the_answer},
+            json={"assistant_id": GRAPH, **run, "checkpoint_id": past_the_answer},
         )
 
     # Then it is refused, on record, and nothing ran
