@@ -275,7 +275,7 @@ class LangGraphCommands:
         elif SPECIAL.isdisjoint(channel for channel, _ in saved.writes):
             return self._complete_node(saved, caller, policy)
         else:
-            self._task_outcome(saved)
+            self._task_outcome(saved, policy)
         return None
 
     def _fresh(self, saved: SavedWrites) -> bool:
@@ -359,8 +359,10 @@ class LangGraphCommands:
         except (TypeError, ValueError):
             return 0.0
 
-    def _task_outcome(self, saved: SavedWrites) -> None:
-        """An interrupt or an error: what it means, then the writes as they were."""
+    def _task_outcome(self, saved: SavedWrites, policy: Oversight) -> None:
+        """An interrupt or an error: what it means, then the writes as they were. An
+        interrupt needs the graph's approvals (`policy.approvals`, its four eyes), as a
+        native graph's does when its `interrupt()` names none."""
         step, node = self._step_and_node(saved)
         for channel, value in saved.writes:
             if channel == INTERRUPT:
@@ -377,6 +379,7 @@ class LangGraphCommands:
                         index=index,
                         value=payload,
                         digest=question_digest(payload),
+                        approvals=policy.approvals,
                         task={
                             "namespace": saved.namespace,
                             "task_id": saved.task_id,

@@ -313,3 +313,39 @@ def test_a_thread_its_graph_no_longer_runs_is_read_from_its_record_not_decided(
         assert detail in answer.json()["detail"]
         assert server.services.store.thread("lg-old").status == "interrupted"
         assert events.status_code == 200
+
+
+def four_eyes_graphs(store: Any) -> dict[str, Any]:
+    app = LangGraphApp(refund_builder().compile(), GRAPH, store)
+    app.set_oversight(approvals=2)  # as `approvals = 2` in its holdpoint.toml table
+    return {GRAPH: app}
+
+
+def test_a_graphs_four_eyes_bind_its_langgraph_interrupts(tmp_path):
+    with running_server(f"sqlite:///{tmp_path / 'h.db'}", extra=four_eyes_graphs) as server:
+        # Given a LangGraph graph served with two approvals for each interrupt, paused
+        interrupt_id = paused(server)["__interrupt__"][0]["id"]
+        assert [(i["approvals_needed"], i["approvals_given"]) for i in pending(server)] == [(2, 0)]
+
+        # When one reviewer approves, then the same one again
+        with server.http("reviewer") as reviewer:
+            first = reviewer.post(
+                f"/approvals/{interrupt_id}/decision", json={"decision": "approve"}
+            )
+            again = reviewer.post(
+                f"/approvals/{interrupt_id}/decision", json={"decision": "approve"}
+            )
+
+        # Then nothing runs until a second principal concurs
+        assert first.json()["approvals"] == {"given": 1, "needed": 2}
+        assert first.json()["resumed"] is False
+        assert again.status_code == 403
+        assert server.sdk("reviewer").threads.get_state("lg-1")["values"]["log"] == []
+        with server.http("reviewer2") as reviewer2:
+            second = reviewer2.post(
+                f"/approvals/{interrupt_id}/decision", json={"decision": "approve"}
+            )
+            run = second.json()["run"]["run_id"]
+            joined = reviewer2.get(f"/threads/lg-1/runs/{run}/join").json()
+        assert second.json()["resumed"] is True
+        assert joined["log"] == ["reviewed: True", "paid 150"]
