@@ -349,3 +349,42 @@ def test_a_graphs_four_eyes_bind_its_langgraph_interrupts(tmp_path):
             joined = reviewer2.get(f"/threads/lg-1/runs/{run}/join").json()
         assert second.json()["resumed"] is True
         assert joined["log"] == ["reviewed: True", "paid 150"]
+
+
+def test_a_langgraph_graphs_four_eyes_hold_across_two_servers_on_one_database():
+    # Given two servers on one PostgreSQL store, each serving the LangGraph graph with two
+    # approvals for each interrupt, and a thread paused at its question
+    with (
+        postgres_schema_url() as url,
+        running_server(url, extra=four_eyes_graphs) as one,
+        running_server(url, extra=four_eyes_graphs) as two,
+    ):
+        interrupt_id = paused(one)["__interrupt__"][0]["id"]
+
+        # When two reviewers approve at once, one on each server; and each once more
+        calls = [(one, "reviewer"), (two, "reviewer2"), (two, "reviewer"), (one, "reviewer2")]
+
+        def approve(call: tuple[Server, str]) -> Any:
+            server, who = call
+            with server.http(who) as reviewer:
+                return reviewer.post(
+                    f"/approvals/{interrupt_id}/decision", json={"decision": "approve"}
+                )
+
+        with ThreadPoolExecutor(len(calls)) as pool:
+            answers = list(pool.map(approve, calls))
+        resumed = [a.json()["run"]["run_id"] for a in answers if a.json().get("resumed")]
+        with one.http("reviewer") as reviewer:
+            joined = [reviewer.get(f"/threads/lg-1/runs/{run}/join").json() for run in resumed]
+
+        # Then two approvals by two principals are recorded, and the payment ran once
+        events = one.store.thread_events("lg-1")
+        answered = [
+            e for e in events if type(e).__name__ in ("InterruptApproved", "InterruptResumed")
+        ]
+        assert sorted(e.actor["id"] for e in answered) == ["reviewer", "reviewer2"]
+        assert [type(e).__name__ for e in answered] == ["InterruptApproved", "InterruptResumed"]
+        assert sorted(a.status_code for a in answers)[:2] == [200, 200]
+        assert len(resumed) == 1
+        assert joined[0]["log"] == ["reviewed: True", "paid 150"]
+        assert [e.node for e in events if type(e).__name__ == "NodeCompleted"].count("pay") == 1
