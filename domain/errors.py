@@ -395,6 +395,25 @@ class RepeatedApprovalError(OversightError):
     reason = "four_eyes"
 
 
+class ApprovalsOutstandingError(OversightError):
+    """A node ran on an answer to an interrupt that still needs approvals by others
+    (four eyes): LangGraph, driven from Python, runs the node on any resume it is handed."""
+
+    reason = "four_eyes"
+
+    def __init__(
+        self, interrupt_id: str, node: str, actor_id: str, given: int, needed: int
+    ) -> None:
+        super().__init__(
+            f"Interrupt {interrupt_id} needs {needed} approvals by different principals and "
+            f"has {given}: LangGraph ran node {node!r} on the resume of principal "
+            f"{actor_id!r} before Holdpoint could hold it. From Python, record the approvals "
+            "before the last with HoldpointSaver.approve(config) and resume with the last; "
+            "Holdpoint's API holds a decision until the approvals are in"
+        )
+        self.interrupt_id = interrupt_id
+
+
 class QuestionChangedError(OversightError):
     """The decider was shown a payload other than the interrupt's recorded one."""
 

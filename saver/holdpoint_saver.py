@@ -56,6 +56,7 @@ from domain.errors import (
     NotInterruptedError,
     OversightError,
     ThreadCancelledError,
+    ThreadNotFoundError,
     UnknownInterruptError,
 )
 from domain.history.checkpoints import CheckpointAt, checkpoints_of
@@ -319,6 +320,35 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         if pending:  # the task's writes recorded the answers it consumed
             self._remember_consumed(thread_id, saved)
 
+    def approve(self, config: RunnableConfig, interrupt_id: str | None = None) -> None:
+        """Record the approval of a pending interrupt that needs approvals by several
+        principals (four eyes), by `config`'s actor with its reason, resuming nothing.
+
+        LangGraph runs the node on any resume it is handed, so from Python the approvals
+        before the last are given here, and the last as `Command(resume=...)`; a resume
+        short of them is refused when the run ends, after the node ran
+        (ApprovalsOutstandingError). Holdpoint's API holds a decision itself.
+        `interrupt_id` may be left out when one is pending. The hold points' rules apply
+        as to a resume, and their refusals are recorded; the last approval is refused
+        here (InvalidUpdateError), recording nothing.
+        """
+        thread_id = str(config["configurable"]["thread_id"])
+        caller = _caller(config)
+
+        def absent() -> WorkflowThread:
+            raise ThreadNotFoundError(thread_id)
+
+        try:
+            save = self._threads.apply(
+                thread_id,
+                lambda thread, _: thread.concur(interrupt_id, caller, self.oversight),
+                absent,
+            )
+        except HoldpointError as error:
+            self._record_refusal(error, caller, thread_id, action="approve")
+            raise
+        self._threads.commit(save)
+
     def _ahead(self, thread_id: str, namespace: str, checkpoint_id: str) -> bool:
         """Whether a checkpoint is later than the namespace's latest one saved (its own save
         not yet recorded)."""
@@ -358,8 +388,15 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         resume = next(value for channel, value in saved.writes if channel == RESUME)
         return question_digest(resume) in remembered[1]
 
-    def _record_refusal(self, error: HoldpointError, caller: Caller, thread_id: str) -> None:
-        """Put a refused resume on record (an AccessRefused, listed with the API's)."""
+    def _record_refusal(
+        self,
+        error: HoldpointError,
+        caller: Caller,
+        thread_id: str,
+        action: str = "Command(resume=...)",
+    ) -> None:
+        """Put a refused resume or approval on record (an AccessRefused, listed with the
+        API's)."""
         reason = (
             error.reason if isinstance(error, OversightError) else REFUSED_RESUMES.get(type(error))
         )
@@ -367,7 +404,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             return
         attempt = RefusedAttempt.refuse(
             actor=caller.actor,
-            action="Command(resume=...)",
+            action=action,
             target=thread_id,
             reason=reason,
             message=str(error),
@@ -576,6 +613,9 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         task_path: str = "",
     ) -> None:
         await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def aapprove(self, config: RunnableConfig, interrupt_id: str | None = None) -> None:
+        await asyncio.to_thread(self.approve, config, interrupt_id)
 
     async def adelete_thread(self, thread_id: str) -> None:
         self.delete_thread(thread_id)

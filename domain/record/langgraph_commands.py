@@ -19,12 +19,15 @@ Writes LangGraph saves again (a retried task) are recorded once.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, ClassVar, Self
 
 from domain.errors import (
     AmbiguousResumeError,
+    ApprovalsOutstandingError,
     HoldpointError,
+    InvalidUpdateError,
     NotInterruptedError,
     StaleCheckpointError,
     ThreadCancelledError,
@@ -456,10 +459,27 @@ class LangGraphCommands:
         values = consumed[-1]
         answers = {mine[i]: values[i] for i in sorted(mine) if i < len(values)}
         try:
+            self._check_approvals_in(answers, saved, caller)
             self._record_answers(answers, caller, policy)
         except HoldpointError as error:
             return error
         return None
+
+    def _check_approvals_in(
+        self, answers: dict[str, Any], saved: SavedWrites, caller: Caller
+    ) -> None:
+        """ApprovalsOutstandingError if a task ran on the answer of a principal whose
+        approval is on record while the question waits for others' (four eyes): the
+        Command's resume recorded it as one approval, and LangGraph ran the node anyway."""
+        actor_id = caller.actor.get("id")
+        for interrupt_id in answers:
+            approved_by = self.interrupts[interrupt_id].get("approved_by", ())
+            if any(approval["id"] == actor_id for approval in approved_by):
+                _, node = self._step_and_node(saved)
+                needed = self.interrupts[interrupt_id].get("approvals", 1)
+                raise ApprovalsOutstandingError(
+                    interrupt_id, node, str(actor_id), len(approved_by), needed
+                )
 
     def questions_of(self, saved: SavedWrites) -> dict[str, dict[str, Any]]:
         """The pending questions a task's answers go to: those it raised, or, when its node
@@ -484,6 +504,39 @@ class LangGraphCommands:
         them, any other value answers the one pending (refused: several, or none). For the
         server, which records an answer before LangGraph runs the node."""
         self._answer(resume, caller, policy)
+
+    def concur(self, interrupt_id: str | None, caller: Caller, policy: Oversight) -> None:
+        """Record `caller`'s approval of a pending interrupt that needs more (four eyes),
+        resuming nothing: LangGraph, driven from Python, runs the node on any resume, so
+        the approvals before the last are given so, and the last as `Command(resume=...)`.
+        `interrupt_id` may be left out when one is pending. The hold points' rules apply
+        as to any answer; the last approval is refused here (InvalidUpdateError)."""
+        if self.status == CANCELLED:
+            raise ThreadCancelledError(self.thread_id)
+        pending = list(self.interrupts)
+        if interrupt_id is None:
+            if not pending:
+                raise NotInterruptedError(self.thread_id, self.status)
+            if len(pending) > 1:
+                raise AmbiguousResumeError(self.thread_id, pending)
+            interrupt_id = pending[0]
+        if interrupt_id not in self.interrupts:
+            raise UnknownInterruptError(self.thread_id, [interrupt_id], pending)
+        record = self.interrupts[interrupt_id]
+        approving = replace(caller, decision="approve")
+        hold_points.check_may_decide(self, interrupt_id, approving.actor, policy)  # type: ignore[arg-type]
+        given = len(record.get("approved_by", ())) + 1
+        needed = record.get("approvals", 1)
+        if given >= needed:
+            msg = (
+                f"Interrupt {interrupt_id} needs {needed} approvals and this is approval "
+                f"{given}, the last: it resumes the graph, so give it as "
+                "Command(resume=...); nothing was recorded"
+            )
+            raise InvalidUpdateError(msg)
+        self._record_answers(
+            {interrupt_id: hold_points.answer_value("approve", record)}, approving, policy
+        )
 
     def _answer(self, resume: Any, caller: Caller, policy: Oversight) -> None:
         """Answer the pending interrupts a resume names (or the one pending), each checked
