@@ -56,10 +56,13 @@ from domain.errors import (
     NotInterruptedError,
     OversightError,
     ThreadCancelledError,
+    ThreadExistsError,
     ThreadNotFoundError,
     UnknownInterruptError,
 )
 from domain.history.checkpoints import CheckpointAt, checkpoints_of
+from domain.history.forks import branch
+from domain.history.lineage import lineage_events
 from domain.oversight.hold_points import Oversight, question_digest
 from domain.record.application import Workflows
 from domain.record.langgraph_folds import head_values
@@ -463,7 +466,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         found: CheckpointTuple | None
         answered, found = self._threads.read(thread_id, latest)
         if not answered:
-            for at in checkpoints_of(self.store.iter_thread_events(thread_id)):
+            for at in checkpoints_of(lineage_events(self.store, thread_id)):
                 if at.namespace == namespace and at.checkpoint_id == checkpoint_id:
                     found = self._tuple(thread_id, namespace, at.head, at.values)
                     break
@@ -491,7 +494,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             thread = self.store.thread(thread_id)
             if thread is None or thread.engine != LANGGRAPH:
                 continue
-            found = checkpoints_of(self.store.iter_thread_events(thread_id))
+            found = checkpoints_of(lineage_events(self.store, thread_id))
             by_namespace: dict[str, list[CheckpointAt]] = {}
             for at in found:
                 by_namespace.setdefault(at.namespace, []).append(at)
@@ -513,11 +516,15 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                     yield self._tuple(thread_id, ns, at.head, at.values)
 
     def _thread_ids(self) -> Iterator[str]:
-        """Every real LangGraph graph's thread in the store, in the order they began."""
-        topic = WorkflowThread.ThreadStarted.TOPIC  # type: ignore[attr-defined]
+        """Every real LangGraph graph's thread in the store, copies too, in the order they
+        began."""
+        topics = [
+            WorkflowThread.ThreadStarted.TOPIC,  # type: ignore[attr-defined]
+            WorkflowThread.ThreadForked.TOPIC,  # type: ignore[attr-defined]
+        ]
         start = 1
         while True:
-            page = self.store.recorder.select_notifications(start=start, limit=500, topics=[topic])
+            page = self.store.recorder.select_notifications(start=start, limit=500, topics=topics)
             if not page:
                 return
             for notification in page:
@@ -565,6 +572,30 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             ),
             pending_writes=[(w[0], w[1], from_record(w[2])) for w in writes],
         )
+
+    # -- copying -----------------------------------------------------------
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Start `target_thread_id` as `source_thread_id` stands: a fork at its head, whose
+        ThreadForked names the source, its version and hash, and carries its latest
+        checkpoints; the earlier ones are read through the source. Every checkpoint, its
+        metadata and pending writes read the same on the copy, under the same ids.
+
+        Recorded as by the local user (as a Python caller that names no actor). Refused:
+        a source never recorded (ThreadNotFoundError), a target that exists
+        (ThreadExistsError), a source paused at a question or in the middle of a run
+        (LangGraphForkError: the copy's question would be the source's own)."""
+        source = self.store.thread(source_thread_id)
+        if source is None:
+            raise ThreadNotFoundError(source_thread_id)
+        source.check_engine(LANGGRAPH)
+        copied = branch(self.store, source, resolve_actor(None), target_thread_id)
+
+        def record(thread: WorkflowThread, _grow: bool) -> None:
+            if thread is not copied:  # another writer began the target meanwhile
+                raise ThreadExistsError(target_thread_id)
+
+        self._threads.save(target_thread_id, record, lambda: copied)
 
     # -- what the record refuses --------------------------------------------
 
@@ -616,6 +647,9 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
 
     async def aapprove(self, config: RunnableConfig, interrupt_id: str | None = None) -> None:
         await asyncio.to_thread(self.approve, config, interrupt_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
 
     async def adelete_thread(self, thread_id: str) -> None:
         self.delete_thread(thread_id)

@@ -26,6 +26,7 @@ from domain.access.actor import resolve_actor
 from domain.engine.runtime import REQUEST_KEY
 from domain.errors import OversightError
 from domain.history.checkpoints import thread_at_checkpoint
+from domain.history.lineage import lineage_events
 from domain.oversight import hold_points
 from domain.oversight.hold_points import Oversight
 from domain.record.application import Workflows
@@ -210,8 +211,7 @@ class LangGraphApp:
         (`hold_points.check_may_fork`): from inside a decision's run, a branch runs on
         under that decision, so only who may decide it may; before the answer, the
         question is asked again."""
-        events = self.saver.store.iter_thread_events(thread_id)
-        at = thread_at_checkpoint(events, "", checkpoint_id)
+        at = thread_at_checkpoint(lineage_events(self.saver.store, thread_id), "", checkpoint_id)
         if at is not None:
             hold_points.check_may_fork(at, actor, at.version)
 

@@ -5,7 +5,8 @@ An earlier one, and the listing of them all, come from folding the thread's even
 the first: each `CheckpointSaved` makes a new head whose values the fold resolves, and
 that head, kept here, goes on collecting the writes saved on its checkpoint. No node
 code runs; the values stay in their JSON form (HoldpointSaver turns them back into
-LangGraph's objects).
+LangGraph's objects). A copy's events are read with its source's
+(domain/history/lineage.py): its ThreadForked makes its own heads of the source's latest.
 """
 
 from __future__ import annotations
@@ -36,12 +37,13 @@ def checkpoints_of(events: Iterable[WorkflowThread.Event]) -> list[CheckpointAt]
     thread: Any = None
     found: dict[tuple[str, str], CheckpointAt] = {}
     for event in events:
-        thread = event.mutate(thread)
+        thread = _folded(thread, event)
         if isinstance(event, WorkflowThread.CheckpointSaved):
-            namespace = event.namespace
-            head = thread.heads[namespace]
-            values = head["values"] if namespace else {**thread.values, **head["values"]}
-            found[(namespace, event.checkpoint_id)] = CheckpointAt(namespace, head, values)
+            found[(event.namespace, event.checkpoint_id)] = _at(thread, event.namespace)
+            continue
+        if isinstance(event, WorkflowThread.ThreadForked):  # a copy: its own heads from here
+            for namespace, head in thread.heads.items():
+                found[(namespace, head["id"])] = _at(thread, namespace)
             continue
         written = _written(event)
         if written is None:
@@ -54,6 +56,19 @@ def checkpoints_of(events: Iterable[WorkflowThread.Event]) -> list[CheckpointAt]
     return list(found.values())
 
 
+def _folded(thread: Any, event: WorkflowThread.Event) -> Any:
+    """The thread with the event folded in; a copy's ThreadForked starts it anew (after
+    its source's events: domain/history/lineage.py)."""
+    return event.mutate(None if isinstance(event, WorkflowThread.ThreadForked) else thread)
+
+
+def _at(thread: WorkflowThread, namespace: str) -> CheckpointAt:
+    """The namespace's latest checkpoint, as the thread stands."""
+    head = thread.heads[namespace]
+    values = head["values"] if namespace else {**thread.values, **head["values"]}
+    return CheckpointAt(namespace, head, values)
+
+
 def thread_at_checkpoint(
     events: Iterable[WorkflowThread.Event], namespace: str, checkpoint_id: str
 ) -> WorkflowThread | None:
@@ -61,7 +76,7 @@ def thread_at_checkpoint(
     saved (None: no such checkpoint): what a run or an edit from it would go on from."""
     thread: Any = None
     for event in events:
-        thread = event.mutate(thread)
+        thread = _folded(thread, event)
         if (
             isinstance(event, WorkflowThread.CheckpointSaved)
             and event.namespace == namespace

@@ -5,6 +5,12 @@ version's event hash) and the state as it stood at that version. A fork
 taken inside a pause raises each interrupt that was pending then once more,
 on the new thread, under a new id: a new pending approval, with the same
 payload, required role and deadline length. The source thread is only read.
+
+A real LangGraph graph's thread is forked (copied, as LangGraph's `copy_thread`) only
+where it was at rest: the fork carries its checkpoints as they stood (the latest of
+each namespace in ThreadForked, the earlier ones read through the source:
+domain/history/lineage.py), so a question pending on it would be the source's own,
+under LangGraph's id for it.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from domain.record.langgraph_record import LANGGRAPH
 from domain.record.supersteps import START
 from domain.record.thread import WorkflowThread
 from domain.record.thread_ids import checked_thread_id
+from domain.record.thread_state import INTERRUPTED, RUNNING
 
 
 class NothingToForkError(HoldpointError, ValueError):
@@ -35,15 +42,17 @@ class NothingToForkError(HoldpointError, ValueError):
 
 
 class LangGraphForkError(HoldpointError, ValueError):
-    """A real LangGraph graph's thread cannot start a new thread: a fork carries the
-    native engine's state, not LangGraph's checkpoints, so a copy of a paused thread
-    could take a decision and then not resume (its question was not LangGraph's)."""
+    """A real LangGraph graph's thread is copied or forked only at rest: the copy carries
+    LangGraph's checkpoints, so a question pending on it would be the source's own, under
+    the same id, and a run in progress would go on in both."""
 
-    def __init__(self, thread_id: str) -> None:
+    def __init__(self, thread_id: str, version: int, status: str) -> None:
         super().__init__(
-            f"Thread {thread_id!r} ran a real LangGraph graph: it cannot be copied or forked "
-            "into a new thread yet; travel in time within it instead (a run or a state "
-            "update from one of its checkpoints)"
+            f"Thread {thread_id!r} ran a real LangGraph graph and was {status} at version "
+            f"{version}: it is copied or forked only at rest (its copy would ask the same "
+            "question under the same id, or go on with the same run); decide it first, or "
+            "fork it at a version where it was at rest, or travel in time within it (a run "
+            "or a state update from one of its checkpoints)"
         )
         self.thread_id = thread_id
 
@@ -136,7 +145,9 @@ def branch(
 
     The one way every fork is made (a run or an edit from a past checkpoint,
     `fork_at_version`). `new_thread_id` (default `<thread>~<version>`) follows the
-    thread-id rule. A real LangGraph graph's thread is not forked (LangGraphForkError).
+    thread-id rule. A real LangGraph graph's thread is forked only at rest (else
+    LangGraphForkError): the fork carries its latest checkpoints, and reads its earlier
+    ones through the source (domain/history/lineage.py).
     A fork at a checkpoint inside a decision's run needs someone who may decide it
     (`hold_points.check_may_fork`: HoldPointBypassError, which the caller records as a
     refusal).
@@ -144,8 +155,9 @@ def branch(
     so that the run starts over from it as LangGraph's does.
     """
     version = source.version
-    if source.engine == LANGGRAPH:
-        raise LangGraphForkError(source.thread_id)
+    langgraph = source.engine == LANGGRAPH
+    if langgraph and source.status in (INTERRUPTED, RUNNING):
+        raise LangGraphForkError(source.thread_id, version, source.status)
     check_may_fork(source, actor, version)
     if new_thread_id is None:
         new_id = fork_thread_id(store, source.thread_id, version)
@@ -154,7 +166,7 @@ def branch(
     if store.thread(new_id) is not None:
         raise ThreadExistsError(new_id)
     fork = source.fork(new_id, actor, run_id)
-    if START in source.next and START not in source.done:
+    if not langgraph and START in source.next and START not in source.done:
         recorded = store.thread_events(source.thread_id, gt=version, lte=version + 1)
         start = next((e for e in recorded if isinstance(e, WorkflowThread.NodeCompleted)), None)
         if start is not None and start.node == START:

@@ -2,11 +2,14 @@
 
 `ThreadForked.state` is recorded, so its shape is a contract: what `carried_state`
 writes today, and what `restore_carried_state` reads, including forks recorded before
-answers carried the digest of their question.
+answers carried the digest of their question. A real LangGraph graph's thread (a
+ThreadForked with `engine` "langgraph") carries LangGraph's checkpoints instead:
+`langgraph_carried_state`, read back by `restore_langgraph_state`.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from domain.record.thread_state import ThreadState, answer_record
@@ -15,15 +18,10 @@ from domain.record.thread_state import ThreadState, answer_record
 def carried_state(thread: ThreadState) -> dict[str, Any]:
     """What a fork of `thread` starts from: its state as it stands, at its checkpoint."""
     return {
-        "values": thread.values,
-        "step": thread.step,
-        "next": thread.next,
+        **_shared_state(thread),
         "done": thread.done,
         "barriers": thread.barriers,
         "bound_answers": thread.answers,
-        "decided": thread.decided,
-        "shapers": thread.shapers,
-        "started_by": thread.started_by.get("id"),
     }
 
 
@@ -31,9 +29,7 @@ def restore_carried_state(
     thread: ThreadState, state: dict[str, Any], thread_id: str, source_thread_id: str
 ) -> None:
     """Set up the fork `thread` (`thread_id`) from the `state` it carried."""
-    thread.values = dict(state["values"])
-    thread.step = state["step"]
-    thread.next = list(state["next"])
+    _restore_shared_state(thread, state, thread_id, source_thread_id)
     thread.done = dict(state["done"])
     thread.barriers = dict(state["barriers"])
     # Answers given to an interrupted node that has not run again yet, each with
@@ -44,6 +40,50 @@ def restore_carried_state(
     else:
         legacy = state.get("answers", {})
         thread.answers = {n: [answer_record(v, None, None) for v in a] for n, a in legacy.items()}
+
+
+def langgraph_carried_state(thread: ThreadState) -> dict[str, Any]:
+    """What a copy of a real LangGraph graph's thread starts from: each namespace's latest
+    checkpoint (`heads`, with the writes pending on it), the writes saved ahead of their
+    checkpoint, the state channels' values, who shaped it, and the decisions governing a
+    run that failed. Taken at rest, so no question is pending (domain/history/forks.py)."""
+    return {
+        **_shared_state(thread),
+        "heads": thread.heads,
+        "early": thread.early,
+        "error": thread.error,
+    }
+
+
+def restore_langgraph_state(
+    thread: ThreadState, state: dict[str, Any], thread_id: str, source_thread_id: str
+) -> None:
+    """Set up the copy `thread` (`thread_id`) of a LangGraph thread from what it carried."""
+    _restore_shared_state(thread, state, thread_id, source_thread_id)
+    thread.heads = copy.deepcopy(state["heads"])
+    thread.early = copy.deepcopy(state["early"])
+    thread.error = state["error"]
+
+
+def _shared_state(thread: ThreadState) -> dict[str, Any]:
+    """What every fork carries: the values, where the run stands, the decisions governing
+    it, and who shaped the thread."""
+    return {
+        "values": thread.values,
+        "step": thread.step,
+        "next": thread.next,
+        "decided": thread.decided,
+        "shapers": thread.shapers,
+        "started_by": thread.started_by.get("id"),
+    }
+
+
+def _restore_shared_state(
+    thread: ThreadState, state: dict[str, Any], thread_id: str, source_thread_id: str
+) -> None:
+    thread.values = dict(state["values"])
+    thread.step = state["step"]
+    thread.next = list(state["next"])
     thread.decided = dict(state.get("decided", {}))
     thread.shapers = dict(state.get("shapers", {}))
     source_starter = state.get("started_by")

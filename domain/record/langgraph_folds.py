@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from domain.record.fork_state import restore_langgraph_state
 from domain.record.langgraph_record import (
     INTERRUPT,
     interrupt_ids,
@@ -242,3 +243,13 @@ def fold_state_edited(thread: Any, event: Any) -> None:
 def fold_superseded(thread: Any, event: Any) -> None:
     """InterruptSuperseded: no longer pending, unanswered."""
     thread.interrupts.pop(event.interrupt_id, None)
+
+
+def fold_copied(thread: Any, event: Any) -> None:
+    """ThreadForked of a LangGraph thread (a copy): it starts with the source's latest
+    checkpoints; the earlier ones are read through the source (domain/history/lineage.py)."""
+    restore_langgraph_state(thread, event.state, event.thread_id, event.source_thread_id)
+    thread._mark_checkpoint(event, "fork")
+    root = thread.heads.get("")
+    if root is not None:
+        thread.checkpoint["id"] = root["id"]

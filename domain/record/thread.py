@@ -119,12 +119,20 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
         def fold(self, thread: WorkflowThread) -> None:
             thread.run_id = self.run_id
             restore_carried_state(thread, self.state, self.thread_id, self.source_thread_id)
-            thread.forked_from = {
+            thread.forked_from = self.origin()
+            thread._mark_checkpoint(self, "fork")
+
+        def fold_langgraph(self, thread: WorkflowThread) -> None:
+            thread.run_id = self.run_id
+            langgraph_folds.fold_copied(thread, self)
+            thread.forked_from = self.origin()
+
+        def origin(self) -> dict[str, Any]:
+            return {
                 "thread_id": self.source_thread_id,
                 "version": self.source_version,
                 "hash": self.source_hash,
             }
-            thread._mark_checkpoint(self, "fork")
 
     def __init__(
         self,

@@ -25,8 +25,9 @@ from domain.errors import (
     UnknownInterruptError,
 )
 from domain.oversight.hold_points import question_digest, record_digest
-from domain.record.fork_state import carried_state
+from domain.record.fork_state import carried_state, langgraph_carried_state
 from domain.record.hashing import to_json
+from domain.record.langgraph_record import LANGGRAPH
 from domain.record.supersteps import START
 from domain.record.thread_state import CANCELLED, IDLE, INTERRUPTED, ThreadState
 
@@ -121,9 +122,12 @@ class ThreadCommands(ThreadState):
         Pending interrupts are not carried over: the interrupted node runs
         again in the fork and asks anew (or `domain.history.forks` raises them again on
         the fork). Answers already given to a node that has not run again are
-        carried over, so that its `interrupt()` calls still match by order.
+        carried over, so that its `interrupt()` calls still match by order. A real
+        LangGraph graph's thread carries its latest checkpoints instead, taken at rest
+        (`domain.history.forks.branch`).
         """
         assert self.checkpoint is not None, "a thread forks from a checkpoint"
+        langgraph = self.engine == LANGGRAPH
         fields = {
             "thread_id": new_thread_id,
             "graph_id": self.graph_id,
@@ -135,8 +139,9 @@ class ThreadCommands(ThreadState):
             "source_thread_id": self.thread_id,
             "source_version": self.version,
             "source_hash": self.head_hash,
-            "state": carried_state(self),
+            "state": langgraph_carried_state(self) if langgraph else carried_state(self),
             "run_id": run_id,
+            **({"engine": LANGGRAPH} if langgraph else {}),
         }
         protector: Protector | None = self.__dict__.get("_protector")
         return type(self)._open(self.ThreadForked, fields, protector)

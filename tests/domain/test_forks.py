@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from langgraph.types import Command as LangGraphCommand
 
 from domain.access.actor import local_actor
 from domain.errors import ThreadExistsError, ThreadNotFoundError
@@ -321,9 +322,9 @@ def test_a_refused_fork_writes_nothing(store, approved, version, new_id, error, 
     assert store.recorder.max_notification_id() == head
 
 
-def test_a_real_langgraph_graphs_thread_is_not_forked_and_nothing_is_written(store):
-    # Given a real LangGraph graph's thread, paused at its question (a fork would carry
-    # the native engine's state: its copy could take a decision and then not resume)
+def test_a_real_langgraph_graphs_paused_thread_is_not_forked_and_nothing_is_written(store):
+    # Given a real LangGraph graph's thread, paused at its question (a fork carries its
+    # checkpoints, so the fork's question would be the source's own, under its id)
     saver = HoldpointSaver(store, graph_id="refund-lg")
     refund_builder().compile(checkpointer=saver).invoke({"amount": 300}, config("lg"))
     head = store.recorder.max_notification_id()
@@ -332,9 +333,34 @@ def test_a_real_langgraph_graphs_thread_is_not_forked_and_nothing_is_written(sto
     assert source.interrupts
 
     # When / Then
-    with pytest.raises(LangGraphForkError, match="'lg' ran a real LangGraph graph: it cannot"):
+    with pytest.raises(LangGraphForkError, match="'lg' ran a real LangGraph graph and was "):
         fork_at_version(store, "lg", source.version, ADA)
     assert store.recorder.max_notification_id() == head
+
+
+def test_a_real_langgraph_graphs_thread_is_forked_where_it_was_at_rest(store):
+    # Given a real LangGraph graph's thread, approved and paid
+    saver = HoldpointSaver(store, graph_id="refund-lg")
+    graph = refund_builder().compile(checkpointer=saver)
+    graph.invoke({"amount": 300}, config("lg"))
+    graph.invoke(LangGraphCommand(resume=True), config("lg", decision="approve"))
+    source = store.thread("lg")
+    assert source is not None
+
+    # When it is forked at its head
+    fork = fork_at_version(store, "lg", source.version, ADA, new_thread_id="lg-copy")
+
+    # Then the fork starts as the source stands, with LangGraph's checkpoints, and names
+    # its source; no question is raised again
+    forked = store.thread_events("lg-copy")
+    assert [type(e).__name__ for e in forked] == ["ThreadForked"]
+    assert (forked[0].engine, forked[0].source_thread_id) == ("langgraph", "lg")
+    assert (fork.source_version, fork.reraised) == (source.version, [])
+    copy = store.thread("lg-copy")
+    assert copy is not None
+    assert copy.values == source.values
+    assert copy.heads == source.heads
+    assert graph.get_state(config("lg-copy")).values == graph.get_state(config("lg")).values
 
 
 def test_forking_an_unknown_thread_is_refused(store):
@@ -391,3 +417,33 @@ def test_a_fork_continued_to_its_end_records_thread_completed(store, approved):
     names = [type(e).__name__ for e in store.thread_events("t1-b")]
     assert names[-1] == "ThreadCompleted"
     assert names.count("ThreadCompleted") == 1
+
+
+def test_a_real_langgraph_graphs_fork_at_an_earlier_rest_reads_its_checkpoints_to_there(store):
+    # Given a real LangGraph graph's thread that paid two refunds, one after the other
+    saver = HoldpointSaver(store, graph_id="refund-lg")
+    graph = refund_builder().compile(checkpointer=saver)
+    for amount in (300, 40):
+        graph.invoke({"amount": amount}, config("lg"))
+        graph.invoke(LangGraphCommand(resume=True), config("lg", decision="approve"))
+    first_paid = next(
+        e for e in store.thread_events("lg") if isinstance(e, WorkflowThread.ThreadCompleted)
+    )
+
+    # When it is forked where the first refund was paid
+    fork_at_version(store, "lg", first_paid.originator_version, ADA, new_thread_id="lg-1st")
+
+    # Then the fork reads the checkpoints up to there, and none of the second refund's
+    def history(thread_id: str) -> list[str]:
+        return [
+            s.config["configurable"]["checkpoint_id"]
+            for s in graph.get_state_history(config(thread_id))
+        ]
+
+    assert graph.get_state(config("lg-1st")).values["log"] == ["reviewed: True", "paid 300"]
+    assert set(history("lg-1st")) < set(history("lg"))
+    assert history("lg-1st") == [
+        c
+        for c in history("lg")
+        if c <= graph.get_state(config("lg-1st")).config["configurable"]["checkpoint_id"]
+    ]

@@ -86,8 +86,9 @@ def test_the_native_engine_refuses_a_langgraph_thread_and_writes_nothing(store, 
         lambda graph: graph.invoke({"amount": 5}, config()),
         lambda graph: graph.get_state(config()),
         lambda graph: graph.update_state(config(), {"amount": 1}),
+        lambda graph: graph.checkpointer.copy_thread("t", "copy"),
     ],
-    ids=["resume", "input", "get_state", "update_state"],
+    ids=["resume", "input", "get_state", "update_state", "copy_thread"],
 )
 def test_a_langgraph_graph_refuses_a_native_thread_and_writes_nothing(store, go_on):
     # Given a native graph's thread, paused at its question

@@ -3,8 +3,8 @@ run against HoldpointSaver on each store.
 
 Every base capability passes but `delete_thread`, which Holdpoint refuses by design: the
 record is append-only (a deletion would have to be a recorded, policy-bound operation,
-which retention, a later issue, will be). Of the extended capabilities, `copy_thread` is
-not offered yet, and `delete_for_runs` and `prune` are refused for the same reason as
+which retention, a later issue, will be). Of the extended capabilities, `copy_thread`
+passes, and `delete_for_runs` and `prune` are refused for the same reason as
 `delete_thread`; the suite detects them as implemented (the methods exist, to refuse) and
 so runs their tests, which fail on the refusal: they are left out here, and the refusal
 is tested on its own (tests/saver/test_strict.py).
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import BASE_CAPABILITIES
 
@@ -46,8 +45,9 @@ def test_every_base_capability_but_deletion_passes(store_url_for):
         assert result.passed, (capability.value, result.failures)
 
 
-@pytest.mark.parametrize("capability", ["copy_thread"])
-def test_extended_capabilities_not_offered_are_not_detected(capability, store_url_for):
+def test_copy_thread_passes(store_url_for):
     report = conformance(store_url_for)
 
-    assert report.results[capability].detected is False
+    result = report.results["copy_thread"]
+    assert result.detected
+    assert result.passed, result.failures

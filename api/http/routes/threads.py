@@ -226,8 +226,9 @@ def copy_thread(
     """The copy is a new thread (a random id) that starts as the source stands; its
     `ThreadForked` event names the source, its version and hash (lineage). A copy of a
     paused thread asks its questions again; one inside a decision's run needs someone
-    who may decide it (403, recorded). A real LangGraph graph's thread is not copied yet
-    (409, nothing written: its copy could take a decision and not resume)."""
+    who may decide it (403, recorded). A real LangGraph graph's thread is copied with its
+    checkpoints, only at rest (409 paused or running, nothing written: the copy's
+    question would be the source's own, under LangGraph's id for it)."""
     note(request, thread_id=thread_id)
     thread = services.store.thread(thread_id)
     if thread is None and services.reservations.get(thread_id) is not None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import structlog
+from langgraph.types import Command as LangGraphCommand
 
 from api.cli.main import main
 from domain.access.keyring import Keyring
@@ -329,7 +330,7 @@ def test_fork_without_as_names_the_new_thread_after_its_source_and_version(story
     assert cli("state", "t1~6", "--json").json()["next"] == ["pay"]
 
 
-def test_fork_of_a_real_langgraph_graphs_thread_is_refused_and_writes_nothing(story, cli):
+def test_fork_of_a_real_langgraph_graphs_paused_thread_is_refused_and_writes_nothing(story, cli):
     # Given a real LangGraph graph's thread, paused at its question
     with open_store(story.url) as store:
         saver = HoldpointSaver(store, graph_id="refund-lg")
@@ -344,8 +345,29 @@ def test_fork_of_a_real_langgraph_graphs_thread_is_refused_and_writes_nothing(st
 
     # Then
     assert done.code == 2
-    assert "'lg' ran a real LangGraph graph: it cannot be copied or forked" in done.err
+    assert "'lg' ran a real LangGraph graph and was interrupted at version" in done.err
     assert story.head() == head
+
+
+def test_fork_of_a_real_langgraph_graphs_thread_at_rest_copies_its_checkpoints(story, cli):
+    # Given a real LangGraph graph's thread, approved and paid
+    with open_store(story.url) as store:
+        saver = HoldpointSaver(store, graph_id="refund-lg")
+        graph = refund_builder().compile(checkpointer=saver)
+        graph.invoke({"amount": 300}, {"configurable": {"thread_id": "lg"}})
+        graph.invoke(LangGraphCommand(resume=True), {"configurable": {"thread_id": "lg"}})
+        version = store.thread("lg").version
+
+    # When
+    body = cli("fork", "lg", "--version", str(version), "--as", "lg-b", "--json").json()
+
+    # Then the fork starts as the thread stood, with its checkpoints
+    assert (body["source_thread_id"], body["source_version"]) == ("lg", version)
+    with open_store(story.url) as store:
+        saver = HoldpointSaver(store)
+        assert [
+            t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": "lg-b"}})
+        ] == [t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": "lg"}})]
 
 
 # -- replay -------------------------------------------------------------------------------

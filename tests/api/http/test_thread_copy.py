@@ -3,8 +3,8 @@
 LangGraph's server copies a thread's checkpoints to a new thread. Holdpoint records a
 new thread whose first event, ThreadForked, names the source, its version and its hash;
 a copy of a paused thread asks its question again, as a fork does. A real LangGraph
-graph's thread is not copied yet: a fork carries the native engine's state, and the copy
-of a paused one took a decision and then could not resume (UnknownInterruptError)."""
+graph's thread is copied with its checkpoints (every one reads the same on the copy),
+only at rest: a paused one's copy would ask the source's question under its id."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_a_copy_is_a_fork_at_the_head_with_its_lineage(server):
     assert forked["data"]["actor"]["id"] == "agent"
 
 
-def test_a_real_langgraph_graphs_thread_is_not_copied_and_nothing_is_written(server):
+def test_a_real_langgraph_graphs_paused_thread_is_not_copied_and_nothing_is_written(server):
     # Given a real LangGraph graph's thread, paused at its question
     agent = server.sdk("agent")
     source = agent.threads.create(graph_id=GRAPH)["thread_id"]
@@ -62,10 +62,71 @@ def test_a_real_langgraph_graphs_thread_is_not_copied_and_nothing_is_written(ser
     assert answer.status_code == 409
     problem = answer.json()
     assert problem["type"].endswith("/fork-not-supported")
-    assert "ran a real LangGraph graph: it cannot be copied or forked" in problem["detail"]
-    assert "a run or a state update from one of its checkpoints" in problem["detail"]
+    assert "ran a real LangGraph graph and was interrupted at version" in problem["detail"]
+    assert "decide it first" in problem["detail"]
     assert server.services.store.recorder.max_notification_id() == head
     assert len(agent.threads.search(limit=100)) == 1
+
+
+def paid_langgraph_thread(server) -> str:  # type: ignore[no-untyped-def]
+    agent = server.sdk("agent")
+    source = str(agent.threads.create(graph_id=GRAPH)["thread_id"])
+    agent.runs.wait(source, GRAPH, input=INPUTS[GRAPH])
+    server.sdk("reviewer").runs.wait(source, GRAPH, command={"resume": True})
+    return source
+
+
+def test_a_real_langgraph_graphs_thread_at_rest_is_copied_with_its_checkpoints(server):
+    # Given a real LangGraph graph's refund, approved and paid
+    source = paid_langgraph_thread(server)
+    agent = server.sdk("agent")
+    source_events = server.services.store.thread_events(source)
+
+    # When the agent copies it (the official SDK's call)
+    copied = agent.threads.copy(source)["thread_id"]
+
+    # Then the copy has the source's state and every checkpoint of its history, and its
+    # record starts with ThreadForked naming the source
+    assert agent.threads.get_state(copied)["values"] == agent.threads.get_state(source)["values"]
+    ids = [h["checkpoint_id"] for h in agent.threads.get_history(source)]
+    assert [h["checkpoint_id"] for h in agent.threads.get_history(copied)] == ids
+    [forked] = server.services.store.thread_events(copied)
+    assert (forked.source_thread_id, forked.engine) == (source, "langgraph")
+
+    # And it goes on by itself: a new refund pauses at its own question, in the queue
+    # under the copy, and the reviewer's decision pays it there; the source is untouched
+    output = agent.runs.wait(copied, GRAPH, input={"amount": 40})
+    with server.http("reviewer") as reviewer:
+        [item] = reviewer.get("/approvals").json()["data"]
+        assert (item["thread_id"], item["payload"]["amount"]) == (copied, 40)
+        decided = reviewer.post(
+            f"/approvals/{output['__interrupt__'][0]['id']}/decision", json={"decision": "approve"}
+        )
+        assert decided.status_code == 200, decided.text
+        joined = reviewer.get(f"/threads/{copied}/runs/{decided.json()['run_id']}/join").json()
+    assert joined["log"][-1] == "paid 40"
+    assert server.services.store.thread_events(source) == source_events
+
+
+def test_a_copy_runs_on_from_its_sources_decision_only_for_who_may_decide_it(server):
+    # Given a copy of a paid refund, and the checkpoint (the source's) between the
+    # reviewer's answer and the payment
+    source = paid_langgraph_thread(server)
+    copied = server.sdk("agent").threads.copy(source)["thread_id"]
+    history = server.sdk("agent").threads.get_history(copied)
+    past_the_answer = next(h for h in history if h["next"] == ["pay"])["checkpoint_id"]
+
+    # When the agent runs the copy on from there (it would pay again under that answer)
+    with server.http("agent") as agent:
+        again = agent.post(
+            f"/threads/{copied}/runs/wait",
+            json={"assistant_id": GRAPH, "input": None, "checkpoint_id": past_the_answer},
+        )
+
+    # Then it is refused, as on the source, and nothing ran
+    assert again.status_code == 403, again.text
+    assert "a fork there would run under that decision" in again.json()["detail"]
+    assert server.services.store.thread_events(copied)[1:] == []
 
 
 def test_a_thread_never_run_or_unknown_cannot_be_copied(server):
