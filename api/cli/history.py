@@ -281,8 +281,17 @@ def describe(event: VersionEvent) -> str:
         "ThreadCancelled": f"{who} cancelled it",
         "RunCancelled": f"{who} cancelled run {data.get('run_id')}",
         "MetadataUpdated": f"{who} set metadata {_compact(data.get('metadata'))}",
+        "CheckpointSaved": f"{data.get('source')} checkpoint{_in(data)} at step "
+        f"{data.get('step')}, next: {', '.join(data.get('next') or []) or '-'}",
+        "WritesSaved": f"writes{_in(data)}: "
+        + ", ".join(str(write[0]) for write in data.get("writes") or []),
     }.get(event.type, event.type)
     return text if len(text) <= SUMMARY_WIDTH else text[: SUMMARY_WIDTH - 1] + "…"
+
+
+def _in(data: dict[str, Any]) -> str:
+    """Where a LangGraph save is, when not the root graph: ` in <namespace>`."""
+    return f" in {data['namespace']}" if data.get("namespace") else ""
 
 
 def _lineage_lines(links: Lineage) -> list[str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from domain.errors import HoldpointError, ThreadNotFoundError
+from domain.errors import CheckpointNotFoundError, HoldpointError, ThreadNotFoundError
 from domain.history.state_snapshots import checkpoint_id, load_checkpoint
 from domain.record.application import Workflows
 from domain.record.thread import WorkflowThread
@@ -152,11 +152,18 @@ def event_at(store: Workflows, thread_id: str, version: int) -> WorkflowThread.E
 
 
 def resolve_version(store: Workflows, thread_id: str, ref: str | int) -> int:
-    """A version from a version number ("7") or a checkpoint id of this thread."""
+    """A version from a version number ("7") or a checkpoint id of this thread (for a real
+    LangGraph graph's thread, LangGraph's id for it too)."""
     head = head_version(store, thread_id)
     text = str(ref).strip()
     if not text.isdigit():
-        return load_checkpoint(store, thread_id, text).version
+        try:
+            return load_checkpoint(store, thread_id, text).version
+        except CheckpointNotFoundError:
+            version = _langgraph_checkpoint_version(store, thread_id, text)
+            if version is None:
+                raise
+            return version
     version = int(text)
     if not 1 <= version <= head:
         raise VersionNotFoundError(thread_id, version, head)
@@ -199,7 +206,26 @@ def _checkpoint_made(thread: WorkflowThread, event: WorkflowThread.Event) -> str
     checkpoint = thread.checkpoint
     if checkpoint is None or checkpoint["version"] != event.originator_version:
         return None
-    return checkpoint_id(checkpoint["version"], checkpoint["hash"])
+    return shown_checkpoint_id(checkpoint)
+
+
+def shown_checkpoint_id(checkpoint: dict[str, Any]) -> str:
+    """The id a checkpoint goes by: LangGraph's own for a real LangGraph graph's thread
+    (what its `get_state_history` lists), else Holdpoint's (its version and hash)."""
+    return str(checkpoint.get("id") or checkpoint_id(checkpoint["version"], checkpoint["hash"]))
+
+
+def _langgraph_checkpoint_version(store: Workflows, thread_id: str, wanted: str) -> int | None:
+    """The version of a real LangGraph graph's thread that saved its root checkpoint
+    `wanted` (LangGraph's id for it), if one did."""
+    for event in store.iter_thread_events(thread_id):
+        if (
+            isinstance(event, WorkflowThread.CheckpointSaved)
+            and event.namespace == ""
+            and event.checkpoint_id == wanted
+        ):
+            return int(event.originator_version)
+    return None
 
 
 # -- state at a version or a moment ----------------------------------------
@@ -235,9 +261,7 @@ def state_at_version(store: Workflows, thread_id: str, version: int | None = Non
             {"id": interrupt_id, "node": record["node"], "value": record["value"]}
             for interrupt_id, record in thread.interrupts.items()
         ],
-        checkpoint_id=None
-        if checkpoint is None
-        else checkpoint_id(checkpoint["version"], checkpoint["hash"]),
+        checkpoint_id=None if checkpoint is None else shown_checkpoint_id(checkpoint),
         event=VersionEvent.of(event, _checkpoint_made(thread, event)),
     )
 

@@ -370,6 +370,35 @@ def test_fork_of_a_real_langgraph_graphs_thread_at_rest_copies_its_checkpoints(s
         ] == [t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": "lg"}})]
 
 
+def test_a_langgraph_threads_history_state_and_diff_go_by_langgraphs_checkpoint_ids(story, cli):
+    # Given a real LangGraph graph's thread, approved and paid
+    config = {"configurable": {"thread_id": "lg"}}
+    with open_store(story.url) as store:
+        graph = refund_builder().compile(checkpointer=HoldpointSaver(store, graph_id="lg"))
+        graph.invoke({"amount": 300}, config)
+        graph.invoke(LangGraphCommand(resume=True), config)
+        listed = [
+            s.config["configurable"]["checkpoint_id"] for s in graph.get_state_history(config)
+        ]
+
+    # When its versions are listed, its state shown and two checkpoints compared
+    versions = cli("history", "lg", "--json").json()["versions"]
+    state = cli("state", "lg", "--json").json()
+    ids = [v["checkpoint_id"] for v in versions if v["checkpoint_id"]]
+    diff = cli("diff", "lg", ids[1], ids[-1], "--json").json()
+
+    # Then they name the checkpoints by the ids LangGraph lists, and take them back
+    assert ids == listed[::-1]
+    assert state["checkpoint_id"] == listed[0]
+    assert (diff["from"], diff["to"]) == (
+        next(v["version"] for v in versions if v["checkpoint_id"] == ids[1]),
+        versions[-2]["version"],
+    )
+    assert [(c["key"], c["new"]) for c in diff["changes"]] == [
+        ("log", ["reviewed: True", "paid 300"])
+    ]
+
+
 # -- replay -------------------------------------------------------------------------------
 
 
