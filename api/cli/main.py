@@ -8,6 +8,7 @@ them. A handler's HoldpointError is a user error: one line on stderr, exit 2.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -94,6 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HoldpointError as error:
         print(f"holdpoint: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`holdpoint history T | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing at exit
+        return 141  # as a shell reports a command SIGPIPE ended: 128 + 13
 
 
 if __name__ == "__main__":
