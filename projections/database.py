@@ -60,6 +60,7 @@ class Database:
     """One read-model database; `transaction()` yields a cursor, committed on exit."""
 
     dialect: str
+    duplicate_key: tuple[type[Exception], ...]  # what a write breaking a unique key raises
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Cursor]:  # noqa: ARG002
@@ -159,6 +160,7 @@ class NotifyWakeups(Wakeups):
 
 class SQLiteDatabase(Database):
     dialect = "sqlite"
+    duplicate_key = (sqlite3.IntegrityError,)
 
     def __init__(self, path: str) -> None:
         self._connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -332,6 +334,7 @@ class _Connections:
 
 class PostgresDatabase(Database):
     dialect = "postgres"
+    duplicate_key = (psycopg.errors.UniqueViolation,)
 
     def __init__(self, params: dict[str, Any], schema: str) -> None:
         self._params = params

@@ -9,7 +9,9 @@ default, so that a cron due while its thread runs waits its turn. A run the thre
 refuses (a thread paused at an interrupt takes no new input) is logged, and the cron
 goes on to its next time. A firing whose run is not in the store a minute later (its
 scheduler died between recording the firing and starting the run) is taken up, once, by
-another scheduler (`CronRunRecovered`), which starts that very run.
+another scheduler (`CronRunRecovered`), which starts that very run; should its own
+scheduler only have been slow, the run store lets one of the two record the run, and the
+other logs that it was started elsewhere.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from domain.record.application import Workflows
 from domain.schedule.crons import Crons, Firing
 from projections.cron_index import CronIndex
 from service.assistant_catalog import Found, run_config
+from service.errors import RunExistsError
 from service.read_models import ReadModels
 from service.reservations import Reservations
 from service.runs import RunManager, RunRequest, ServedGraph
@@ -84,27 +87,38 @@ class CronScheduler:
                 log.exception("cron pass failed")
 
     def run_once(self, now: datetime | None = None) -> list[Firing]:
-        """Fire every cron due by `now` (default: the clock's); the firings this process won."""
+        """A pass: fire the crons due by `now` (default: the clock's), then take up the
+        firings whose run never started; the firings this process won."""
         moment = now or datetime.now(UTC)
+        return self.fire_due(moment) + self.recover_stranded(moment)
+
+    def fire_due(self, moment: datetime) -> list[Firing]:
+        """Fire every cron due by `moment` and start its run; the firings this process won."""
         crons = Crons(self.services.store)
         won = []
-        index = CronIndex(self.services.read_models.db)
-        for cron_id in index.due(moment):
+        for cron_id in CronIndex(self.services.read_models.db).due(moment):
             if self._maker_revoked(crons, cron_id) or self._graph_suspended(crons, cron_id):
                 continue
             firing = crons.fire(cron_id, moment)
             if firing is not None:
                 won.append(firing)
-                self._start(firing)
-        stranded = index.fired_between(moment - RECOVER_WITHIN, moment - RECOVER_AFTER)
-        for cron_id, run_id in stranded:
+                self.start_firing(firing)
+        return won
+
+    def recover_stranded(self, moment: datetime) -> list[Firing]:
+        """Take up each firing recorded a minute or more before `moment` whose run is not
+        in the store, and start that run; the firings this process took up."""
+        crons = Crons(self.services.store)
+        index = CronIndex(self.services.read_models.db)
+        won = []
+        for cron_id, run_id in index.fired_between(moment - RECOVER_WITHIN, moment - RECOVER_AFTER):
             if self.services.runs.store.get(run_id) is not None:
                 continue  # started, as it should be
             taken = crons.recover(cron_id, run_id, SCHEDULER)
             if taken is not None:
                 log.warning("cron run recovered", cron_id=cron_id, run_id=run_id)
                 won.append(taken)
-                self._start(taken)
+                self.start_firing(taken)
         return won
 
     def _maker_revoked(self, crons: Crons, cron_id: str) -> bool:
@@ -136,10 +150,14 @@ class CronScheduler:
             return True
         return Suspensions(self.services.store).suspended(graph_id) is not None
 
-    def _start(self, firing: Firing) -> None:
+    def start_firing(self, firing: Firing) -> None:
+        """Start a firing's run, as its cron's maker; a refusal is logged."""
         cron, services = firing.cron, self.services
         try:
             services.runs.start(run_request(services, firing))
+        except RunExistsError:  # a scheduler that took the firing up, while this one was slow
+            log.info("cron run started elsewhere", cron_id=cron.cron_id, run_id=firing.run_id)
+            return
         except HoldpointError as error:
             log.warning(
                 "cron run refused",

@@ -56,6 +56,15 @@ class RunInProgressError(ServiceError):
         self.thread_id = thread_id
 
 
+class RunExistsError(ServiceError):
+    """A run with this id is recorded already: another process started it (a cron's
+    firing, taken up by another scheduler while its own was starting it)."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"Run {run_id} is recorded already: another process started it")
+        self.run_id = run_id
+
+
 class RunNotFoundError(ServiceError, LookupError):
     """No run has this id."""
 

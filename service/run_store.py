@@ -32,6 +32,7 @@ from typing import Any
 
 from persistence.commit_guard import CommitGuard
 from projections.database import Cursor, Database
+from service.errors import RunExistsError
 
 RUNS = "holdpoint_runs"
 LEASES = "holdpoint_thread_leases"
@@ -191,7 +192,18 @@ class RunStore:
         `durable`: on PostgreSQL the commit waits for the WAL to reach the disk. A run
         that records its input or answer before any node runs needs no such wait (that
         commit makes the lease durable with it); a continue, which records nothing
-        first, does. `delayed`: queued whatever holds the thread (a run for later)."""
+        first, does. `delayed`: queued whatever holds the thread (a run for later).
+        RunExistsError, nothing recorded, when a run with its id is recorded already."""
+        try:
+            return self._open(run, owner, ttl, enqueue=enqueue, durable=durable, delayed=delayed)
+        except self.db.duplicate_key:
+            if self.get(run.run_id) is None:
+                raise  # another key than the run's
+            raise RunExistsError(run.run_id) from None
+
+    def _open(
+        self, run: StoredRun, owner: str, ttl: float, *, enqueue: bool, durable: bool, delayed: bool
+    ) -> Opened:
         if not enqueue and not durable and self.db.dialect == "postgres":
             return self._open_at_once(run, owner, ttl)
         with self.db.transaction() as cursor:

@@ -123,7 +123,9 @@ def register(commands: Commands) -> None:
             "principal who may decide it (--api-key, or HOLDPOINT_API_KEY); it is "
             "recorded as that principal's. Without a key the fork is recorded as the "
             "local user's, with no role, and such a fork is refused (exit 2, the "
-            "refusal on record)."
+            "refusal on record). A real LangGraph graph's thread is forked with its "
+            "checkpoints, only at a version where it was at rest (not paused at a "
+            "question, not in the middle of a run; exit 2 otherwise)."
         ),
     )
     fork.add_argument("thread_id", metavar="THREAD", help="the thread to fork")

@@ -194,6 +194,44 @@ def test_a_firing_whose_run_never_started_is_taken_up_once_by_another_scheduler(
     assert names == ["CronScheduled", "CronFired", "CronRunRecovered"]
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def each_store_server(request, tmp_path):
+    if request.param == "sqlite":
+        with running_server(f"sqlite:///{tmp_path / 'h.db'}", cron_poll_seconds=3600) as s:
+            yield s
+        return
+    with postgres_schema_url() as url, running_server(url, cron_poll_seconds=3600) as s:
+        yield s
+
+
+def test_a_slow_scheduler_whose_firing_was_taken_up_meanwhile_starts_no_second_run(
+    each_store_server,
+):
+    server = each_store_server
+    # Given a cron whose scheduler recorded its firing and was slow to start the run, and
+    # another scheduler that took the firing up a minute later and started that run
+    agent = server.sdk("agent")
+    thread_id = agent.threads.create()["thread_id"]
+    cron = agent.crons.create_for_thread(
+        thread_id, "refund", schedule="0 9 * * *", input={"refund_amount": 3.0}
+    )
+    due = datetime.fromisoformat(cron["next_run_date"].replace("Z", "+00:00"))
+    slow = Crons(server.store).fire(cron["cron_id"], due)
+    server.services.read_models.catch_up_to_head()
+    later = datetime.now(UTC) + timedelta(seconds=61)
+    taken = server.services.scheduler.recover_stranded(later)
+    assert [f.run_id for f in taken if f.cron.cron_id == cron["cron_id"]] == [slow.run_id]
+
+    # When the slow scheduler starts its firing's run at last
+    server.services.scheduler.start_firing(slow)
+
+    # Then the store kept one run, which ran once
+    assert wait_for_run(server, thread_id, slow.run_id).status == "success"
+    assert [r.run_id for r in server.services.runs.store.of_thread(thread_id, limit=10)] == [
+        slow.run_id
+    ]
+
+
 def test_two_servers_on_one_postgresql_store_fire_a_due_cron_once():
     # Given two servers on one PostgreSQL store, each with its own scheduler
     with (
@@ -209,9 +247,9 @@ def test_two_servers_on_one_postgresql_store_fire_a_due_cron_once():
         due = datetime.fromisoformat(cron["next_run_date"].replace("Z", "+00:00"))
         for server in (one, two):
             server.services.read_models.catch_up_to_head()
-        # When both look at its due time at once
+        # When both fire what is due at its due time at once
         with ThreadPoolExecutor(2) as pool:
-            fired = list(pool.map(lambda s: s.services.scheduler.run_once(now=due), (one, two)))
+            fired = list(pool.map(lambda s: s.services.scheduler.fire_due(due), (one, two)))
         # Then exactly one fired it, and its one run ran
         ours = [f for found in fired for f in found if f.cron.cron_id == cron["cron_id"]]
         assert len(ours) == 1
