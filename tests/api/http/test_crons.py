@@ -167,17 +167,24 @@ def test_a_cron_whose_makers_key_has_expired_stops_on_record_and_runs_nothing(se
     assert server.services.runs.store.of_thread(thread_id, limit=5) == []
 
 
-def test_a_firing_whose_run_never_started_is_taken_up_once_by_another_scheduler(server):
-    # Given a cron whose scheduler recorded its firing and died before starting the run
+def fired_not_started(server):  # type: ignore[no-untyped-def]
+    """A thread's cron whose firing its scheduler recorded, without starting the run yet
+    (dead, or slow); the thread's id, the cron and the firing."""
     agent = server.sdk("agent")
     thread_id = agent.threads.create()["thread_id"]
     cron = agent.crons.create_for_thread(
         thread_id, "refund", schedule="0 9 * * *", input={"refund_amount": 7.0}
     )
     due = datetime.fromisoformat(cron["next_run_date"].replace("Z", "+00:00"))
-    stranded = Crons(server.store).fire(cron["cron_id"], due)
-    assert server.services.runs.store.get(stranded.run_id) is None
+    firing = Crons(server.store).fire(cron["cron_id"], due)
+    assert server.services.runs.store.get(firing.run_id) is None
     server.services.read_models.catch_up_to_head()
+    return thread_id, cron, firing
+
+
+def test_a_firing_whose_run_never_started_is_taken_up_once_by_another_scheduler(server):
+    # Given a cron whose scheduler recorded its firing and died before starting the run
+    thread_id, cron, stranded = fired_not_started(server)
     # When another scheduler looks a minute later, twice
     later = datetime.now(UTC) + timedelta(seconds=61)
     taken = [
@@ -210,14 +217,7 @@ def test_a_slow_scheduler_whose_firing_was_taken_up_meanwhile_starts_no_second_r
     server = each_store_server
     # Given a cron whose scheduler recorded its firing and was slow to start the run, and
     # another scheduler that took the firing up a minute later and started that run
-    agent = server.sdk("agent")
-    thread_id = agent.threads.create()["thread_id"]
-    cron = agent.crons.create_for_thread(
-        thread_id, "refund", schedule="0 9 * * *", input={"refund_amount": 3.0}
-    )
-    due = datetime.fromisoformat(cron["next_run_date"].replace("Z", "+00:00"))
-    slow = Crons(server.store).fire(cron["cron_id"], due)
-    server.services.read_models.catch_up_to_head()
+    thread_id, cron, slow = fired_not_started(server)
     later = datetime.now(UTC) + timedelta(seconds=61)
     taken = server.services.scheduler.recover_stranded(later)
     assert [f.run_id for f in taken if f.cron.cron_id == cron["cron_id"]] == [slow.run_id]
