@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from domain.access.keyring import Keyring
 from tests.api.http.test_langgraph_served import GRAPH, langgraph_graphs
 from tests.api.http_harness import running_server
 
@@ -137,3 +138,24 @@ def test_a_thread_never_run_or_unknown_cannot_be_copied(server):
         assert http.post("/threads/no-such-thread/copy").status_code == 404
     with server.http("auditor") as http:
         assert http.post(f"/threads/{reserved}/copy").status_code == 403
+
+
+def test_who_copied_a_real_langgraph_graphs_thread_may_not_decide_its_questions(server):
+    # Given a paid refund that an admin copied, and a new refund the agent ran on the copy
+    source = paid_langgraph_thread(server)
+    with server.http("admin") as admin:
+        copied = admin.post(f"/threads/{source}/copy").json()["thread_id"]
+    output = server.sdk("agent").runs.wait(copied, GRAPH, input={"amount": 40})
+    interrupt_id = output["__interrupt__"][0]["id"]
+
+    # When the admin who copied it decides its question, then it is refused (separation
+    # of duties: the copier shaped the thread), on record; a reviewer may
+    with server.http("admin") as admin:
+        refused = admin.post(f"/approvals/{interrupt_id}/decision", json={"decision": "approve"})
+    assert refused.status_code == 403, refused.text
+    assert "separation of duties" in refused.json()["detail"]
+    last = Keyring(server.services.store).refusals()[-1]
+    assert (last.principal_id, last.reason) == ("admin", "separation_of_duties")
+    with server.http("reviewer") as reviewer:
+        decided = reviewer.post(f"/approvals/{interrupt_id}/decision", json={"decision": "approve"})
+    assert decided.status_code == 200, decided.text
