@@ -57,6 +57,10 @@ const answered = await collect(
   }),
 );
 const chatDone = await agent.threads.getState(chat);
+// A copy of that thread, at rest: its checkpoints under the same ids
+const chatCopy = (await agent.threads.copy(chat)).thread_id;
+const chatHistory = (await agent.threads.getHistory(chat)).map((s) => s.checkpoint.checkpoint_id);
+const copyHistory = (await agent.threads.getHistory(chatCopy)).map((s) => s.checkpoint.checkpoint_id);
 
 // Agent Inbox's "mark as resolved", by the reviewer
 const paused2 = (await agent.threads.create()).thread_id;
@@ -116,6 +120,9 @@ console.log(
     chatted,
     answered,
     chatDone,
+    chatCopy,
+    chatHistory,
+    copyHistory,
     resolved,
     stopped,
   }),

@@ -1,8 +1,8 @@
 """LangGraph's JS SDK, from Node, drives Holdpoint with the calls Agent Chat UI's
 `useStream` and Agent Inbox make: a thread, a run streamed to its interrupt, the state
 with it, a search (sorted too), a dropped stream joined again after its last event, the
-reviewer's resume; on a real LangGraph graph a stream of `values` and `messages-tuple`
-and Agent Inbox's resume (a list of `{type, args}`) streamed as `events`; "mark as
+reviewer's resume; on a real LangGraph graph a stream of `values` and `messages-tuple`,
+Agent Inbox's resume (a list of `{type, args}`) streamed as `events`, and a copy; "mark as
 resolved" (`updateState` as `__end__`); and the stop button (`runs.cancel`)."""
 
 from __future__ import annotations
@@ -89,6 +89,10 @@ def test_the_js_sdk_runs_the_refund_story(server):
     # Agent Inbox's answer, a list of {type, args}, streamed as LangChain's events
     assert {p["event"] for p in seen["answered"][1:]} == {"events"}
     assert seen["chatDone"]["next"] == []
+    # A copy of it (threads.copy) lists the same checkpoints
+    assert seen["chatCopy"] not in (seen["threadId"], None)
+    assert seen["copyHistory"] == seen["chatHistory"]
+    assert len(seen["chatHistory"]) > 2
     # "Mark as resolved" is the reviewer's cancellation; the stop button stopped the run
     assert seen["resolved"]["status"] == "cancelled"
     assert seen["stopped"]["status"] == "interrupted"
