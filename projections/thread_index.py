@@ -5,8 +5,10 @@ Status follows the thread's events: `idle` when recorded and not yet run,
 pending, `failed` after a node or the run failed, `completed` when a run
 reached its end, `cancelled` for good. LangGraph says `idle` for both a new
 thread and a finished one (the HTTP API searches both for it): the index
-tells them apart. Rows written before `completed` existed say `idle` for a
-finished thread until the index is rebuilt (`holdpoint projections rebuild
+tells them apart. A fork starts as the state it carried stood (`running` with
+nodes left to run, else `idle`). Rows written before `completed` existed say
+`idle` for a finished thread, and forks recorded before their state was read
+say `running`, until the index is rebuilt (`holdpoint projections rebuild
 thread_index`).
 """
 
@@ -84,7 +86,7 @@ class ThreadIndexProjection(Projection):
                         "originator_id": entry.key,
                         "thread_id": event.thread_id,
                         "graph_id": event.graph_id,
-                        "status": "running" if forked else "idle",
+                        "status": _forked_status(event) if forked else "idle",
                         "created_at": at,
                         "updated_at": at,
                         "metadata": json_text(event.metadata, sort_keys=True),
@@ -146,6 +148,16 @@ def _changes_status(entry: Entry) -> bool:
     if issubclass(entry.cls, WorkflowThread.InterruptExpired):
         return bool(entry.event.rule["action"] == "decide")  # an escalation leaves it pending
     return True
+
+
+def _forked_status(event: Any) -> str:
+    """A fork's status as the state it carried stood: `failed` (a LangGraph graph's thread
+    copied after its run failed), `running` with nodes left to run, else `idle`. Its
+    questions, asked again, follow as their own events."""
+    state = event.state
+    if state.get("error"):
+        return "failed"
+    return "running" if state.get("next") else "idle"
 
 
 def _next_status(cls: type, status: str, pending: int) -> tuple[str, int]:

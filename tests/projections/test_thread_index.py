@@ -13,10 +13,14 @@ import time
 from datetime import UTC, datetime
 
 import pytest
+from langgraph.types import Command as LangGraphCommand
 
 from domain.errors import GraphRecursionError
 from domain.graph import END, START, StateGraph
+from domain.history.forks import fork_at_version
+from domain.history.state_snapshots import load_checkpoint
 from domain.types import Command
+from langgraph.checkpoint.holdpoint import HoldpointSaver
 from projections.decision_register import DecisionRegisterProjection
 from projections.runner import ProjectionRunner
 from projections.thread_index import STATUSES, ThreadIndex, ThreadIndexProjection
@@ -33,6 +37,7 @@ from tests.projections.histories import (
     parallel_graph,
     pipeline_graph,
 )
+from tests.saver.langgraph_graphs import refund_builder
 
 
 @pytest.fixture
@@ -220,6 +225,35 @@ def test_a_fork_that_runs_to_its_end_is_completed(store, runner, index):
     # Then it is as finished as its source
     assert store.thread("t1-fork").status == "idle"  # LangGraph's word, for the domain
     assert indexed(runner, index, "t1-fork").status == "completed"
+
+
+def test_a_fork_starts_as_the_state_it_carried_stood(store, runner, index):
+    # Given a finished pipeline
+    graph = pipeline_graph(store)
+    graph.invoke({"out": []}, config("t1"))
+    head = store.thread("t1").version
+
+    # When it is forked at its end, and at the checkpoint before its last node, running
+    # nothing
+    fork_at_version(store, "t1", head, REVIEWER, new_thread_id="at-end")
+    before_b = checkpoint_before(graph, "t1", "b")
+    fork_at_version(store, "t1", load_checkpoint(store, "t1", before_b).version, REVIEWER, "mid")
+
+    # Then the fork at the end has nothing left to run, and the other has its last node
+    assert indexed(runner, index, "at-end").status == store.thread("at-end").status == "idle"
+    assert indexed(runner, index, "mid").status == store.thread("mid").status == "running"
+
+
+def test_a_copy_of_a_real_langgraph_graphs_finished_thread_is_idle(store, runner, index):
+    saver = HoldpointSaver(store, graph_id="refund-lg")
+    graph = refund_builder().compile(checkpointer=saver)
+    graph.invoke({"amount": 5}, config("lg"))
+    graph.invoke(LangGraphCommand(resume=True), config("lg"))
+
+    saver.copy_thread("lg", "lg-copy")
+
+    assert indexed(runner, index, "lg-copy").status == "idle"
+    assert indexed(runner, index, "lg").status == "completed"
 
 
 # -- search ----------------------------------------------------------------

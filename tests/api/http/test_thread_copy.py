@@ -93,6 +93,8 @@ def test_a_real_langgraph_graphs_thread_at_rest_is_copied_with_its_checkpoints(s
     assert [h["checkpoint_id"] for h in agent.threads.get_history(copied)] == ids
     [forked] = server.services.store.thread_events(copied)
     assert (forked.source_thread_id, forked.engine) == (source, "langgraph")
+    idle = [t["thread_id"] for t in agent.threads.search(status="idle", limit=100)]
+    assert copied in idle
 
     # And it goes on by itself: a new refund pauses at its own question, in the queue
     # under the copy, and the reviewer's decision pays it there; the source is untouched
