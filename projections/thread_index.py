@@ -7,7 +7,7 @@ reached its end, `cancelled` for good. LangGraph says `idle` for both a new
 thread and a finished one (the HTTP API searches both for it): the index
 tells them apart. A fork starts as the state it carried stood (`running` with
 nodes left to run, else `idle`). Rows written before `completed` existed say
-`idle` for a finished thread, and forks recorded before their state was read
+`idle` for a finished thread, and forks indexed before the index read their state
 say `running`, until the index is rebuilt (`holdpoint projections rebuild
 thread_index`).
 """
