@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
+from langgraph.graph import START as LANGGRAPH_START
+from langgraph.graph import StateGraph as LangGraphStateGraph
 from langgraph.types import Command as LangGraphCommand
 
 from domain.errors import GraphRecursionError
@@ -37,7 +40,7 @@ from tests.projections.histories import (
     parallel_graph,
     pipeline_graph,
 )
-from tests.saver.langgraph_graphs import refund_builder
+from tests.saver.langgraph_graphs import Refund, refund_builder
 
 
 @pytest.fixture
@@ -254,6 +257,22 @@ def test_a_copy_of_a_real_langgraph_graphs_finished_thread_is_idle(store, runner
 
     assert indexed(runner, index, "lg-copy").status == "idle"
     assert indexed(runner, index, "lg").status == "completed"
+
+
+def test_a_copy_of_a_real_langgraph_graphs_failed_thread_is_failed(store, runner, index):
+    def broken(state: dict[str, Any]) -> dict[str, Any]:
+        raise ValueError("the refund service is down")
+
+    builder = LangGraphStateGraph(Refund)
+    builder.add_node("pay", broken)
+    builder.add_edge(LANGGRAPH_START, "pay")
+    saver = HoldpointSaver(store, graph_id="broken-lg")
+    with pytest.raises(ValueError, match="down"):
+        builder.compile(checkpointer=saver).invoke({"amount": 5, "log": []}, config("lg"))
+
+    saver.copy_thread("lg", "lg-copy")
+
+    assert indexed(runner, index, "lg-copy").status == store.thread("lg-copy").status == "failed"
 
 
 # -- search ----------------------------------------------------------------
