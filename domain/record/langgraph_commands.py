@@ -511,17 +511,7 @@ class LangGraphCommands:
         the approvals before the last are given so, and the last as `Command(resume=...)`.
         `interrupt_id` may be left out when one is pending. The hold points' rules apply
         as to any answer; the last approval is refused here (InvalidUpdateError)."""
-        if self.status == CANCELLED:
-            raise ThreadCancelledError(self.thread_id)
-        pending = list(self.interrupts)
-        if interrupt_id is None:
-            if not pending:
-                raise NotInterruptedError(self.thread_id, self.status)
-            if len(pending) > 1:
-                raise AmbiguousResumeError(self.thread_id, pending)
-            interrupt_id = pending[0]
-        if interrupt_id not in self.interrupts:
-            raise UnknownInterruptError(self.thread_id, [interrupt_id], pending)
+        [interrupt_id] = self._addressed(None if interrupt_id is None else {interrupt_id: None})
         record = self.interrupts[interrupt_id]
         approving = replace(caller, decision="approve")
         hold_points.check_may_decide(self, interrupt_id, approving.actor, policy)  # type: ignore[arg-type]
@@ -541,21 +531,25 @@ class LangGraphCommands:
     def _answer(self, resume: Any, caller: Caller, policy: Oversight) -> None:
         """Answer the pending interrupts a resume names (or the one pending), each checked
         by its hold point's rules before any is recorded."""
+        self._record_answers(self._addressed(resume_map(resume), resume), caller, policy)
+
+    def _addressed(self, named: dict[str, Any] | None, value: Any = None) -> dict[str, Any]:
+        """What an answer goes to: the interrupts `named` (each must be pending), else the
+        one pending, with `value`. Refused for a cancelled thread, and when nothing is
+        pending or several are and none is named."""
         if self.status == CANCELLED:
             raise ThreadCancelledError(self.thread_id)
         pending = list(self.interrupts)
-        answers = resume_map(resume)
-        if answers is not None:
-            unknown = [key for key in answers if key not in self.interrupts]
+        if named is not None:
+            unknown = [key for key in named if key not in self.interrupts]
             if unknown:
                 raise UnknownInterruptError(self.thread_id, unknown, pending)
-        elif not pending:
+            return named
+        if not pending:
             raise NotInterruptedError(self.thread_id, self.status)
-        elif len(pending) > 1:
+        if len(pending) > 1:
             raise AmbiguousResumeError(self.thread_id, pending)
-        else:
-            answers = {pending[0]: resume}
-        self._record_answers(answers, caller, policy)
+        return {pending[0]: value}
 
     def _record_answers(self, answers: dict[str, Any], caller: Caller, policy: Oversight) -> None:
         """Record answers to pending interrupts, all checked by their hold points' rules
