@@ -316,8 +316,13 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             if resumes and command:
                 self._order.answering(thread_id, refused=False)
         ends_step = command or any(channel in (INTERRUPT, ERROR) for channel, _ in writes)
-        refused = self._threads.commit(save, linger=0.0 if ends_step else LINGER).result
-        if refused is not None:  # answers a task consumed, refused: on record, raised
+        try:
+            refused = self._threads.commit(save, linger=0.0 if ends_step else LINGER).result
+        except HoldpointError as error:  # applied again on another writer's answer: refused
+            if not resumes:
+                raise
+            refused = error
+        if refused is not None:  # answers refused at the commit: on record, raised
             self._record_refusal(refused, caller, thread_id)
             raise refused
         if pending:  # the task's writes recorded the answers it consumed
@@ -341,8 +346,8 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         def absent() -> WorkflowThread:
             raise ThreadNotFoundError(thread_id)
 
-        try:
-            save = self._threads.apply(
+        try:  # refused when applied, or at the commit (another approval was recorded first)
+            self._threads.save(
                 thread_id,
                 lambda thread, _: thread.concur(interrupt_id, caller, self.oversight),
                 absent,
@@ -350,7 +355,6 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         except HoldpointError as error:
             self._record_refusal(error, caller, thread_id, action="approve")
             raise
-        self._threads.commit(save)
 
     def _ahead(self, thread_id: str, namespace: str, checkpoint_id: str) -> bool:
         """Whether a checkpoint is later than the namespace's latest one saved (its own save

@@ -114,3 +114,19 @@ def test_the_async_approval_records_the_same(store):
     asyncio.run(saver.aapprove(thread("t", actor=RITA)))
 
     assert [e.actor["id"] for e in kinds(store, "t", "InterruptApproved")] == ["rita"]
+
+
+def test_an_approval_that_loses_a_race_to_the_same_reviewer_is_refused_on_record(store):
+    """Two processes, each with its saver: the second still has the thread as it was
+    before the first recorded Rita's approval, so its approval is applied, then refused
+    at the commit, when it meets the first's on the thread read again."""
+    first, _ = four_eyes(store)
+    second = HoldpointSaver(store, oversight=Oversight(approvals=2))
+    second.get_tuple(thread("t"))  # the thread at hand, before the first's approval
+    first.approve(thread("t", actor=RITA))
+
+    with pytest.raises(RepeatedApprovalError, match="another must concur"):
+        second.approve(thread("t", actor=RITA))
+
+    assert refusals(second)[-1] == ("rita", "four_eyes")
+    assert len(kinds(store, "t", "InterruptApproved")) == 1

@@ -143,6 +143,7 @@ def test_of_two_racing_resumes_on_two_savers_the_second_is_refused(tmp_path):
 
     resumed = [e for e in first.store.thread_events("t") if type(e).__name__ == "InterruptResumed"]
     assert [e.resume for e in resumed] == [True]
+    assert refusals(second)[-1][1] == "stale_interrupt"  # answered by the first, on record
 
 
 def test_a_named_actor_without_the_deciding_role_is_refused_and_the_record_says_so(store):
