@@ -196,7 +196,9 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             thread.save_checkpoint(saved, caller, edits)
 
         with self._order.putting(thread_id, checkpoint["id"]):
-            save = self._threads.apply(thread_id, record, self._beginning(thread_id, config))
+            save = self._threads.apply(
+                thread_id, record, self._beginning(thread_id, config), then=checkpoint["id"]
+            )
         self._threads.commit(save)
         self._last[(thread_id, namespace)] = (
             checkpoint["id"],
@@ -288,7 +290,23 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         caller = _caller(config)
         resumes = any(channel == RESUME for channel, _ in writes)
         command = task_id == NULL_TASK_ID
+        ends_step = command or any(channel in (INTERRUPT, ERROR) for channel, _ in writes)
         with self._order.writing(thread_id, checkpoint_id, command=command):
+            if not (resumes or ends_step):  # a task's writes, before their checkpoint?
+                parked = self._threads.park(
+                    thread_id,
+                    lambda thread, _: thread.save_writes(saved, caller, self.oversight),
+                    self._beginning(thread_id, config),
+                    checkpoint_id,
+                    lambda thread: _before(thread, namespace, checkpoint_id),
+                )
+                if parked is not None:  # applied right after it, committed with it
+                    self._threads.commit_parked(
+                        parked,
+                        checkpoint_id,
+                        lambda waited: self._order.may_come(thread_id, checkpoint_id, waited),
+                    )
+                    return
             self._order.after_checkpoint(
                 thread_id,
                 checkpoint_id,
@@ -315,7 +333,6 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                 raise
             if resumes and command:
                 self._order.answering(thread_id, refused=False)
-        ends_step = command or any(channel in (INTERRUPT, ERROR) for channel, _ in writes)
         try:
             refused = self._threads.commit(save, linger=0.0 if ends_step else LINGER).result
         except HoldpointError as error:  # applied again on another writer's answer: refused
@@ -359,12 +376,11 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
     def _ahead(self, thread_id: str, namespace: str, checkpoint_id: str) -> bool:
         """Whether a checkpoint is later than the namespace's latest one saved (its own save
         not yet recorded)."""
-
-        def ahead(thread: WorkflowThread | None) -> bool:
-            head = None if thread is None else thread.heads.get(namespace)
-            return head is None or checkpoint_id > head["id"]
-
-        return bool(self._threads.read(thread_id, ahead, fresh=False))
+        return bool(
+            self._threads.read(
+                thread_id, lambda thread: _before(thread, namespace, checkpoint_id), fresh=False
+            )
+        )
 
     def _questions_of(self, thread_id: str, saved: SavedWrites) -> list[str]:
         """The pending questions a task's answers go to (`WorkflowThread.questions_of`)."""
@@ -687,6 +703,12 @@ def _form(checkpoint: Checkpoint) -> dict[str, Any]:
         "updated_channels": checkpoint.get("updated_channels"),
         **({"extra": extra} if extra else {}),
     }
+
+
+def _before(thread: WorkflowThread | None, namespace: str, checkpoint_id: str) -> bool:
+    """Whether the thread has not saved the namespace's checkpoint yet (nor a later one)."""
+    head = None if thread is None else thread.heads.get(namespace)
+    return head is None or checkpoint_id > head["id"]
 
 
 def _caller(config: RunnableConfig) -> Caller:

@@ -9,6 +9,10 @@ so nothing is acknowledged that is not on record; what a group commit saves is t
 transactions' fixed costs, which a graph's saves, made from LangGraph's background
 threads one after another, would otherwise pay each.
 
+A save may also be parked until the save it must follow is applied (`park`): a task's
+writes that arrive before their step's checkpoint is saved are applied right after it,
+under the same lock, and committed with it; their caller sleeps once, until that commit.
+
 A commit refused because another writer (another process) appended to the thread first
 reads the thread again and applies every save not yet committed on it, in order, then
 commits again. A save whose change raises leaves nothing of it on the thread.
@@ -20,8 +24,9 @@ fresh=False)`); any other reader (`get_tuple`) sees only what is committed.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +38,7 @@ from domain.record.thread import WorkflowThread
 RETRIES = 20  # commits refused because another writer appended first, then it gives up
 CACHED_THREADS = 256  # threads kept at their latest version between saves
 LOCK_STRIPES = 64
+PARKED_LOOK = 0.1  # seconds between looks whether a parked save's wait is to go on
 
 Change = Callable[[WorkflowThread, bool], Any]  # (thread, grow): what the save returns
 
@@ -40,14 +46,17 @@ Change = Callable[[WorkflowThread, bool], Any]  # (thread, grow): what the save 
 @dataclass(eq=False)
 class Save:
     """One save: its change to the thread, how to begin the thread if it has none yet,
-    and, once committed (`done`), what the change returned or the error it ended in."""
+    whether it was parked and is left to commit by itself (`alone`), and, once committed
+    (`done`), what the change returned or the error it ended in."""
 
     thread_id: str
     change: Change
     begin: Callable[[], WorkflowThread]
     result: Any = None
     error: BaseException | None = None
+    alone: bool = False
     done: bool = False
+    woken: threading.Condition | None = None  # a parked save's: wakes its caller alone
 
 
 @dataclass(eq=False)
@@ -76,6 +85,8 @@ class Threads:
         # reading again (if another writer began one meanwhile, its commit is refused and
         # applied again on their thread).
         self._absent: OrderedDict[str, bool] = OrderedDict()
+        # Saves parked until the one of a key is applied (`park`), by thread and key.
+        self._parked: dict[tuple[str, Hashable], list[Save]] = {}
 
     def _stripe(self, thread_id: str) -> int:
         return hash(thread_id) % LOCK_STRIPES
@@ -117,33 +128,114 @@ class Threads:
         """Apply a change to the thread at hand (`apply`), then commit it (`commit`)."""
         return self.commit(self.apply(thread_id, change, begin))
 
-    def apply(self, thread_id: str, change: Change, begin: Callable[[], WorkflowThread]) -> Save:
+    def apply(
+        self,
+        thread_id: str,
+        change: Change,
+        begin: Callable[[], WorkflowThread],
+        *,
+        then: Hashable | None = None,
+    ) -> Save:
         """Apply `change(thread, grow)` to the thread at hand, to be committed (`commit`).
 
         `grow` is False on a second try, after the change found the thread not as it
         expected (StaleCheckpointError): then on a fresh read. A change that raises
         leaves nothing on the thread and raises here.
+        `then`: this save's key; the saves parked until it (`park`) are applied right
+        after it, whether it succeeded or not.
         """
         save = Save(thread_id, change, begin)
         with self._stripes[self._stripe(thread_id)]:
-            grow = True
-            for _ in range(RETRIES):
-                thread = self._current(thread_id) or self._unless_absent(thread_id) or begin()
-                before = len(thread.pending_events)
-                try:
-                    save.result = change(thread, grow)
-                except StaleCheckpointError:
+            try:
+                self._apply(save)
+            except BaseException:
+                if then is not None:  # they commit by themselves: wake them
+                    self._apply_parked(thread_id, then, alone=True)
+                raise
+            if then is not None:  # they go in this save's commit
+                self._apply_parked(thread_id, then, alone=False)
+        return save
+
+    def _apply(self, save: Save) -> None:
+        """`apply`'s work, under the thread's lock."""
+        thread_id = save.thread_id
+        grow = True
+        for _ in range(RETRIES):
+            thread = self._current(thread_id) or self._unless_absent(thread_id) or save.begin()
+            before = len(thread.pending_events)
+            try:
+                save.result = save.change(thread, grow)
+            except StaleCheckpointError:
+                self._reapply(thread_id)
+                grow = False
+                continue
+            except BaseException:
+                if len(thread.pending_events) != before:  # it changed the thread: undo
                     self._reapply(thread_id)
-                    grow = False
-                    continue
-                except BaseException:
-                    if len(thread.pending_events) != before:  # it changed the thread: undo
-                        self._reapply(thread_id)
-                    raise
-                self._applied.setdefault(thread_id, Applied(thread)).saves.append(save)
-                self._keep(thread_id, thread)
-                return save
+                raise
+            self._applied.setdefault(thread_id, Applied(thread)).saves.append(save)
+            self._keep(thread_id, thread)
+            return
         raise ConcurrentUpdateError(thread_id)
+
+    def park(
+        self,
+        thread_id: str,
+        change: Change,
+        begin: Callable[[], WorkflowThread],
+        until: Hashable,
+        waiting: Callable[[WorkflowThread], bool],
+    ) -> Save | None:
+        """Park `change` until the save of key `until` (`apply(..., then=until)`), if the
+        thread at hand is `waiting(thread)` for it: it is then applied right after that
+        save and goes in its commit (`commit_parked`). None, with nothing done, when the
+        thread is not at hand or not waiting."""
+        with self._stripes[self._stripe(thread_id)]:
+            thread = self._current(thread_id)
+            if thread is None or not waiting(thread):
+                return None
+            save = Save(thread_id, change, begin)
+            save.woken = threading.Condition(self._stripes[self._stripe(thread_id)])
+            self._parked.setdefault((thread_id, until), []).append(save)
+            return save
+
+    def commit_parked(self, save: Save, until: Hashable, wait_on: Callable[[float], bool]) -> Save:
+        """Return once a parked save is committed, or raise its error. If the save it was
+        parked until failed, or does not come while `wait_on(seconds waited)`, it is
+        applied as it is and committed by itself."""
+        thread_id = save.thread_id
+        woken = save.woken
+        assert woken is not None, "a save parked by `park`"
+        began = time.monotonic()
+        with woken:  # the thread's lock
+            while not (save.done or save.alone):
+                woken.wait(PARKED_LOOK)
+                if save.done or save.alone or wait_on(time.monotonic() - began):
+                    continue
+                parked = self._parked.get((thread_id, until), [])
+                if save in parked:  # never came: applied now, as it arrived
+                    parked.remove(save)
+                    if not parked:
+                        del self._parked[thread_id, until]
+                    self._apply(save)
+                break
+        return self.commit(save)
+
+    def _apply_parked(self, thread_id: str, key: Hashable, *, alone: bool) -> None:
+        """Apply the saves parked until the one of `key`, in the order they came; one that
+        raises ends in its error (under the thread's lock). `alone`: that save failed, so
+        they commit by themselves."""
+        saves = self._parked.pop((thread_id, key), None)
+        if not saves:
+            return
+        for save in saves:
+            try:
+                self._apply(save)
+            except BaseException as error:  # its caller raises it (`commit_parked`)
+                self._end([save], error)
+            save.alone = alone
+            if alone and save.woken is not None:
+                save.woken.notify()
 
     def commit(self, save: Save, *, linger: float = 0.0) -> Save:
         """Commit the save, with every save applied to its thread so far; raise its error
@@ -192,6 +284,8 @@ class Threads:
         """The saves are on record, or (`error`) never will be; under their stripe's lock."""
         for save in saves:
             save.error, save.done = error, True
+            if save.woken is not None:
+                save.woken.notify()
         if saves:
             self._ended[self._stripe(saves[0].thread_id)].notify_all()
 

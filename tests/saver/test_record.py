@@ -216,3 +216,34 @@ def test_an_interrupt_inside_a_subgraph_is_in_the_queue_once_with_its_namespace(
     assert [item.interrupt_id for item in items] == [paused["__interrupt__"][0].id]
     assert items[0].node == "ask"
     assert items[0].namespace.startswith("sub:")
+
+
+def test_a_tasks_writes_go_on_record_after_the_checkpoint_they_ran_on_and_before_the_next(
+    store,
+):
+    # LangGraph hands a task's writes to the saver while the checkpoint the task ran on
+    # may still be in its background save; the saver parks them until that checkpoint is
+    # saved (saver/threads.py), so the record keeps the order in which things happened.
+    class Count(TypedDict):
+        n: int
+
+    builder = StateGraph(Count)
+    builder.add_node("inc", lambda state: {"n": state["n"] + 1})
+    builder.add_edge(START, "inc")
+    builder.add_conditional_edges("inc", lambda state: "inc" if state["n"] < 200 else END)
+    saver = HoldpointSaver(store)
+
+    builder.compile(checkpointer=saver).invoke({"n": 0}, {**thread("t"), "recursion_limit": 250})
+
+    events = saver.store.thread_events("t")
+    saved_at = {
+        e.checkpoint_id: i for i, e in enumerate(events) if type(e).__name__ == "CheckpointSaved"
+    }
+    completed = [(i, e) for i, e in enumerate(events) if type(e).__name__ == "NodeCompleted"]
+    assert len(completed) == 201  # __start__, then inc 200 times
+    for at, node in completed:
+        ran_on = node.task["checkpoint_id"]
+        assert saved_at[ran_on] < at  # after the checkpoint it ran on
+        later = [i for i in saved_at.values() if i > saved_at[ran_on]]
+        assert not later or at < min(later)  # before the next one
+    assert saver.store.verify_chain("t").ok

@@ -244,3 +244,117 @@ def test_a_thread_begun_by_another_writer_after_the_read_gets_the_save_on_theirs
     assert tasks_on_record(store) == ["other", "t1"]
     assert [type(e).__name__ for e in store.thread_events(THREAD)].count("ThreadStarted") == 1
     assert store.verify_chain(THREAD).ok
+
+
+# Parking: a task's writes that reach the saver before their step's checkpoint wait, parked,
+# for the checkpoint's save, which applies them right after itself and commits them with it.
+
+STEP = "c2"  # the key of the save the parked ones wait for
+
+
+def waiting(_: WorkflowThread) -> bool:
+    return True
+
+
+def committing_parked(
+    threads: Threads, save: Save, wait_on: Callable[[float], bool]
+) -> threading.Thread:
+    """`commit_parked` from another thread; an error it ends in stays on the save."""
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            threads.commit_parked(save, STEP, wait_on)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    return worker
+
+
+def test_a_parked_save_is_applied_right_after_the_one_it_waits_for_and_committed_with_it(
+    store,
+):
+    threads = Threads(store)
+    threads.save(THREAD, writes("t0"), begin)
+    gate = Gate(store)
+    gate.release()
+    parked = threads.park(THREAD, writes("t2"), begin, STEP, waiting)
+    assert parked is not None
+    worker = committing_parked(threads, parked, lambda _: True)  # waits as long as need be
+
+    threads.commit(threads.apply(THREAD, writes("t1"), begin, then=STEP))
+
+    worker.join(WAIT)
+    assert not worker.is_alive()
+    assert parked.done
+    assert parked.error is None
+    assert gate.commits == [2]  # t1 and the parked t2, in one commit
+    assert tasks_on_record(store) == ["t0", "t1", "t2"]
+
+
+def test_a_save_parked_for_one_that_fails_is_applied_alone_and_commits_by_itself(store):
+    threads = Threads(store)
+    threads.save(THREAD, writes("t0"), begin)
+    parked = threads.park(THREAD, writes("t2"), begin, STEP, waiting)
+    assert parked is not None
+    worker = committing_parked(threads, parked, lambda _: True)
+
+    def failing(thread: WorkflowThread, grow: bool) -> None:
+        msg = "the checkpoint's save failed"
+        raise RuntimeError(msg)
+
+    with pytest.raises(RuntimeError, match="save failed"):
+        threads.apply(THREAD, failing, begin, then=STEP)
+
+    worker.join(WAIT)
+    assert not worker.is_alive()  # woken at once: nothing else would commit it
+    assert parked.done
+    assert parked.error is None
+    assert tasks_on_record(store) == ["t0", "t2"]
+
+
+def test_a_parked_save_whose_change_raises_ends_in_its_error_and_the_other_is_committed(store):
+    threads = Threads(store)
+    threads.save(THREAD, writes("t0"), begin)
+
+    def refused(thread: WorkflowThread, grow: bool) -> None:
+        msg = "these writes are refused"
+        raise ValueError(msg)
+
+    parked = threads.park(THREAD, refused, begin, STEP, waiting)
+    assert parked is not None
+
+    threads.commit(threads.apply(THREAD, writes("t1"), begin, then=STEP))
+
+    with pytest.raises(ValueError, match="refused"):
+        threads.commit_parked(parked, STEP, lambda _: True)
+    assert tasks_on_record(store) == ["t0", "t1"]
+
+
+def test_a_parked_save_whose_awaited_save_does_not_come_is_applied_as_it_arrived(store):
+    threads = Threads(store)
+    threads.save(THREAD, writes("t0"), begin)
+    parked = threads.park(THREAD, writes("t2"), begin, STEP, waiting)
+    assert parked is not None
+    waited: list[float] = []
+
+    def wait_on(seconds: float) -> bool:
+        waited.append(seconds)
+        return False  # the awaited save is not in flight: wait no longer
+
+    threads.commit_parked(parked, STEP, wait_on)
+
+    assert waited  # asked once it had waited a while, not at once
+    assert tasks_on_record(store) == ["t0", "t2"]
+    # and the save it waited for, coming late, applies nothing of it again
+    threads.commit(threads.apply(THREAD, writes("t1"), begin, then=STEP))
+    assert tasks_on_record(store) == ["t0", "t2", "t1"]
+
+
+def test_nothing_is_parked_on_a_thread_not_at_hand_or_not_waiting(store):
+    threads = Threads(store)
+    assert threads.park(THREAD, writes("t1"), begin, STEP, waiting) is None  # never read
+    threads.save(THREAD, writes("t0"), begin)
+
+    assert threads.park(THREAD, writes("t1"), begin, STEP, lambda _: False) is None
+    threads.commit(threads.apply(THREAD, writes("t2"), begin, then=STEP))
+    assert tasks_on_record(store) == ["t0", "t2"]
