@@ -10,7 +10,8 @@ here:
 
 - a checkpoint waits for the writes in flight on its parent checkpoint (the tasks that
   ran before it made them) and for a Command's writes in flight (saved at the run's
-  start), and writes on a checkpoint not saved yet wait for it;
+  start), and writes on a checkpoint not saved yet wait for it: a task's plain writes
+  parked, to be applied by the checkpoint's own save (saver/threads.py), any other here;
 - a task's writes that consumed an answer wait for the answer: a Command's resume saved
   (or refused) in the same run, just before the task ran; a resume map is saved nowhere
   but in the task's own writes, which then record the answers.
