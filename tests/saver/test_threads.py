@@ -358,3 +358,22 @@ def test_nothing_is_parked_on_a_thread_not_at_hand_or_not_waiting(store):
     assert threads.park(THREAD, writes("t1"), begin, STEP, lambda _: False) is None
     threads.commit(threads.apply(THREAD, writes("t2"), begin, then=STEP))
     assert tasks_on_record(store) == ["t0", "t2"]
+
+
+def test_a_parked_save_whose_commit_another_writer_beats_is_applied_again_with_it(store):
+    ours, theirs = Threads(store), Threads(store)
+    ours.save(THREAD, writes("t0"), begin)
+    parked = ours.park(THREAD, writes("t2"), begin, STEP, waiting)
+    assert parked is not None
+    worker = committing_parked(ours, parked, lambda _: True)
+    first = ours.apply(THREAD, writes("t1"), begin, then=STEP)  # t2 applied right after it
+    theirs.save(THREAD, writes("other"), begin)  # another process commits first
+
+    ours.commit(first)  # refused, read again, t1 and t2 applied on theirs, committed
+
+    worker.join(WAIT)
+    assert not worker.is_alive()
+    assert parked.done
+    assert parked.error is None
+    assert tasks_on_record(store) == ["t0", "other", "t1", "t2"]
+    assert store.verify_chain(THREAD).ok
