@@ -304,7 +304,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                     self._threads.commit_parked(
                         parked,
                         checkpoint_id,
-                        lambda waited: self._order.may_come(thread_id, checkpoint_id, waited),
+                        self._order.may_come,
                     )
                     return
             self._order.after_checkpoint(
