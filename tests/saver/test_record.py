@@ -4,15 +4,18 @@ when it runs, then the catalogue's events, each carrying what an auditor needs."
 from __future__ import annotations
 
 import operator
+import time
 from collections import Counter
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 
 from langgraph.checkpoint.holdpoint import HoldpointSaver
+from saver import write_order
 from tests.saver.langgraph_graphs import refund_builder, thread
 
 REVIEWER = {"id": "rita", "role": "reviewer"}
@@ -246,4 +249,25 @@ def test_a_tasks_writes_go_on_record_after_the_checkpoint_they_ran_on_and_before
         assert saved_at[ran_on] < at  # after the checkpoint it ran on
         later = [i for i in saved_at.values() if i > saved_at[ran_on]]
         assert not later or at < min(later)  # before the next one
+    assert saver.store.verify_chain("t").ok
+
+
+def test_writes_on_a_checkpoint_never_saved_go_on_record_alone_after_the_wait(store, monkeypatch):
+    # A task's writes on a checkpoint not saved yet wait for its save (LangGraph has
+    # submitted it) up to the write order's timeout, 5 s; called by hand on a checkpoint
+    # that never comes, they then go on record alone, and the checkpoint, saved later,
+    # has them.
+    monkeypatch.setattr(write_order, "TIMEOUT", 0.3)
+    saver = HoldpointSaver(store)
+    first = saver.put(thread("t"), empty_checkpoint(), {"source": "input", "step": -1}, {})
+    later = empty_checkpoint()
+    on_later = {"configurable": {**first["configurable"], "checkpoint_id": later["id"]}}
+
+    began = time.monotonic()
+    saver.put_writes(on_later, [("n", 1)], "task-1")
+
+    assert time.monotonic() - began >= write_order.TIMEOUT
+    assert names(saver, "t")[-2:] == ["CheckpointSaved", "NodeCompleted"]
+    saver.put(first, later, {"source": "loop", "step": 0}, {})
+    assert saver.get_tuple(on_later).pending_writes == [("task-1", "n", 1)]
     assert saver.store.verify_chain("t").ok
