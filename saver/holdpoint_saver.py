@@ -79,9 +79,9 @@ from domain.record.langgraph_record import (
 )
 from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
+from saver import write_order
 from saver.threads import CACHED_THREADS, Threads
 from saver.values import from_record, to_record
-from saver.write_order import WriteOrder
 
 DEFAULT_GRAPH_ID = "langgraph"
 # How long a task's writes wait to be committed with the checkpoint that ends their step
@@ -136,7 +136,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         self._answers_lock = threading.Lock()
         self._last: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
         self._edits: dict[tuple[str, str, str], list[SavedWrites]] = {}
-        self._order = WriteOrder()
+        self._order = write_order.WriteOrder()
         self._answers: OrderedDict[str, tuple[str, set[str]]] = OrderedDict()  # consumed
 
     @classmethod
@@ -301,11 +301,10 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                     lambda thread: _before(thread, namespace, checkpoint_id),
                 )
                 if parked is not None:  # applied right after it, committed with it
-                    self._threads.commit_parked(
-                        parked,
-                        checkpoint_id,
-                        self._order.may_come,
-                    )
+                    # up to the write order's TIMEOUT, without its grace: LangGraph submits
+                    # a checkpoint's save before it runs the tasks whose writes park on it,
+                    # and under load that save may start later than the grace
+                    self._threads.commit_parked(parked, checkpoint_id, write_order.TIMEOUT)
                     return
             self._order.after_checkpoint(
                 thread_id,

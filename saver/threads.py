@@ -24,7 +24,6 @@ fresh=False)`); any other reader (`get_tuple`) sees only what is committed.
 from __future__ import annotations
 
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -38,7 +37,6 @@ from domain.record.thread import WorkflowThread
 RETRIES = 20  # commits refused because another writer appended first, then it gives up
 CACHED_THREADS = 256  # threads kept at their latest version between saves
 LOCK_STRIPES = 64
-PARKED_LOOK = 0.1  # seconds between looks whether a parked save's wait is to go on
 
 Change = Callable[[WorkflowThread, bool], Any]  # (thread, grow): what the save returns
 
@@ -199,26 +197,20 @@ class Threads:
             self._parked.setdefault((thread_id, until), []).append(save)
             return save
 
-    def commit_parked(self, save: Save, until: Hashable, wait_on: Callable[[float], bool]) -> Save:
+    def commit_parked(self, save: Save, until: Hashable, timeout: float) -> Save:
         """Return once a parked save is committed, or raise its error. If the save it was
-        parked until failed, or does not come while `wait_on(seconds waited)`, it is
-        applied as it is and committed by itself."""
-        thread_id = save.thread_id
+        parked until failed, or does not come within `timeout` seconds, it is applied as
+        it is and committed by itself."""
         woken = save.woken
         assert woken is not None, "a save parked by `park`"
-        began = time.monotonic()
         with woken:  # the thread's lock
-            while not (save.done or save.alone):
-                woken.wait(PARKED_LOOK)
-                if save.done or save.alone or wait_on(time.monotonic() - began):
-                    continue
-                parked = self._parked.get((thread_id, until), [])
+            if not woken.wait_for(lambda: save.done or save.alone, timeout):
+                parked = self._parked.get((save.thread_id, until), [])
                 if save in parked:  # never came: applied now, as it arrived
                     parked.remove(save)
                     if not parked:
-                        del self._parked[thread_id, until]
+                        del self._parked[save.thread_id, until]
                     self._apply(save)
-                break
         return self.commit(save)
 
     def _apply_parked(self, thread_id: str, key: Hashable, *, alone: bool) -> None:

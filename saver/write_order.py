@@ -94,14 +94,6 @@ class WriteOrder:
         is in flight, or for the grace (for its save to begin)."""
         self._wait(saved, lambda: bool(self._putting[thread_id, checkpoint_id]))
 
-    @staticmethod
-    def may_come(waited: float) -> bool:
-        """Whether writes parked until their checkpoint's save (saver/threads.py) wait on,
-        after `waited` seconds: up to `TIMEOUT`, without the grace, since LangGraph submits
-        a checkpoint's save before it runs the tasks whose writes park on it (under load
-        that save may start later than the grace: the writes then went on record first)."""
-        return waited < TIMEOUT
-
     def after_writes(self, thread_id: str, checkpoint_id: str | None) -> None:
         """Wait until no save of writes on the checkpoint is in flight, nor any Command's
         save on the thread (a resume, saved at the run's start, may still be landing)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -256,14 +257,12 @@ def waiting(_: WorkflowThread) -> bool:
     return True
 
 
-def committing_parked(
-    threads: Threads, save: Save, wait_on: Callable[[float], bool]
-) -> threading.Thread:
+def committing_parked(threads: Threads, save: Save, timeout: float = WAIT) -> threading.Thread:
     """`commit_parked` from another thread; an error it ends in stays on the save."""
 
     def run() -> None:
         with contextlib.suppress(Exception):
-            threads.commit_parked(save, STEP, wait_on)
+            threads.commit_parked(save, STEP, timeout)
 
     worker = threading.Thread(target=run)
     worker.start()
@@ -279,7 +278,7 @@ def test_a_parked_save_is_applied_right_after_the_one_it_waits_for_and_committed
     gate.release()
     parked = threads.park(THREAD, writes("t2"), begin, STEP, waiting)
     assert parked is not None
-    worker = committing_parked(threads, parked, lambda _: True)  # waits as long as need be
+    worker = committing_parked(threads, parked)  # waits as long as need be
 
     threads.commit(threads.apply(THREAD, writes("t1"), begin, then=STEP))
 
@@ -296,7 +295,7 @@ def test_a_save_parked_for_one_that_fails_is_applied_alone_and_commits_by_itself
     threads.save(THREAD, writes("t0"), begin)
     parked = threads.park(THREAD, writes("t2"), begin, STEP, waiting)
     assert parked is not None
-    worker = committing_parked(threads, parked, lambda _: True)
+    worker = committing_parked(threads, parked)
 
     def failing(thread: WorkflowThread, grow: bool) -> None:
         msg = "the checkpoint's save failed"
@@ -326,7 +325,7 @@ def test_a_parked_save_whose_change_raises_ends_in_its_error_and_the_other_is_co
     threads.commit(threads.apply(THREAD, writes("t1"), begin, then=STEP))
 
     with pytest.raises(ValueError, match="refused"):
-        threads.commit_parked(parked, STEP, lambda _: True)
+        threads.commit_parked(parked, STEP, WAIT)
     assert tasks_on_record(store) == ["t0", "t1"]
 
 
@@ -335,15 +334,11 @@ def test_a_parked_save_whose_awaited_save_does_not_come_is_applied_as_it_arrived
     threads.save(THREAD, writes("t0"), begin)
     parked = threads.park(THREAD, writes("t2"), begin, STEP, waiting)
     assert parked is not None
-    waited: list[float] = []
+    began = time.monotonic()
 
-    def wait_on(seconds: float) -> bool:
-        waited.append(seconds)
-        return False  # the awaited save is not in flight: wait no longer
+    threads.commit_parked(parked, STEP, 0.2)
 
-    threads.commit_parked(parked, STEP, wait_on)
-
-    assert waited  # asked once it had waited a while, not at once
+    assert time.monotonic() - began >= 0.2  # it waited its time, not returned at once
     assert tasks_on_record(store) == ["t0", "t2"]
     # and the save it waited for, coming late, applies nothing of it again
     threads.commit(threads.apply(THREAD, writes("t1"), begin, then=STEP))
@@ -365,7 +360,7 @@ def test_a_parked_save_whose_commit_another_writer_beats_is_applied_again_with_i
     ours.save(THREAD, writes("t0"), begin)
     parked = ours.park(THREAD, writes("t2"), begin, STEP, waiting)
     assert parked is not None
-    worker = committing_parked(ours, parked, lambda _: True)
+    worker = committing_parked(ours, parked)
     first = ours.apply(THREAD, writes("t1"), begin, then=STEP)  # t2 applied right after it
     theirs.save(THREAD, writes("other"), begin)  # another process commits first
 
