@@ -18,9 +18,9 @@ from domain.oversight.read_logs import ReadLogs
 from domain.oversight.suspensions import Suspensions
 from domain.record.application import UNDECODABLE, Workflows
 from domain.record.langgraph_record import LANGGRAPH
-from domain.record.store import backend_of, open_store
+from domain.record.store import backend_of, open_store, postgres_params
 from domain.record.thread import WorkflowThread
-from persistence.key_probe import SQLiteKeyProbe
+from persistence.key_probe import PostgresKeyProbe, SQLiteKeyProbe
 from projections.privileges import may_create_tables
 from service import assistant_catalog
 from service.assistant_catalog import Found
@@ -113,7 +113,7 @@ class Services:
             settings,
             store,
             graphs,
-            Keyring(store),
+            _keyring(store),
             read_models,
             runs,
             metrics,
@@ -215,6 +215,7 @@ class Services:
             self.worker.stop()
         self.runs.store.close()
         self.read_models.stop()
+        self.keyring.probe.close()
         if self.key_checker is not None:
             self.key_checker.probe.close()
             if self.key_checker.store is not self.store:
@@ -247,6 +248,16 @@ def build_runs(
     worker = RunWorker(runs, store, graphs, poll=settings.run_poll_seconds)
     worker.start()
     return runs, worker, policy
+
+
+def _keyring(store: Workflows) -> Keyring:
+    """The keyring of the worker threads. On PostgreSQL it asks whether a key changed
+    through a connection of its own (`PostgresKeyProbe`), not the store's pool."""
+    if backend_of(store) != "postgres":
+        return Keyring(store)
+    schema = str(store.env.get("POSTGRES_SCHEMA") or "public")
+    table = str(store.recorder.events_table_name)  # type: ignore[attr-defined]
+    return Keyring(store, PostgresKeyProbe(postgres_params(store), schema, table))
 
 
 def _key_checker(store: Workflows) -> Keyring | None:

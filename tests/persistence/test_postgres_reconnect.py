@@ -14,7 +14,10 @@ from typing import Any
 
 import psycopg
 
-from domain.record.store import open_store
+from domain.access.identity import key_uuid
+from domain.access.keyring import Keyring
+from domain.record.store import open_store, postgres_params
+from persistence.key_probe import PostgresKeyProbe
 from persistence.postgres import (
     RECONNECT_DELAY_CAP,
     CappedBackoff,
@@ -55,6 +58,25 @@ def test_the_first_request_after_a_database_restart_is_answered(tmp_path):
             assert time.monotonic() - started < 2
         finally:
             store.close()
+
+
+def test_the_key_probe_answers_the_first_check_after_a_database_restart():
+    with private_postgres() as database, open_store(database.url) as store:
+        # Given a key, and a key probe that has checked it on its own connection
+        keys = Keyring(store)
+        info, _ = keys.create("probed", "reviewer")
+        schema = str(store.env.get("POSTGRES_SCHEMA") or "public")
+        probe = PostgresKeyProbe(postgres_params(store), schema, store.recorder.events_table_name)
+        try:
+            assert probe.changed_since(key_uuid(info.key_id), 1) is False
+            # When the database restarts, and the key is revoked meanwhile
+            database.stop()
+            database.start()
+            keys.revoke(info.key_id, reason="restart test")
+            # Then the next check is answered, on a new connection, and sees the revocation
+            assert probe.changed_since(key_uuid(info.key_id), 1) is True
+        finally:
+            probe.close()
 
 
 class CountedPings:

@@ -27,7 +27,7 @@ from domain.access import identity, keyring
 from domain.access.identity import key_digest, parse_key
 from domain.errors import KeyRevokedError
 from domain.record.store import open_store
-from persistence.key_probe import SQLiteKeyProbe
+from persistence.key_probe import PostgresKeyProbe, SQLiteKeyProbe
 from service.bootstrap import configure_logging
 from service.rate_limit import RateLimiter
 from tests.api.http_harness import PUBLIC_PATHS, Server, server_on
@@ -142,6 +142,25 @@ def test_on_sqlite_the_event_loop_asks_the_file_whether_a_key_changed(server, tm
     with open_store(server.store.url) as other:
         keyring.Keyring(other).revoke(info.key_id, reason="probe test")
     # Then the loop's keyring refuses it at the next check, as revoked
+    with pytest.raises(KeyRevokedError):
+        checker.authenticate(raw)
+
+
+def test_on_postgresql_the_worker_threads_ask_a_connection_of_their_own_whether_a_key_changed(
+    server,
+):
+    # Given the keyring the worker threads check keys with, and a key it has checked once
+    checker = server.services.keyring
+    if not server.store.url.startswith("postgresql:"):
+        assert not isinstance(checker.probe, PostgresKeyProbe)
+        return
+    assert isinstance(checker.probe, PostgresKeyProbe)
+    info, raw = checker.create("probed-on-postgres", "reviewer")
+    assert checker.authenticate(raw).id == "probed-on-postgres"
+    # When another store on the same database (another process) revokes it
+    with open_store(server.store.url) as other:
+        keyring.Keyring(other).revoke(info.key_id, reason="probe test")
+    # Then the keyring refuses it at the next check, as revoked
     with pytest.raises(KeyRevokedError):
         checker.authenticate(raw)
 
