@@ -31,6 +31,9 @@ What differs from `eventsourcing.postgres`:
   pings a connection it hands out only when the server has written to it,
   and it hands out the connection used last (warm), not the one idle longest.
 - A thread as of a version is read in one statement (`select_at_version`).
+- An aggregate's events are read by a statement rendered once per shape, as
+  tuples (the library composes and renders its statement on every read, and
+  makes a dict of each row).
 - A commit may carry a guard (`persistence.commit_guard`): a run's lease claim
   and its row, in the same statement as its first events.
 """
@@ -55,6 +58,7 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 from eventsourcing.utils import Environment, retry
+from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Composed, Identifier, Literal
 from psycopg_pool.base import AttemptWithBackoff
 
@@ -175,7 +179,6 @@ def _tried(method: Any) -> Any:
 class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder):
     """Inserts through one locking function; the table refuses changes."""
 
-    select_events = _tried(library.PostgresApplicationRecorder.select_events)
     library_notifications = _tried(library.PostgresApplicationRecorder.select_notifications)
     max_notification_id = _tried(library.PostgresApplicationRecorder.max_notification_id)
 
@@ -186,6 +189,7 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
         self._insert_statements: dict[int, bytes] = {}
         self._guarded_statements: dict[tuple[bytes, str, str], bytes] = {}
         self._select_at_statements: dict[tuple[str | None, bool], bytes] = {}
+        self._select_events_statements: dict[tuple[bool, bool, bool, bool], bytes] = {}
         signature = SQL("{schema}.{function}(uuid[], bigint[], text[], bytea[])").format(
             schema=schema, function=Identifier(INSERT_FUNCTION)
         )
@@ -224,6 +228,51 @@ class AppendOnlyPostgresApplicationRecorder(library.PostgresApplicationRecorder)
                 table=table,
             )
         )
+
+    @retry((InterfaceError, OperationalError), max_attempts=ATTEMPTS, wait=0.2)
+    def select_events(
+        self,
+        originator_id: UUID | str,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        """The library's read of an aggregate's events (the same statement and rows)."""
+        shape = (gt is not None, lte is not None, desc, limit is not None)
+        statement = self._select_events_statements.get(shape)
+        if statement is None:
+            statement = self._select_events_statements[shape] = self._events_statement(*shape)
+        params = [originator_id, *(value for value in (gt, lte, limit) if value is not None)]
+        with (
+            self.datastore.get_connection() as connection,
+            connection.cursor(row_factory=tuple_row) as cursor,
+        ):
+            cursor.execute(statement, params, prepare=True)
+            return [
+                StoredEvent(
+                    originator_id=originator_id,
+                    originator_version=originator_version,
+                    topic=topic,
+                    state=bytes(state),
+                )
+                for originator_id, originator_version, topic, state in cursor.fetchall()
+            ]
+
+    def _events_statement(self, gt: bool, lte: bool, desc: bool, limit: bool) -> bytes:
+        """The statement of `select_events` for the bounds given, rendered."""
+        terms = ["originator_id = %s"]
+        terms += ["originator_version > %s"] * gt + ["originator_version <= %s"] * lte
+        statement = SQL(
+            "SELECT originator_id, originator_version, topic, state FROM {schema}.{table} "
+            "WHERE "
+            + " AND ".join(terms)
+            + " ORDER BY originator_version "
+            + ("DESC" if desc else "ASC")
+            + (" LIMIT %s" if limit else "")
+        ).format(schema=Identifier(self.datastore.schema), table=Identifier(self.events_table_name))
+        return statement.as_bytes(None)
 
     def select_notifications(
         self,
