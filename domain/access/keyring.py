@@ -13,10 +13,11 @@ server runs, another server replica) takes effect on the very next request:
 
 That is exactly one indexed point query per request (no decoding, no
 folding); unknown key ids are not cached, so a key created later by another
-process is found at once too. On SQLite the server asks it through a
-`persistence.key_probe.SQLiteKeyProbe`: one prepared statement on a connection
-of its own, without the store's pool and transaction machinery, which cost ten
-times the query.
+process is found at once too. The server asks it through a probe of
+`persistence.key_probe`: one prepared statement on a connection of its own,
+without the store's pool and transaction machinery, which cost ten times the
+query on SQLite (`SQLiteKeyProbe`) and as much again as the query on
+PostgreSQL (`PostgresKeyProbe`).
 
 A key whose stored events cannot be decoded (the store was damaged there) is
 refused as a key that is not valid, with a message that says so; the other
