@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 
 import structlog
+from eventsourcing.postgres import PostgresAggregateRecorder
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
 from domain.access.actor import local_actor
@@ -253,11 +254,11 @@ def build_runs(
 def _keyring(store: Workflows) -> Keyring:
     """The keyring of the worker threads. On PostgreSQL it asks whether a key changed
     through a connection of its own (`PostgresKeyProbe`), not the store's pool."""
-    if backend_of(store) != "postgres":
+    recorder = store.recorder
+    if not isinstance(recorder, PostgresAggregateRecorder):
         return Keyring(store)
-    schema = str(store.env.get("POSTGRES_SCHEMA") or "public")
-    table = str(store.recorder.events_table_name)  # type: ignore[attr-defined]
-    return Keyring(store, PostgresKeyProbe(postgres_params(store), schema, table))
+    table = (recorder.datastore.schema, recorder.events_table_name)
+    return Keyring(store, PostgresKeyProbe(postgres_params(store), *table))
 
 
 def _key_checker(store: Workflows) -> Keyring | None:

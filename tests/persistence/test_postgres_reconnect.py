@@ -65,8 +65,9 @@ def test_the_key_probe_answers_the_first_check_after_a_database_restart():
         # Given a key, and a key probe that has checked it on its own connection
         keys = Keyring(store)
         info, _ = keys.create("probed", "reviewer")
-        schema = str(store.env.get("POSTGRES_SCHEMA") or "public")
-        probe = PostgresKeyProbe(postgres_params(store), schema, store.recorder.events_table_name)
+        recorder = store.recorder
+        table = (recorder.datastore.schema, recorder.events_table_name)
+        probe = PostgresKeyProbe(postgres_params(store), *table)
         try:
             assert probe.changed_since(key_uuid(info.key_id), 1) is False
             # When the database restarts, and the key is revoked meanwhile
