@@ -186,12 +186,24 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             else None
         )
         values = checkpoint["channel_values"]
-        self._order.after_writes(thread_id, parent_id)  # and a Command's saves in flight
+        seen = to_record({k: dict(v) for k, v in checkpoint["versions_seen"].items()})
+        self._order.after_writes(  # and a Command's saves in flight
+            thread_id,
+            parent_id,
+            lambda: not self._awaits_writes(thread_id, namespace, parent_id, merged, seen),
+        )
 
         def record(thread: WorkflowThread, grow: bool) -> None:
             follows = thread.follows_head(namespace, parent_id)
             saved = self._saved_checkpoint(
-                thread_id, namespace, parent_id, checkpoint, merged, new_versions, follows, grow
+                (thread_id, namespace),
+                parent_id,
+                checkpoint,
+                merged,
+                new_versions,
+                seen,
+                follows,
+                grow,
             )
             thread.save_checkpoint(saved, caller, edits)
 
@@ -217,19 +229,44 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             }
         }
 
-    def _saved_checkpoint(
+    def _awaits_writes(
         self,
         thread_id: str,
         namespace: str,
         parent_id: str | None,
+        metadata: dict[str, Any],
+        seen: dict[str, Any],
+    ) -> bool:
+        """Whether a step's checkpoint waits for the writes of tasks that ran on its parent
+        (`WorkflowThread.awaits_writes`), on the thread at hand."""
+        if metadata.get("source") != "loop":
+            return False
+        step = int(metadata.get("step", -1))
+        return bool(
+            self._threads.read(
+                thread_id,
+                lambda thread: (
+                    thread is not None and thread.awaits_writes(namespace, parent_id, step, seen)
+                ),
+                fresh=False,
+            )
+        )
+
+    def _saved_checkpoint(
+        self,
+        where: tuple[str, str],
+        parent_id: str | None,
         checkpoint: Checkpoint,
         metadata: dict[str, Any],
         new_versions: ChannelVersions,
+        seen: dict[str, Any],
         follows: bool,
         grow: bool,
     ) -> SavedCheckpoint:
+        """`where`: the thread and namespace; `seen`: the versions seen, in JSON form."""
         values = checkpoint["channel_values"]
-        last_id, last = self._last.get((thread_id, namespace), (None, {}))
+        namespace = where[1]
+        last_id, last = self._last.get(where, (None, {}))
         grown: dict[str, list[Any]] = {}
         encoded: dict[str, Any] = {}
         for channel in new_versions:
@@ -261,7 +298,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             grown=grown,
             emptied=[channel for channel in new_versions if channel not in values],
             versions=to_record(dict(checkpoint["channel_versions"])),
-            seen=to_record({k: dict(v) for k, v in checkpoint["versions_seen"].items()}),
+            seen=seen,
             metadata=to_record(dict(metadata)),
             form=_form(checkpoint),
         )

@@ -8,10 +8,11 @@ ran with an answer nobody had given yet, or a thread completed before its last n
 Both sides come from one graph run in one process, so the saver puts them back in order
 here:
 
-- a checkpoint waits for the writes in flight on its parent checkpoint (the tasks that
-  ran before it made them) and for a Command's writes in flight (saved at the run's
-  start), and writes on a checkpoint not saved yet wait for it: a task's plain writes
-  parked, to be applied by the checkpoint's own save (saver/threads.py), any other here;
+- a checkpoint waits for the writes on its parent checkpoint (the tasks that ran before
+  it made them; one that has not begun yet, for a grace) and for a Command's writes in
+  flight (saved at the run's start), and writes on a checkpoint not saved yet wait for
+  it: a task's plain writes parked, to be applied by the checkpoint's own save
+  (saver/threads.py), any other here;
 - a task's writes that consumed an answer wait for the answer: a Command's resume saved
   (or refused) in the same run, just before the task ran; a resume map is saved nowhere
   but in the task's own writes, which then record the answers.
@@ -94,16 +95,20 @@ class WriteOrder:
         is in flight, or for the grace (for its save to begin)."""
         self._wait(saved, lambda: bool(self._putting[thread_id, checkpoint_id]))
 
-    def after_writes(self, thread_id: str, checkpoint_id: str | None) -> None:
+    def after_writes(
+        self, thread_id: str, checkpoint_id: str | None, written: Callable[[], bool]
+    ) -> None:
         """Wait until no save of writes on the checkpoint is in flight, nor any Command's
-        save on the thread (a resume, saved at the run's start, may still be landing)."""
+        save on the thread (a resume, saved at the run's start, may still be landing), and
+        the writes of the tasks that ran on it are saved (`written()`): while a save is in
+        flight, else for the grace (LangGraph submits a task's writes before the next
+        checkpoint, to a pool of threads that may begin them in either order)."""
         key = (thread_id, checkpoint_id or "")
 
-        def done() -> bool:
+        def idle() -> bool:
             return not self._writing[key] and not self._commands[thread_id]
 
-        with self._changed:
-            self._changed.wait_for(done, TIMEOUT)
+        self._wait(lambda: idle() and written(), lambda: not idle())
 
     def answering(self, thread_id: str, refused: bool) -> None:
         """A resume was saved on the thread, or refused (its answer will never come)."""

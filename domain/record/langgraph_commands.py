@@ -156,6 +156,32 @@ class LangGraphCommands:
         head = self.heads.get(namespace)
         return head is not None and parent_id == head["id"]
 
+    def awaits_writes(
+        self, namespace: str, parent_id: str | None, step: int, seen: dict[str, Any]
+    ) -> bool:
+        """Whether a step's checkpoint, with these versions seen, waits for the writes of a
+        task that ran on its parent, the namespace's latest checkpoint, one step before: a
+        node whose seen versions changed ran, and every task LangGraph runs to its end
+        saves writes other than an interrupt or a resume (`NO_WRITES` when it has none).
+        A run that saves only at its exit (`durability="exit"`) saves no writes."""
+        head = self.heads.get(namespace)
+        if head is None or parent_id != head["id"] or step != head["step"] + 1:
+            return False
+        before = head["seen"]
+        ran = {
+            node
+            for node, versions in seen.items()
+            if node != INTERRUPT and versions and versions != before.get(node)
+        }
+        if not ran:
+            return False
+        ended = {
+            node_of(path, {})
+            for _, channel, _, path, _ in head["writes"]
+            if channel not in (INTERRUPT, RESUME)
+        }
+        return not ran <= ended
+
     def save_checkpoint(
         self,
         saved: SavedCheckpoint,

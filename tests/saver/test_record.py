@@ -4,8 +4,9 @@ when it runs, then the catalogue's events, each carrying what an auditor needs."
 from __future__ import annotations
 
 import operator
+import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -17,6 +18,7 @@ from langgraph.types import Command, interrupt
 from langgraph.checkpoint.holdpoint import HoldpointSaver
 from saver import write_order
 from tests.saver.langgraph_graphs import refund_builder, thread
+from tests.saver.test_threads import WAIT
 
 REVIEWER = {"id": "rita", "role": "reviewer"}
 
@@ -221,34 +223,89 @@ def test_an_interrupt_inside_a_subgraph_is_in_the_queue_once_with_its_namespace(
     assert items[0].namespace.startswith("sub:")
 
 
+class Count(TypedDict):
+    n: int
+
+
+def counting_builder(limit: int) -> StateGraph[Count]:
+    """`inc` adds one to n until it reaches `limit`: a step per node run."""
+    builder = StateGraph(Count)
+    builder.add_node("inc", lambda state: {"n": state["n"] + 1})
+    builder.add_edge(START, "inc")
+    builder.add_conditional_edges("inc", lambda state: "inc" if state["n"] < limit else END)
+    return builder
+
+
+def assert_each_task_between_its_checkpoint_and_the_next(saver: HoldpointSaver, runs: int) -> None:
+    events = saver.store.thread_events("t")
+    saved_at = {
+        e.checkpoint_id: i for i, e in enumerate(events) if type(e).__name__ == "CheckpointSaved"
+    }
+    completed = [(i, e) for i, e in enumerate(events) if type(e).__name__ == "NodeCompleted"]
+    assert len(completed) == runs + 1  # __start__, then inc `runs` times
+    for at, node in completed:
+        ran_on = node.task["checkpoint_id"]
+        assert saved_at[ran_on] < at  # after the checkpoint it ran on
+        later = [i for i in saved_at.values() if i > saved_at[ran_on]]
+        assert not later or at < min(later)  # before the next one
+    assert saver.store.verify_chain("t").ok
+
+
 def test_a_tasks_writes_go_on_record_after_the_checkpoint_they_ran_on_and_before_the_next(
     store,
 ):
     # LangGraph hands a task's writes to the saver while the checkpoint the task ran on
     # may still be in its background save; the saver parks them until that checkpoint is
     # saved (saver/threads.py), so the record keeps the order in which things happened.
-    class Count(TypedDict):
-        n: int
-
-    builder = StateGraph(Count)
-    builder.add_node("inc", lambda state: {"n": state["n"] + 1})
-    builder.add_edge(START, "inc")
-    builder.add_conditional_edges("inc", lambda state: "inc" if state["n"] < 200 else END)
     saver = HoldpointSaver(store)
 
-    builder.compile(checkpointer=saver).invoke({"n": 0}, {**thread("t"), "recursion_limit": 250})
+    counting_builder(200).compile(checkpointer=saver).invoke(
+        {"n": 0}, {**thread("t"), "recursion_limit": 250}
+    )
 
-    events = saver.store.thread_events("t")
-    saved_at = {
-        e.checkpoint_id: i for i, e in enumerate(events) if type(e).__name__ == "CheckpointSaved"
-    }
-    completed = [(i, e) for i, e in enumerate(events) if type(e).__name__ == "NodeCompleted"]
-    assert len(completed) == 201  # __start__, then inc 200 times
-    for at, node in completed:
-        ran_on = node.task["checkpoint_id"]
-        assert saved_at[ran_on] < at  # after the checkpoint it ran on
-        later = [i for i in saved_at.values() if i > saved_at[ran_on]]
-        assert not later or at < min(later)  # before the next one
+    assert_each_task_between_its_checkpoint_and_the_next(saver, 200)
+
+
+class WritesAfterTheNextSave(HoldpointSaver):
+    """A saver whose task writes reach it only once the next checkpoint's save has begun:
+    LangGraph submits a task's writes before that save, to a pool of threads that may
+    begin them in either order."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.begun: defaultdict[str | None, threading.Event] = defaultdict(threading.Event)
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        self.begun[config["configurable"].get("checkpoint_id")].set()
+        return super().put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        assert self.begun[config["configurable"]["checkpoint_id"]].wait(WAIT)
+        super().put_writes(config, writes, task_id, task_path)
+
+
+def test_a_steps_checkpoint_goes_on_record_after_its_tasks_writes_that_began_after_it(store):
+    # The checkpoint's save waits for the writes of each task that ran on its parent (its
+    # versions seen changed), for a grace while none is in flight (saver/write_order.py).
+    saver = WritesAfterTheNextSave(store)
+
+    counting_builder(20).compile(checkpointer=saver).invoke({"n": 0}, thread("t"))
+
+    assert_each_task_between_its_checkpoint_and_the_next(saver, 20)
+
+
+def test_a_run_saved_only_at_its_exit_waits_for_no_writes(store, monkeypatch):
+    # Its one checkpoint is several steps after its parent, and no task's writes are saved.
+    monkeypatch.setattr(write_order, "GRACE", WAIT)  # a wait for them would last WAIT
+    saver = HoldpointSaver(store)
+    graph = counting_builder(3).compile(checkpointer=saver)
+    graph.invoke({"n": 0}, thread("t"))
+
+    began = time.monotonic()
+    graph.invoke({"n": 0}, thread("t"), durability="exit")
+
+    assert time.monotonic() - began < WAIT / 2
+    assert graph.get_state(thread("t")).values == {"n": 3}
     assert saver.store.verify_chain("t").ok
 
 
