@@ -42,6 +42,7 @@ from domain.record.langgraph_record import (
     INTERRUPT,
     LANGGRAPH,
     NULL_TASK_ID,
+    PULL,
     PUSH,
     RESUME,
     SCHEDULED,
@@ -63,6 +64,7 @@ from domain.record.resume_maps import resume_map
 from domain.record.thread_state import CANCELLED
 
 SPECIAL = frozenset({ERROR, INTERRUPT, SCHEDULED})  # a task's writes that are no completion
+ANSWERING = frozenset({INTERRUPT, RESUME})  # a task's writes while it waits for answers
 
 
 class LangGraphCommands:
@@ -175,12 +177,8 @@ class LangGraphCommands:
         }
         if not ran:
             return False
-        ended = {
-            node_of(path, {})
-            for _, channel, _, path, _ in head["writes"]
-            if channel not in (INTERRUPT, RESUME)
-        }
-        return not ran <= ended
+        ended = {path for _, channel, _, path, _ in head["writes"] if channel not in ANSWERING}
+        return any(f"{PULL}, {node}" not in ended for node in ran)
 
     def save_checkpoint(
         self,
