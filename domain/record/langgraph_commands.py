@@ -162,23 +162,28 @@ class LangGraphCommands:
         self, namespace: str, parent_id: str | None, step: int, seen: dict[str, Any]
     ) -> bool:
         """Whether a step's checkpoint, with these versions seen, waits for the writes of a
-        task that ran on its parent, the namespace's latest checkpoint, one step before: a
-        node whose seen versions changed ran, and every task LangGraph runs to its end
-        saves writes other than an interrupt or a resume (`NO_WRITES` when it has none).
-        A run that saves only at its exit (`durability="exit"`) saves no writes."""
+        task that ran on its parent, the namespace's latest checkpoint, one step before.
+        The tasks that ran: a node's whose seen versions changed, and one for each `Send`
+        the parent holds. Every task LangGraph runs to its end saves writes other than an
+        interrupt or a resume (`NO_WRITES` when it has none); a run that saves only at its
+        exit (`durability="exit"`) saves no writes."""
         head = self.heads.get(namespace)
         if head is None or parent_id != head["id"] or step != head["step"] + 1:
             return False
         before = head["seen"]
-        ran = {
+        ran = [
             node
             for node, versions in seen.items()
             if node != INTERRUPT and versions and versions != before.get(node)
-        }
-        if not ran:
+        ]
+        sends = len(head["values"].get(TASKS) or ())
+        if not ran and not sends:
             return False
         ended = {path for _, channel, _, path, _ in head["writes"] if channel not in ANSWERING}
-        return any(f"{PULL}, {node}" not in ended for node in ran)
+        if any(f"{PULL}, {node}" not in ended for node in ran):
+            return True
+        parts = (path.split(", ") for path in ended if path.startswith(PUSH))
+        return len({p[1] for p in parts if len(p) > 1 and p[1].isdigit()}) < sends
 
     def save_checkpoint(
         self,

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.types import Command, interrupt
+from langgraph.types import Command, Send, interrupt
 
 from langgraph.checkpoint.holdpoint import HoldpointSaver
 from saver import write_order
@@ -236,19 +236,21 @@ def counting_builder(limit: int) -> StateGraph[Count]:
     return builder
 
 
-def assert_each_task_between_its_checkpoint_and_the_next(saver: HoldpointSaver, runs: int) -> None:
+def nodes_each_between_its_checkpoint_and_the_next(saver: HoldpointSaver) -> list[str]:
+    """The nodes completed on thread "t", each asserted on record after the checkpoint
+    its task ran on and before the next one."""
     events = saver.store.thread_events("t")
     saved_at = {
         e.checkpoint_id: i for i, e in enumerate(events) if type(e).__name__ == "CheckpointSaved"
     }
     completed = [(i, e) for i, e in enumerate(events) if type(e).__name__ == "NodeCompleted"]
-    assert len(completed) == runs + 1  # __start__, then inc `runs` times
     for at, node in completed:
         ran_on = node.task["checkpoint_id"]
         assert saved_at[ran_on] < at  # after the checkpoint it ran on
         later = [i for i in saved_at.values() if i > saved_at[ran_on]]
         assert not later or at < min(later)  # before the next one
     assert saver.store.verify_chain("t").ok
+    return [node.node for _, node in completed]
 
 
 def test_a_tasks_writes_go_on_record_after_the_checkpoint_they_ran_on_and_before_the_next(
@@ -263,7 +265,7 @@ def test_a_tasks_writes_go_on_record_after_the_checkpoint_they_ran_on_and_before
         {"n": 0}, {**thread("t"), "recursion_limit": 250}
     )
 
-    assert_each_task_between_its_checkpoint_and_the_next(saver, 200)
+    assert nodes_each_between_its_checkpoint_and_the_next(saver) == ["__start__"] + ["inc"] * 200
 
 
 class WritesAfterTheNextSave(HoldpointSaver):
@@ -291,7 +293,35 @@ def test_a_steps_checkpoint_goes_on_record_after_its_tasks_writes_that_began_aft
 
     counting_builder(20).compile(checkpointer=saver).invoke({"n": 0}, thread("t"))
 
-    assert_each_task_between_its_checkpoint_and_the_next(saver, 20)
+    assert nodes_each_between_its_checkpoint_and_the_next(saver) == ["__start__"] + ["inc"] * 20
+
+
+def test_a_step_of_sends_goes_on_record_before_the_checkpoint_after_it(store):
+    # One task ran for each Send the parent checkpoint holds.
+    class Fan(TypedDict):
+        items: list[int]
+        done: Annotated[list[int], operator.add]
+
+    builder = StateGraph(Fan)
+    builder.add_node("plan", lambda state: {})
+    builder.add_node("work", lambda item: {"done": [item["item"] * 2]})
+    builder.add_edge(START, "plan")
+    builder.add_conditional_edges(
+        "plan", lambda state: [Send("work", {"item": i}) for i in state["items"]], ["work"]
+    )
+    builder.add_edge("work", END)
+    saver = WritesAfterTheNextSave(store)
+
+    done = builder.compile(checkpointer=saver).invoke({"items": [1, 2, 3], "done": []}, thread("t"))
+
+    assert sorted(done["done"]) == [2, 4, 6]
+    assert nodes_each_between_its_checkpoint_and_the_next(saver) == [
+        "__start__",
+        "plan",
+        "work",
+        "work",
+        "work",
+    ]
 
 
 def test_a_run_saved_only_at_its_exit_waits_for_no_writes(store, monkeypatch):
