@@ -196,7 +196,8 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         def record(thread: WorkflowThread, grow: bool) -> None:
             follows = thread.follows_head(namespace, parent_id)
             saved = self._saved_checkpoint(
-                (thread_id, namespace),
+                thread_id,
+                namespace,
                 parent_id,
                 checkpoint,
                 merged,
@@ -254,7 +255,8 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
 
     def _saved_checkpoint(
         self,
-        where: tuple[str, str],
+        thread_id: str,
+        namespace: str,
         parent_id: str | None,
         checkpoint: Checkpoint,
         metadata: dict[str, Any],
@@ -263,10 +265,9 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         follows: bool,
         grow: bool,
     ) -> SavedCheckpoint:
-        """`where`: the thread and namespace; `seen`: the versions seen, in JSON form."""
+        """`seen`: the checkpoint's versions seen, in JSON form."""
         values = checkpoint["channel_values"]
-        namespace = where[1]
-        last_id, last = self._last.get(where, (None, {}))
+        last_id, last = self._last.get((thread_id, namespace), (None, {}))
         grown: dict[str, list[Any]] = {}
         encoded: dict[str, Any] = {}
         for channel in new_versions:
