@@ -18,6 +18,7 @@ from langgraph.types import Command, Send, interrupt
 from langgraph.checkpoint.holdpoint import HoldpointSaver
 from saver import write_order
 from tests.saver.langgraph_graphs import refund_builder, thread
+from tests.saver.test_strict import NULL_TASK_ID
 from tests.saver.test_threads import WAIT
 
 REVIEWER = {"id": "rita", "role": "reviewer"}
@@ -322,6 +323,43 @@ def test_a_step_of_sends_goes_on_record_before_the_checkpoint_after_it(store):
         "work",
         "work",
     ]
+
+
+class CommandAfterItsTask(HoldpointSaver):
+    """A saver whose Command writes (a resume) reach it only once the task that consumed
+    the answer has handed over its own writes: LangGraph saves both from its pool of
+    threads, the Command's submitted first."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.task_began = threading.Event()
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        if task_id == NULL_TASK_ID:
+            assert self.task_began.wait(WAIT)
+        elif any(channel == "__resume__" for channel, _ in writes):
+            self.task_began.set()
+        super().put_writes(config, writes, task_id, task_path)
+
+
+def test_a_resume_goes_on_record_before_the_node_that_consumed_it_when_saved_after_it(store):
+    saver = CommandAfterItsTask(store)
+    graph = refund_builder().compile(checkpointer=saver)
+    graph.invoke({"amount": 150}, thread("t"))
+
+    graph.invoke(Command(resume=True), thread("t", actor=REVIEWER, decision="approve"))
+
+    recorded = names(saver, "t")
+    reviewed = [
+        i
+        for i, e in enumerate(saver.store.thread_events("t"))
+        if getattr(e, "node", "") == "review"
+    ]
+    assert recorded.count("InterruptResumed") == 1
+    assert recorded.index("InterruptResumed") < reviewed[-1]
+    resumed = events_of(saver, "t", "InterruptResumed")[0]
+    assert (resumed.resume, resumed.decision, resumed.actor["id"]) == (True, "approve", "rita")
+    assert saver.store.verify_chain("t").ok
 
 
 def test_a_run_saved_only_at_its_exit_waits_for_no_writes(store, monkeypatch):
