@@ -353,16 +353,21 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                 self._order.after_answer(
                     thread_id, lambda: not self._questions_of(thread_id, saved)
                 )
-            answered = command and resumes and self._consumed(thread_id, saved)
-            pending = self._questions_of(thread_id, saved) if resumes and not command else []
+
+            def record(thread: WorkflowThread, _: bool) -> HoldpointError | None:
+                """Under the thread's lock, so that a Command's resume and the task that
+                consumed it, saved in either order, see each other (`_consumed`)."""
+                if command:
+                    answered = resumes and self._consumed(thread_id, saved)
+                    return thread.save_writes(saved, caller, self.oversight, answered=answered)
+                answers = resumes and bool(thread.questions_of(saved))
+                refused = thread.save_writes(saved, caller, self.oversight)
+                if answers and refused is None:  # it recorded the answers it consumed
+                    self._remember_consumed(thread_id, saved)
+                return refused
+
             try:
-                save = self._threads.apply(
-                    thread_id,
-                    lambda thread, _: thread.save_writes(
-                        saved, caller, self.oversight, answered=answered
-                    ),
-                    self._beginning(thread_id, config),
-                )
+                save = self._threads.apply(thread_id, record, self._beginning(thread_id, config))
             except HoldpointError as error:
                 if resumes and command:
                     self._order.answering(thread_id, refused=True)
@@ -377,10 +382,9 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                 raise
             refused = error
         if refused is not None:  # answers refused at the commit: on record, raised
+            self._forget_consumed(thread_id, saved)
             self._record_refusal(refused, caller, thread_id)
             raise refused
-        if pending:  # the task's writes recorded the answers it consumed
-            self._remember_consumed(thread_id, saved)
 
     def approve(self, config: RunnableConfig, interrupt_id: str | None = None) -> None:
         """Record the approval of a pending interrupt that needs approvals by several
@@ -437,6 +441,14 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             self._answers.move_to_end(thread_id)
             if len(self._answers) > CACHED_THREADS:
                 self._answers.popitem(last=False)
+
+    def _forget_consumed(self, thread_id: str, saved: SavedWrites) -> None:
+        """A task's answers, remembered as they were applied, refused at the commit (applied
+        again on another writer's record)."""
+        with self._answers_lock:
+            remembered = self._answers.get(thread_id)
+            if remembered is not None and remembered[0] == saved.checkpoint_id:
+                del self._answers[thread_id]
 
     def _consumed(self, thread_id: str, saved: SavedWrites) -> bool:
         """Whether a Command's resume was already recorded as an answer from the writes of

@@ -15,7 +15,9 @@ here:
   (saver/threads.py), any other here;
 - a task's writes that consumed an answer wait for the answer: a Command's resume saved
   (or refused) in the same run, just before the task ran; a resume map is saved nowhere
-  but in the task's own writes, which then record the answers.
+  but in the task's own writes, which then record the answers. So do the task's writes
+  when the Command's save has not begun within the grace; that resume, saved after
+  them, is then matched to the answer they recorded (`HoldpointSaver._consumed`).
 
 Saved here means applied to the thread at hand, in this order; the commits that follow
 group several saves (saver/threads.py).

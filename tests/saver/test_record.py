@@ -362,6 +362,24 @@ def test_a_resume_goes_on_record_before_the_node_that_consumed_it_when_saved_aft
     assert saver.store.verify_chain("t").ok
 
 
+def test_a_resume_saved_after_its_node_past_the_grace_is_matched_to_the_answer_recorded(
+    store, monkeypatch
+):
+    # No grace: the task's writes record the answer first, as for a resume map; the
+    # Command's resume, saved after them, is matched to it, not refused as answering
+    # nothing.
+    monkeypatch.setattr(write_order, "GRACE", 0.0)
+    saver = CommandAfterItsTask(store)
+    graph = refund_builder().compile(checkpointer=saver)
+    graph.invoke({"amount": 150}, thread("t"))
+
+    graph.invoke(Command(resume=True), thread("t", actor=REVIEWER, decision="approve"))
+
+    assert names(saver, "t").count("InterruptResumed") == 1
+    assert graph.get_state(thread("t")).values["log"] == ["reviewed: True", "paid 150"]
+    assert saver.store.verify_chain("t").ok
+
+
 def test_a_run_saved_only_at_its_exit_waits_for_no_writes(store, monkeypatch):
     # Its one checkpoint is several steps after its parent, and no task's writes are saved.
     monkeypatch.setattr(write_order, "GRACE", WAIT)  # a wait for them would last WAIT
