@@ -297,6 +297,24 @@ def test_a_steps_checkpoint_goes_on_record_after_its_tasks_writes_that_began_aft
     assert nodes_each_between_its_checkpoint_and_the_next(saver) == ["__start__"] + ["inc"] * 20
 
 
+def test_writes_that_begin_past_the_grace_go_on_record_late_and_change_nothing_else(
+    store, monkeypatch
+):
+    # Out of order, but each node with the step it ran in, the state as LangGraph left it.
+    monkeypatch.setattr(write_order, "GRACE", 0.0)
+    saver = WritesAfterTheNextSave(store)
+    graph = counting_builder(5).compile(checkpointer=saver)
+
+    assert graph.invoke({"n": 0}, thread("t")) == {"n": 5}
+
+    completed = events_of(saver, "t", "NodeCompleted")
+    assert sorted((e.step, e.node) for e in completed) == [(0, "__start__")] + [
+        (step, "inc") for step in range(1, 6)
+    ]
+    assert graph.get_state(thread("t")).values == {"n": 5}
+    assert saver.store.verify_chain("t").ok
+
+
 def test_a_step_of_sends_goes_on_record_before_the_checkpoint_after_it(store):
     # One task ran for each Send the parent checkpoint holds.
     class Fan(TypedDict):
