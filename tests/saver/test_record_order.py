@@ -1,0 +1,233 @@
+"""The order of a real LangGraph graph's record: LangGraph saves a step's task writes
+and its checkpoints from a pool of threads, in no fixed order, and the saver puts them
+back in the order they happened (saver/write_order.py, saver/threads.py). Each race is
+forced here by a saver whose saves begin in the order the race allows."""
+
+from __future__ import annotations
+
+import operator
+import threading
+import time
+from collections import defaultdict
+from typing import Annotated, Any, TypedDict
+
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, Send
+
+from langgraph.checkpoint.holdpoint import HoldpointSaver
+from saver import write_order
+from tests.saver.langgraph_graphs import refund_builder, thread
+from tests.saver.test_record import REVIEWER, events_of, names
+from tests.saver.test_strict import NULL_TASK_ID
+from tests.saver.test_threads import WAIT
+
+
+class Count(TypedDict):
+    n: int
+
+
+def counting_builder(limit: int) -> StateGraph[Count]:
+    """`inc` adds one to n until it reaches `limit`: a step per node run."""
+    builder = StateGraph(Count)
+    builder.add_node("inc", lambda state: {"n": state["n"] + 1})
+    builder.add_edge(START, "inc")
+    builder.add_conditional_edges("inc", lambda state: "inc" if state["n"] < limit else END)
+    return builder
+
+
+def nodes_each_between_its_checkpoint_and_the_next(saver: HoldpointSaver) -> list[str]:
+    """The nodes completed on thread "t", each asserted on record after the checkpoint
+    its task ran on and before the next one."""
+    events = saver.store.thread_events("t")
+    saved_at = {
+        e.checkpoint_id: i for i, e in enumerate(events) if type(e).__name__ == "CheckpointSaved"
+    }
+    completed = [(i, e) for i, e in enumerate(events) if type(e).__name__ == "NodeCompleted"]
+    for at, node in completed:
+        ran_on = node.task["checkpoint_id"]
+        assert saved_at[ran_on] < at  # after the checkpoint it ran on
+        later = [i for i in saved_at.values() if i > saved_at[ran_on]]
+        assert not later or at < min(later)  # before the next one
+    assert saver.store.verify_chain("t").ok
+    return [node.node for _, node in completed]
+
+
+def test_a_tasks_writes_go_on_record_after_the_checkpoint_they_ran_on_and_before_the_next(
+    store,
+):
+    # LangGraph hands a task's writes to the saver while the checkpoint the task ran on
+    # may still be in its background save; the saver parks them until that checkpoint is
+    # saved (saver/threads.py), so the record keeps the order in which things happened.
+    saver = HoldpointSaver(store)
+
+    counting_builder(200).compile(checkpointer=saver).invoke(
+        {"n": 0}, {**thread("t"), "recursion_limit": 250}
+    )
+
+    assert nodes_each_between_its_checkpoint_and_the_next(saver) == ["__start__"] + ["inc"] * 200
+
+
+class WritesAfterTheNextSave(HoldpointSaver):
+    """A saver whose task writes reach it only once the next checkpoint's save has begun:
+    LangGraph submits a task's writes before that save, to a pool of threads that may
+    begin them in either order."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.begun: defaultdict[str | None, threading.Event] = defaultdict(threading.Event)
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        self.begun[config["configurable"].get("checkpoint_id")].set()
+        return super().put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        assert self.begun[config["configurable"]["checkpoint_id"]].wait(WAIT)
+        super().put_writes(config, writes, task_id, task_path)
+
+
+def test_a_steps_checkpoint_goes_on_record_after_its_tasks_writes_that_began_after_it(store):
+    # The checkpoint's save waits for the writes of each task that ran on its parent (its
+    # versions seen changed), for a grace while none is in flight (saver/write_order.py).
+    saver = WritesAfterTheNextSave(store)
+
+    counting_builder(20).compile(checkpointer=saver).invoke({"n": 0}, thread("t"))
+
+    assert nodes_each_between_its_checkpoint_and_the_next(saver) == ["__start__"] + ["inc"] * 20
+
+
+def test_writes_that_begin_past_the_grace_go_on_record_late_and_change_nothing_else(
+    store, monkeypatch
+):
+    # Out of order, but each node with the step it ran in, the state as LangGraph left it.
+    monkeypatch.setattr(write_order, "GRACE", 0.0)
+    saver = WritesAfterTheNextSave(store)
+    graph = counting_builder(5).compile(checkpointer=saver)
+
+    assert graph.invoke({"n": 0}, thread("t")) == {"n": 5}
+
+    completed = events_of(saver, "t", "NodeCompleted")
+    assert sorted((e.step, e.node) for e in completed) == [(0, "__start__")] + [
+        (step, "inc") for step in range(1, 6)
+    ]
+    assert graph.get_state(thread("t")).values == {"n": 5}
+    assert saver.store.verify_chain("t").ok
+
+
+def test_a_step_of_sends_goes_on_record_before_the_checkpoint_after_it(store):
+    # One task ran for each Send the parent checkpoint holds.
+    class Fan(TypedDict):
+        items: list[int]
+        done: Annotated[list[int], operator.add]
+
+    builder = StateGraph(Fan)
+    builder.add_node("plan", lambda state: {})
+    builder.add_node("work", lambda item: {"done": [item["item"] * 2]})
+    builder.add_edge(START, "plan")
+    builder.add_conditional_edges(
+        "plan", lambda state: [Send("work", {"item": i}) for i in state["items"]], ["work"]
+    )
+    builder.add_edge("work", END)
+    saver = WritesAfterTheNextSave(store)
+
+    done = builder.compile(checkpointer=saver).invoke({"items": [1, 2, 3], "done": []}, thread("t"))
+
+    assert sorted(done["done"]) == [2, 4, 6]
+    assert nodes_each_between_its_checkpoint_and_the_next(saver) == [
+        "__start__",
+        "plan",
+        "work",
+        "work",
+        "work",
+    ]
+
+
+class CommandAfterItsTask(HoldpointSaver):
+    """A saver whose Command writes (a resume) reach it only once the task that consumed
+    the answer has handed over its own writes: LangGraph saves both from its pool of
+    threads, the Command's submitted first."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.task_began = threading.Event()
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        if task_id == NULL_TASK_ID:
+            assert self.task_began.wait(WAIT)
+        elif any(channel == "__resume__" for channel, _ in writes):
+            self.task_began.set()
+        super().put_writes(config, writes, task_id, task_path)
+
+
+def test_a_resume_goes_on_record_before_the_node_that_consumed_it_when_saved_after_it(store):
+    saver = CommandAfterItsTask(store)
+    graph = refund_builder().compile(checkpointer=saver)
+    graph.invoke({"amount": 150}, thread("t"))
+
+    graph.invoke(Command(resume=True), thread("t", actor=REVIEWER, decision="approve"))
+
+    recorded = names(saver, "t")
+    reviewed = [
+        i
+        for i, e in enumerate(saver.store.thread_events("t"))
+        if getattr(e, "node", "") == "review"
+    ]
+    assert recorded.count("InterruptResumed") == 1
+    assert recorded.index("InterruptResumed") < reviewed[-1]
+    resumed = events_of(saver, "t", "InterruptResumed")[0]
+    assert (resumed.resume, resumed.decision, resumed.actor["id"]) == (True, "approve", "rita")
+    assert saver.store.verify_chain("t").ok
+
+
+def test_a_resume_saved_after_its_node_past_the_grace_is_matched_to_the_answer_recorded(
+    store, monkeypatch
+):
+    # No grace: the task's writes record the answer first, as for a resume map; the
+    # Command's resume, saved after them, is matched to it, not refused as answering
+    # nothing.
+    monkeypatch.setattr(write_order, "GRACE", 0.0)
+    saver = CommandAfterItsTask(store)
+    graph = refund_builder().compile(checkpointer=saver)
+    graph.invoke({"amount": 150}, thread("t"))
+
+    graph.invoke(Command(resume=True), thread("t", actor=REVIEWER, decision="approve"))
+
+    assert names(saver, "t").count("InterruptResumed") == 1
+    assert graph.get_state(thread("t")).values["log"] == ["reviewed: True", "paid 150"]
+    assert saver.store.verify_chain("t").ok
+
+
+def test_a_run_saved_only_at_its_exit_waits_for_no_writes(store, monkeypatch):
+    # Its one checkpoint is several steps after its parent, and no task's writes are saved.
+    monkeypatch.setattr(write_order, "GRACE", WAIT)  # a wait for them would last WAIT
+    saver = HoldpointSaver(store)
+    graph = counting_builder(3).compile(checkpointer=saver)
+    graph.invoke({"n": 0}, thread("t"))
+
+    began = time.monotonic()
+    graph.invoke({"n": 0}, thread("t"), durability="exit")
+
+    assert time.monotonic() - began < WAIT / 2
+    assert graph.get_state(thread("t")).values == {"n": 3}
+    assert saver.store.verify_chain("t").ok
+
+
+def test_writes_on_a_checkpoint_never_saved_go_on_record_alone_after_the_wait(store, monkeypatch):
+    # A task's writes on a checkpoint not saved yet wait for its save (LangGraph has
+    # submitted it) up to the write order's timeout, 5 s; called by hand on a checkpoint
+    # that never comes, they then go on record alone, and the checkpoint, saved later,
+    # has them.
+    monkeypatch.setattr(write_order, "TIMEOUT", 0.3)
+    saver = HoldpointSaver(store)
+    first = saver.put(thread("t"), empty_checkpoint(), {"source": "input", "step": -1}, {})
+    later = empty_checkpoint()
+    on_later = {"configurable": {**first["configurable"], "checkpoint_id": later["id"]}}
+
+    began = time.monotonic()
+    saver.put_writes(on_later, [("n", 1)], "task-1")
+
+    assert time.monotonic() - began >= write_order.TIMEOUT
+    assert names(saver, "t")[-2:] == ["CheckpointSaved", "NodeCompleted"]
+    saver.put(first, later, {"source": "loop", "step": 0}, {})
+    assert saver.get_tuple(on_later).pending_writes == [("task-1", "n", 1)]
+    assert saver.store.verify_chain("t").ok
