@@ -5,6 +5,7 @@ forced here by a saver whose saves begin in the order the race allows."""
 
 from __future__ import annotations
 
+import asyncio
 import operator
 import threading
 import time
@@ -92,6 +93,16 @@ def test_a_steps_checkpoint_goes_on_record_after_its_tasks_writes_that_began_aft
     saver = WritesAfterTheNextSave(store)
 
     counting_builder(20).compile(checkpointer=saver).invoke({"n": 0}, thread("t"))
+
+    assert nodes_each_between_its_checkpoint_and_the_next(saver) == ["__start__"] + ["inc"] * 20
+
+
+def test_an_async_run_keeps_the_same_order(store):
+    # `ainvoke` saves through aput and aput_writes, each the sync save in a thread.
+    saver = WritesAfterTheNextSave(store)
+    graph = counting_builder(20).compile(checkpointer=saver)
+
+    asyncio.run(graph.ainvoke({"n": 0}, thread("t")))
 
     assert nodes_each_between_its_checkpoint_and_the_next(saver) == ["__start__"] + ["inc"] * 20
 
