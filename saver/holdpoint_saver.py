@@ -187,6 +187,9 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         )
         values = checkpoint["channel_values"]
         seen = to_record({k: dict(v) for k, v in checkpoint["versions_seen"].items()})
+        for outer, outer_id in (configurable.get("checkpoint_map") or {}).items():
+            if outer != namespace:  # a subgraph's: after the checkpoint its task ran on
+                self._after_checkpoint(thread_id, outer, str(outer_id))
         self._order.after_writes(  # and a Command's saves in flight
             thread_id,
             parent_id,
@@ -344,11 +347,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                     # and under load that save may start later than the grace
                     self._threads.commit_parked(parked, checkpoint_id, write_order.TIMEOUT)
                     return
-            self._order.after_checkpoint(
-                thread_id,
-                checkpoint_id,
-                lambda: not self._ahead(thread_id, namespace, checkpoint_id),
-            )
+            self._after_checkpoint(thread_id, namespace, checkpoint_id)
             if resumes and not command:
                 self._order.after_answer(
                     thread_id, lambda: not self._questions_of(thread_id, saved)
@@ -413,6 +412,14 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         except HoldpointError as error:
             self._record_refusal(error, caller, thread_id, action="approve")
             raise
+
+    def _after_checkpoint(self, thread_id: str, namespace: str, checkpoint_id: str) -> None:
+        """Wait until the namespace's checkpoint is saved (`WriteOrder.after_checkpoint`):
+        LangGraph saves a step's checkpoint in the background while the step's tasks run,
+        so a subgraph's checkpoints, saved by its task, may begin first."""
+        self._order.after_checkpoint(
+            thread_id, checkpoint_id, lambda: not self._ahead(thread_id, namespace, checkpoint_id)
+        )
 
     def _ahead(self, thread_id: str, namespace: str, checkpoint_id: str) -> bool:
         """Whether a checkpoint is later than the namespace's latest one saved (its own save

@@ -153,6 +153,50 @@ def test_a_step_of_sends_goes_on_record_before_the_checkpoint_after_it(store):
     ]
 
 
+class SubgraphFirst(HoldpointSaver):
+    """A saver whose root checkpoints after the input begin only once a subgraph's save
+    has: LangGraph saves a step's checkpoint in the background while the next step's
+    tasks, a subgraph among them, already run."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.subgraph_began = threading.Event()
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        if config["configurable"].get("checkpoint_ns"):
+            self.subgraph_began.set()
+        elif metadata.get("step") == 0:
+            assert self.subgraph_began.wait(WAIT)
+        return super().put(config, checkpoint, metadata, new_versions)
+
+
+def test_a_subgraphs_checkpoints_go_on_record_after_the_checkpoint_its_task_ran_on(store):
+    class Number(TypedDict):
+        n: int
+
+    inner = StateGraph(Number)
+    inner.add_node("add", lambda state: {"n": state["n"] + 1})
+    inner.add_edge(START, "add")
+    builder = StateGraph(Number)
+    builder.add_node("inner", inner.compile())
+    builder.add_edge(START, "inner")
+    saver = SubgraphFirst(store)
+
+    assert builder.compile(checkpointer=saver).invoke({"n": 1}, thread("t")) == {"n": 2}
+
+    events = saver.store.thread_events("t")
+    ran_on = next(e for e in events if getattr(e, "node", "") == "inner").task["checkpoint_id"]
+    root_saved = next(i for i, e in enumerate(events) if getattr(e, "checkpoint_id", "") == ran_on)
+    inner_saved = [
+        i
+        for i, e in enumerate(events)
+        if type(e).__name__ == "CheckpointSaved" and e.namespace.startswith("inner:")
+    ]
+    assert inner_saved
+    assert root_saved < min(inner_saved)
+    assert saver.store.verify_chain("t").ok
+
+
 class CommandAfterItsTask(HoldpointSaver):
     """A saver whose Command writes (a resume) reach it only once the task that consumed
     the answer has handed over its own writes: LangGraph saves both from its pool of
