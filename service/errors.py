@@ -103,6 +103,11 @@ class UnknownGraphError(ServiceError, LookupError):
     """No served graph has this graph id or assistant id."""
 
 
+class EngineConfigError(ServiceError):
+    """A run's config sets keys the graph engine keeps for itself
+    (`service.langgraph_app.check_engine_keys`)."""
+
+
 class GraphNotServedError(ServiceError):
     """The thread's graph is recorded but not served by this process: readable, not runnable."""
 

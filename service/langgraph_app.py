@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from domain.access.actor import resolve_actor
-from domain.engine.runtime import REQUEST_KEY
+from domain.engine.runtime import REQUEST_KEY, engine_keys
 from domain.errors import OversightError
 from domain.history.checkpoints import thread_at_checkpoint
 from domain.history.lineage import lineage_events
@@ -33,6 +33,7 @@ from domain.record.application import Workflows
 from domain.record.supersteps import START
 from domain.record.thread import WorkflowThread
 from service.assistant_ids import assistant_id
+from service.errors import EngineConfigError
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -45,6 +46,18 @@ if TYPE_CHECKING:
 STRICT_RESUME = "__pregel_strict_resume"
 SUBGRAPHS_KEY = "holdpoint_stream_subgraphs"  # a run's config: stream subgraphs' chunks too
 GRAPH_KEY = "holdpoint_graph"  # configurable: the graph's digest and channels, for its threads
+
+
+def check_engine_keys(configurable: dict[str, Any]) -> None:
+    """Refuse a run's config that sets keys the graph engine keeps for itself
+    (`domain.engine.runtime.engine_keys`)."""
+    forged = engine_keys(configurable)
+    if forged:
+        msg = (
+            f"config.configurable may not set {', '.join(map(repr, forged))}: the graph "
+            "engine keeps these keys for itself"
+        )
+        raise EngineConfigError(msg)
 
 
 class LangGraphApp:
@@ -101,6 +114,7 @@ class LangGraphApp:
         """A run's config as LangGraph gets it: strict resume, and the graph's digest and
         channels for a thread the saver starts."""
         given_configurable = config.get("configurable") or {}
+        check_engine_keys(given_configurable)  # however the run came: request, cron, assistant
         configurable = {
             **given_configurable,
             STRICT_RESUME: True,

@@ -186,6 +186,7 @@ _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
     (service_errors.UnknownGraphError, 422, "unknown-assistant"),
     (service_errors.IdempotencyKeyReusedError, 422, "idempotency-key-reused"),
     (service_errors.PositionBeyondLogError, 422, "invalid-request"),
+    (service_errors.EngineConfigError, 422, "invalid-request"),
     (service_errors.ReadModelBehindError, 503, "read-model-behind"),
     (service_errors.TooManyReservationsError, 429, "too-many-reservations"),
     (service_errors.ServerStoppingError, 503, "stopping"),

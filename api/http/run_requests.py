@@ -29,7 +29,7 @@ from domain.errors import HoldpointError, ThreadNotFoundError
 from domain.record.thread_ids import thread_id_problem
 from domain.types import Command
 from service.assistant_catalog import Found, run_config
-from service.langgraph_app import SUBGRAPHS_KEY, LangGraphApp
+from service.langgraph_app import SUBGRAPHS_KEY, LangGraphApp, check_engine_keys
 from service.notifications.hosts import HostRefusedError, check_url
 from service.reservations import Reservation
 from service.runs import STRATEGIES, RunRequest, ServedGraph, run_context
@@ -261,6 +261,7 @@ def _config(
     """The run's config and context: the caller's over its assistant's, with what the
     run records (its thread, actor, request and metadata)."""
     user_config, context = run_config(assistant, dict(body.config or {}), body.context)
+    check_engine_keys(user_config.get("configurable") or {})
     configurable = {
         key: value
         for key, value in (user_config.get("configurable") or {}).items()

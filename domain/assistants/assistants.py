@@ -19,7 +19,7 @@ from uuid import UUID, uuid4
 from eventsourcing.persistence import IntegrityError
 
 from domain.assistants.assistant import FIELDS, Assistant, AssistantVersion, assistant_uuid
-from domain.engine.runtime import REQUEST_KEY
+from domain.engine.runtime import REQUEST_KEY, engine_keys
 from domain.errors import (
     AssistantChangedError,
     AssistantExistsError,
@@ -198,6 +198,10 @@ def synced(
     taken = sorted(PER_RUN_KEYS & set(context or {}))
     if taken:
         msg = f"Invalid context: {taken[0]!r} is each run's own, not an assistant's to configure"
+        raise InvalidAssistantError(msg)
+    forged = engine_keys(context or {})
+    if forged:
+        msg = f"Invalid context: {forged[0]!r} is the graph engine's own, not an assistant's"
         raise InvalidAssistantError(msg)
     return config, context
 

@@ -57,6 +57,14 @@ REQUEST_KEY = "holdpoint_request"  # configurable: the HTTP request a run serves
 UNREAD = object()  # Run.begin's `as_read` when the caller has not read the thread
 
 
+def engine_keys(configurable: dict[str, Any]) -> list[str]:
+    """The keys of a run's `configurable` that the graph engine keeps for itself: every
+    key that begins with `__` (LangGraph's `__pregel_resume_map` among them) and
+    `checkpoint_map`. Set by a caller they would steer the engine past the hold points:
+    a resume map hands a node its answer before any rule sees it."""
+    return sorted(key for key in configurable if key.startswith("__") or key == "checkpoint_map")
+
+
 def _with_parent_config(config: dict[str, Any]) -> dict[str, Any]:
     """A graph without a checkpointer invoked inside a running node takes that node's
     `configurable` (its thread_id, actor...) under its own, as LangGraph's does, so that

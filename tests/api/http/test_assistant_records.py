@@ -215,6 +215,11 @@ REFUSED = [
     ),
     ({"graph_id": GRAPH, "context": {"actor": {"id": "ada"}}}, 422, "each run's own"),
     ({"graph_id": GRAPH, "context": {"decision": "approve"}}, 422, "each run's own"),
+    (
+        {"graph_id": GRAPH, "config": {"configurable": {"__pregel_resume_map": {}}}},
+        422,
+        "the graph engine's own",
+    ),
     ({"graph_id": GRAPH, "colour": "red"}, 422, "body.colour"),
     ({"graph_id": GRAPH, "assistant_id": served_assistant_id(GRAPH)}, 409, "already exists"),
 ]

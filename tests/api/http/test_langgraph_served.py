@@ -13,6 +13,7 @@ import pytest
 from domain.access.keyring import Keyring
 from domain.record.store import open_store
 from langgraph.checkpoint.holdpoint import HoldpointSaver
+from service.errors import EngineConfigError
 from service.langgraph_app import LangGraphApp
 from tests.api.http_harness import Server, postgres_schema_url, running_server
 from tests.saver.langgraph_graphs import refund_builder
@@ -388,3 +389,37 @@ def test_a_langgraph_graphs_four_eyes_hold_across_two_servers_on_one_database():
         assert len(resumed) == 1
         assert joined[0]["log"] == ["reviewed: True", "paid 150"]
         assert [e.node for e in events if type(e).__name__ == "NodeCompleted"].count("pay") == 1
+
+
+@pytest.mark.parametrize(
+    "forged", ["__pregel_resume_map", "__pregel_checkpointer", "checkpoint_map"]
+)
+def test_a_run_may_not_set_the_engines_own_keys(server, forged):
+    # A resume map in the config would hand the node its answer before any rule of the
+    # hold point saw it: here an agent's key, without the reviewer's authority.
+    interrupt_id = paused(server)["__interrupt__"][0]["id"]
+
+    with server.http("agent") as agent:
+        refused = agent.post(
+            "/threads/lg-1/runs/wait",
+            json={
+                "assistant_id": GRAPH,
+                "input": None,
+                "config": {"configurable": {forged: {interrupt_id: True}}},
+            },
+        )
+        state = agent.get("/threads/lg-1/state").json()
+
+    assert refused.status_code == 422, refused.text
+    assert forged in refused.json()["detail"]
+    assert state["values"]["log"] == []
+    assert state["next"] == ["review"]
+    assert [item["interrupt_id"] for item in pending(server)] == [interrupt_id]
+
+
+def test_the_engines_own_keys_are_refused_however_a_run_comes(tmp_path):
+    # Crons, decisions and assistants' configs all pass through run_config.
+    with open_store(f"sqlite:///{tmp_path / 'h.db'}") as store:
+        app = LangGraphApp(refund_builder().compile(), GRAPH, store)
+        with pytest.raises(EngineConfigError, match="__pregel_resume_map"):
+            app.run_config({"configurable": {"thread_id": "t", "__pregel_resume_map": {}}})
