@@ -80,7 +80,7 @@ from domain.record.langgraph_record import (
 from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
 from saver import write_order
-from saver.threads import CACHED_THREADS, Threads
+from saver.threads import CACHED_THREADS, Save, Threads
 from saver.values import from_record, to_record
 
 DEFAULT_GRAPH_ID = "langgraph"
@@ -332,6 +332,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         resumes = any(channel == RESUME for channel, _ in writes)
         command = task_id == NULL_TASK_ID
         ends_step = command or any(channel in (INTERRUPT, ERROR) for channel, _ in writes)
+        parked = None
         with self._order.writing(thread_id, checkpoint_id, command=command):
             if not (resumes or ends_step):  # a task's writes, before their checkpoint?
                 parked = self._threads.park(
@@ -341,39 +342,19 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                     checkpoint_id,
                     lambda thread: _before(thread, namespace, checkpoint_id),
                 )
-                if parked is not None:  # applied right after it, committed with it
-                    # up to the write order's TIMEOUT, without its grace: LangGraph submits
-                    # a checkpoint's save before it runs the tasks whose writes park on it,
-                    # and under load that save may start later than the grace
-                    self._threads.commit_parked(parked, checkpoint_id, write_order.TIMEOUT)
-                    return
-            self._after_checkpoint(thread_id, namespace, checkpoint_id)
-            if resumes and not command:
-                self._order.after_answer(
-                    thread_id, lambda: not self._questions_of(thread_id, saved)
+            if parked is None:
+                save = self._apply_writes(
+                    thread_id, namespace, saved, caller, config, resumes=resumes, command=command
                 )
-
-            def record(thread: WorkflowThread, _: bool) -> HoldpointError | None:
-                """Under the thread's lock, so that a Command's resume and the task that
-                consumed it, saved in either order, see each other (`_consumed`)."""
-                if command:
-                    answered = resumes and self._consumed(thread_id, saved)
-                    return thread.save_writes(saved, caller, self.oversight, answered=answered)
-                answers = resumes and bool(thread.questions_of(saved))
-                refused = thread.save_writes(saved, caller, self.oversight)
-                if answers and refused is None:  # it recorded the answers it consumed
-                    self._remember_consumed(thread_id, saved)
-                return refused
-
-            try:
-                save = self._threads.apply(thread_id, record, self._beginning(thread_id, config))
-            except HoldpointError as error:
-                if resumes and command:
-                    self._order.answering(thread_id, refused=True)
-                    self._record_refusal(error, caller, thread_id)
-                raise
-            if resumes and command:
-                self._order.answering(thread_id, refused=False)
+        if parked is not None:
+            # Applied right after the checkpoint, by its save, and committed with it; no
+            # longer counted in flight, so the next checkpoint does not wait for this
+            # thread to wake (`WriteOrder.after_writes` waits for the save that applies
+            # it). Up to the write order's TIMEOUT, without its grace: LangGraph submits
+            # a checkpoint's save before it runs the tasks whose writes park on it, and
+            # under load that save may start later than the grace.
+            self._threads.commit_parked(parked, checkpoint_id, write_order.TIMEOUT)
+            return
         try:
             refused = self._threads.commit(save, linger=0.0 if ends_step else LINGER).result
         except HoldpointError as error:  # applied again on another writer's answer: refused
@@ -384,6 +365,47 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             self._forget_consumed(thread_id, saved)
             self._record_refusal(refused, caller, thread_id)
             raise refused
+
+    def _apply_writes(
+        self,
+        thread_id: str,
+        namespace: str,
+        saved: SavedWrites,
+        caller: Caller,
+        config: RunnableConfig,
+        *,
+        resumes: bool,
+        command: bool,
+    ) -> Save:
+        """Apply writes that do not park (`put_writes`), once in order: after their
+        checkpoint, and a task's answers (`resumes`) after the resume that gave them (a
+        `command`'s)."""
+        self._after_checkpoint(thread_id, namespace, saved.checkpoint_id)
+        if resumes and not command:
+            self._order.after_answer(thread_id, lambda: not self._questions_of(thread_id, saved))
+
+        def record(thread: WorkflowThread, _: bool) -> HoldpointError | None:
+            """Under the thread's lock, so that a Command's resume and the task that
+            consumed it, saved in either order, see each other (`_consumed`)."""
+            if command:
+                answered = resumes and self._consumed(thread_id, saved)
+                return thread.save_writes(saved, caller, self.oversight, answered=answered)
+            answers = resumes and bool(thread.questions_of(saved))
+            refused = thread.save_writes(saved, caller, self.oversight)
+            if answers and refused is None:  # it recorded the answers it consumed
+                self._remember_consumed(thread_id, saved)
+            return refused
+
+        try:
+            save = self._threads.apply(thread_id, record, self._beginning(thread_id, config))
+        except HoldpointError as error:
+            if resumes and command:
+                self._order.answering(thread_id, refused=True)
+                self._record_refusal(error, caller, thread_id)
+            raise
+        if resumes and command:
+            self._order.answering(thread_id, refused=False)
+        return save
 
     def approve(self, config: RunnableConfig, interrupt_id: str | None = None) -> None:
         """Record the approval of a pending interrupt that needs approvals by several

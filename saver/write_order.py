@@ -104,14 +104,16 @@ class WriteOrder:
         """Wait until no save of writes on the checkpoint is in flight, nor any Command's
         save on the thread (a resume, saved at the run's start, may still be landing), and
         the writes of the tasks that ran on it are saved (`written()`): while a save is in
-        flight, else for the grace (LangGraph submits a task's writes before the next
-        checkpoint, to a pool of threads that may begin them in either order)."""
+        flight, the checkpoint's own included (writes parked on it are applied by it, and
+        no longer counted as in flight themselves), else for the grace (LangGraph submits
+        a task's writes before the next checkpoint, to a pool of threads that may begin
+        them in either order)."""
         key = (thread_id, checkpoint_id or "")
 
         def idle() -> bool:
             return not self._writing[key] and not self._commands[thread_id]
 
-        self._wait(lambda: idle() and written(), lambda: not idle())
+        self._wait(lambda: idle() and written(), lambda: not idle() or bool(self._putting[key]))
 
     def answering(self, thread_id: str, refused: bool) -> None:
         """A resume was saved on the thread, or refused (its answer will never come)."""

@@ -10,6 +10,7 @@ import operator
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Hashable
 from typing import Annotated, Any, TypedDict
 
 from langgraph.checkpoint.base import empty_checkpoint
@@ -18,6 +19,7 @@ from langgraph.types import Command, Send
 
 from langgraph.checkpoint.holdpoint import HoldpointSaver
 from saver import write_order
+from saver.threads import Save, Threads
 from tests.saver.langgraph_graphs import refund_builder, thread
 from tests.saver.test_record import REVIEWER, events_of, names
 from tests.saver.test_strict import NULL_TASK_ID
@@ -151,6 +153,59 @@ def test_a_step_of_sends_goes_on_record_before_the_checkpoint_after_it(store):
         "work",
         "work",
     ]
+
+
+class ParkedWriterWakesLate(Threads):
+    """Threads whose parked writes (a task's, handed over before the checkpoint it ran on
+    is saved) wake their caller only once the next checkpoint is saved: under load,
+    LangGraph's pool may not run that caller again before the next save begins."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.parked = threading.Event()
+        self.next_saved = threading.Event()
+
+    def park(self, *args: Any, **kwargs: Any) -> Save | None:
+        save = super().park(*args, **kwargs)
+        if save is not None:
+            self.parked.set()
+        return save
+
+    def commit_parked(self, save: Save, until: Hashable, timeout: float) -> Save:
+        committed = super().commit_parked(save, until, timeout)
+        assert self.next_saved.wait(WAIT)
+        return committed
+
+
+class StepOneParksItsWrites(HoldpointSaver):
+    """A saver whose step-1 checkpoint is saved only once the writes of the task that ran
+    on it are parked, and whose step-2 checkpoint tells them it is saved."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.threads = self._threads = ParkedWriterWakesLate(self.store)
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        if metadata.get("step") == 1:
+            assert self.threads.parked.wait(WAIT)
+        saved = super().put(config, checkpoint, metadata, new_versions)
+        if metadata.get("step") == 2:
+            self.threads.next_saved.set()
+        return saved
+
+
+def test_a_checkpoint_waits_for_writes_parked_on_its_parent_only_until_they_are_applied(
+    store, monkeypatch
+):
+    # The writes are applied by the parent's save and committed with it; the next
+    # checkpoint then goes on, with no wait for their caller to wake (it would wait past
+    # WAIT, and the run fail, if it did).
+    monkeypatch.setattr(write_order, "TIMEOUT", 3 * WAIT)
+    saver = StepOneParksItsWrites(store)
+
+    counting_builder(4).compile(checkpointer=saver).invoke({"n": 0}, thread("t"))
+
+    assert nodes_each_between_its_checkpoint_and_the_next(saver) == ["__start__"] + ["inc"] * 4
 
 
 class SubgraphFirst(HoldpointSaver):
