@@ -29,6 +29,7 @@ What Holdpoint adds to LangGraph's checkpointer contract:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -138,6 +139,21 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         self._edits: dict[tuple[str, str, str], list[SavedWrites]] = {}
         self._order = write_order.WriteOrder()
         self._answers: OrderedDict[str, tuple[str, set[str]]] = OrderedDict()  # consumed
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass keeps `task_path` on `put_writes` and `aput_writes`: LangGraph hands a
+        task's path only to a saver whose method takes it, and without it the record
+        cannot name the node whose writes these are, nor tell when a step's tasks have
+        all saved theirs (each checkpoint would wait out the write order's grace)."""
+        super().__init_subclass__(**kwargs)
+        for name in ("put_writes", "aput_writes"):
+            if "task_path" not in inspect.signature(getattr(cls, name)).parameters:
+                message = (
+                    f"{cls.__name__}.{name} must take task_path (a str, default ''), as "
+                    f"HoldpointSaver.{name} does, and pass it on: the record names each "
+                    "node by its task's path"
+                )
+                raise TypeError(message)
 
     @classmethod
     @contextmanager

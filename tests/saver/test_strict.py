@@ -195,6 +195,23 @@ def test_deleting_or_pruning_is_refused_and_the_thread_stays(store, delete):
     assert saver.get_tuple(thread("t")) is not None
 
 
+@pytest.mark.parametrize("method", ["put_writes", "aput_writes"])
+def test_a_subclass_whose_writes_take_no_task_path_is_refused_when_defined(method):
+    # LangGraph hands a task's path only to a saver whose put_writes takes one; without
+    # it the record could not name the node that wrote (it recorded "?"), and every step
+    # waited out the write order's grace for the writes it could not recognise.
+    def without_path(self: Any, config: Any, writes: Any, task_id: str) -> None: ...
+
+    with pytest.raises(TypeError, match=f"Logged.{method} must take task_path"):
+        type("Logged", (HoldpointSaver,), {method: without_path})
+
+    def passing_it_on(
+        self: Any, config: Any, writes: Any, task_id: str, task_path: str = ""
+    ) -> None: ...
+
+    assert issubclass(type("Logged", (HoldpointSaver,), {method: passing_it_on}), HoldpointSaver)
+
+
 def test_a_real_graph_takes_no_personal_data_declaration_and_records_values_as_they_are():
     # LangGraph's compile has no `personal`: the declaration is the native engine's
     with pytest.raises(TypeError, match="personal"):
