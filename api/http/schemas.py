@@ -26,6 +26,17 @@ ThreadId = Annotated[
 ]
 
 
+def _check_config(config: dict[str, Any] | None) -> dict[str, Any] | None:
+    if config is not None and not isinstance(config.get("configurable") or {}, dict):
+        raise ValueError("config.configurable must be an object")
+    return config
+
+
+# A run's, a cron's or an assistant's `config` (LangGraph's RunnableConfig): its
+# `configurable` is merged under and over others', so it is an object.
+RunConfig = Annotated[dict[str, Any] | None, AfterValidator(_check_config)]
+
+
 class LangGraphBody(BaseModel):
     # Strict: a number is a number and a flag a flag, as the OpenAPI document says.
     model_config = ConfigDict(extra="allow", strict=True)
@@ -131,7 +142,7 @@ class AssistantSearch(LangGraphBody):
 class AssistantCreate(LangGraphBody):
     graph_id: str = Field(min_length=1, max_length=256)
     assistant_id: str | None = Field(default=None, description="A UUID (default: a new one)")
-    config: dict[str, Any] | None = None
+    config: RunConfig = None
     context: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
     if_exists: Literal["raise", "do_nothing"] = "raise"
@@ -141,7 +152,7 @@ class AssistantCreate(LangGraphBody):
 
 class AssistantUpdate(LangGraphBody):
     graph_id: str | None = Field(default=None, min_length=1, max_length=256)
-    config: dict[str, Any] | None = None
+    config: RunConfig = None
     context: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
     name: str | None = Field(default=None, max_length=256)
@@ -210,7 +221,7 @@ class RunCreate(LangGraphBody):
     assistant_id: str = Field(min_length=1, max_length=256)
     input: dict[str, Any] | None = None
     command: CommandBody | None = None
-    config: dict[str, Any] | None = None
+    config: RunConfig = None
     context: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
     checkpoint_id: str | None = None
@@ -326,7 +337,7 @@ class CronCreate(LangGraphBody):
     schedule: str = Field(description="Five-field cron: minute hour day-of-month month weekday")
     input: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
-    config: dict[str, Any] | None = None
+    config: RunConfig = None
     context: dict[str, Any] | None = None
     webhook: str | None = None
     multitask_strategy: Literal["reject", "enqueue", "interrupt"] | None = None
@@ -345,7 +356,7 @@ class CronUpdate(LangGraphBody):
     timezone: str | None = None
     input: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
-    config: dict[str, Any] | None = None
+    config: RunConfig = None
     context: dict[str, Any] | None = None
     webhook: str | None = None
 

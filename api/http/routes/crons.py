@@ -27,6 +27,7 @@ from projections.cron_index import CronIndex, CronRow
 from projections.timestamps import utc_text
 from service.assistant_ids import assistant_id
 from service.cron_scheduler import RUN_FIELDS
+from service.langgraph_app import check_engine_keys
 from service.services import Services
 
 router = APIRouter(tags=["crons (LangGraph)"])
@@ -75,6 +76,7 @@ def update_cron(
     cron = crons.get(cron_id)
     given = body.model_dump(exclude_unset=True)
     check_webhook(services, given.get("webhook"))
+    check_engine_keys((given.get("config") or {}).get("configurable") or {})
     changes: dict[str, Any] = {
         k: given[k] for k in ("schedule", "end_time", "enabled", "timezone") if k in given
     }
@@ -145,6 +147,7 @@ def schedule(
     assistant = services.assistant(body.assistant_id)
     graph = services.graph_of(assistant)
     check_webhook(services, body.webhook)
+    check_engine_keys((body.config or {}).get("configurable") or {})  # now, not at each firing
     payload = {name: getattr(body, name) for name in RUN_FIELDS if getattr(body, name) is not None}
     if assistant.recorded:  # its runs take its configuration, at its latest version then
         payload["assistant_id"] = assistant.assistant_id

@@ -220,6 +220,7 @@ REFUSED = [
         422,
         "the graph engine's own",
     ),
+    ({"graph_id": GRAPH, "config": {"configurable": [1]}}, 422, "must be an object"),
     ({"graph_id": GRAPH, "colour": "red"}, 422, "body.colour"),
     ({"graph_id": GRAPH, "assistant_id": served_assistant_id(GRAPH)}, 409, "already exists"),
 ]

@@ -109,9 +109,17 @@ def test_what_a_cron_cannot_keep_is_a_422_recording_nothing(server):
         {"schedule": "0 9 * * *", "interrupt_before": ["node"]},
         {"schedule": "0 9 * * *", "webhook": "https://evil.example/"},
         {"schedule": "0 9 * * *", "end_time": datetime(2030, 1, 1)},  # no time zone
+        {"schedule": "0 9 * * *", "config": {"configurable": [1]}},
+        # the engine's own keys: a resume map would answer the hold point at each firing
+        {"schedule": "0 9 * * *", "config": {"configurable": {"__pregel_resume_map": {}}}},
     ):
         with pytest.raises(UnprocessableEntityError):
             agent.crons.create("refund", **bad)
+    assert server.head() == head
+    cron = agent.crons.create("refund", schedule="0 9 * * *")
+    head = server.head()
+    with pytest.raises(UnprocessableEntityError, match="__pregel_resume_map"):
+        agent.crons.update(cron["cron_id"], config={"configurable": {"__pregel_resume_map": {}}})
     assert server.head() == head
     with server.http("reviewer") as reviewer:
         refused = reviewer.post(

@@ -417,6 +417,19 @@ def test_a_run_may_not_set_the_engines_own_keys(server, forged):
     assert [item["interrupt_id"] for item in pending(server)] == [interrupt_id]
 
 
+def test_a_runs_configurable_is_an_object_or_a_422_recording_nothing(server):
+    head = server.head()
+    with server.http("agent") as agent:
+        refused = agent.post(
+            "/runs/wait",
+            json={"assistant_id": GRAPH, "input": {"amount": 5}, "config": {"configurable": [1]}},
+        )
+
+    assert refused.status_code == 422, refused.text
+    assert "config.configurable must be an object" in refused.text
+    assert server.head() == head
+
+
 def test_the_engines_own_keys_are_refused_however_a_run_comes(tmp_path):
     # Crons, decisions and assistants' configs all pass through run_config.
     with open_store(f"sqlite:///{tmp_path / 'h.db'}") as store:
