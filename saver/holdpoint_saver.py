@@ -360,7 +360,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                 )
             if parked is None:
                 save = self._apply_writes(
-                    thread_id, namespace, saved, caller, config, resumes=resumes, command=command
+                    thread_id, saved, caller, config, resumes=resumes, command=command
                 )
         if parked is not None:
             # Applied right after the checkpoint, by its save, and committed with it; no
@@ -385,7 +385,6 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
     def _apply_writes(
         self,
         thread_id: str,
-        namespace: str,
         saved: SavedWrites,
         caller: Caller,
         config: RunnableConfig,
@@ -396,7 +395,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         """Apply writes that do not park (`put_writes`), once in order: after their
         checkpoint, and a task's answers (`resumes`) after the resume that gave them (a
         `command`'s)."""
-        self._after_checkpoint(thread_id, namespace, saved.checkpoint_id)
+        self._after_checkpoint(thread_id, saved.namespace, saved.checkpoint_id)
         if resumes and not command:
             self._order.after_answer(thread_id, lambda: not self._questions_of(thread_id, saved))
 
