@@ -138,7 +138,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         self._last: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
         self._edits: dict[tuple[str, str, str], list[SavedWrites]] = {}
         self._order = write_order.WriteOrder()
-        self._answers: OrderedDict[str, tuple[str, set[str]]] = OrderedDict()  # consumed
+        self._answers: OrderedDict[str, tuple[str, str, set[str]]] = OrderedDict()  # consumed
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A subclass keeps `task_path` on `put_writes` and `aput_writes`: LangGraph hands a
@@ -378,7 +378,6 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                 raise
             refused = error
         if refused is not None:  # answers refused at the commit: on record, raised
-            self._forget_consumed(thread_id, saved)
             self._record_refusal(refused, caller, thread_id)
             raise refused
 
@@ -405,6 +404,8 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             if command:
                 answered = resumes and self._consumed(thread_id, saved)
                 return thread.save_writes(saved, caller, self.oversight, answered=answered)
+            if resumes:  # applied again on a fresh read: what it answered may not hold
+                self._forget_consumed(thread_id, saved)
             answers = resumes and bool(thread.questions_of(saved))
             refused = thread.save_writes(saved, caller, self.oversight)
             if answers and refused is None:  # it recorded the answers it consumed
@@ -481,17 +482,17 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         values = [v for channel, v in saved.writes if channel == RESUME]
         digests = {question_digest(value) for value in (values[-1] if values else [])}
         with self._answers_lock:
-            self._answers[thread_id] = (saved.checkpoint_id, digests)
+            self._answers[thread_id] = (saved.checkpoint_id, saved.task_id, digests)
             self._answers.move_to_end(thread_id)
             if len(self._answers) > CACHED_THREADS:
                 self._answers.popitem(last=False)
 
     def _forget_consumed(self, thread_id: str, saved: SavedWrites) -> None:
-        """A task's answers, remembered as they were applied, refused at the commit (applied
-        again on another writer's record)."""
+        """Forget what a task's writes answered, as they are applied again: at the commit,
+        on another writer's record, they may answer nothing or be refused."""
         with self._answers_lock:
             remembered = self._answers.get(thread_id)
-            if remembered is not None and remembered[0] == saved.checkpoint_id:
+            if remembered is not None and remembered[:2] == (saved.checkpoint_id, saved.task_id):
                 del self._answers[thread_id]
 
     def _consumed(self, thread_id: str, saved: SavedWrites) -> bool:
@@ -502,7 +503,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         if remembered is None or remembered[0] != saved.checkpoint_id:
             return False
         resume = next(value for channel, value in saved.writes if channel == RESUME)
-        return question_digest(resume) in remembered[1]
+        return question_digest(resume) in remembered[2]
 
     def _record_refusal(
         self,

@@ -146,6 +146,27 @@ def test_of_two_racing_resumes_on_two_savers_the_second_is_refused(tmp_path):
     assert refusals(second)[-1][1] == "stale_interrupt"  # answered by the first, on record
 
 
+def test_a_stale_tasks_answers_found_answered_at_the_commit_excuse_no_later_resume(tmp_path):
+    # Given a second saver that read the thread paused, and the first that resumed it since
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    first, second = HoldpointSaver(url), HoldpointSaver(url)
+    paused(first)
+    state = refund_builder().compile(checkpointer=second).get_state(thread("t"))
+    refund_builder().compile(checkpointer=first).invoke(Command(resume=True), thread("t"))
+    # When the second saves a task's writes that consumed an answer (applied to the thread
+    # it read, then again at the commit on the record, where the question is answered)
+    second.put_writes(state.config, [("__resume__", [False]), ("log", ["no"])], state.tasks[0].id)
+
+    # Then its Command's own resume of that question is refused and recorded, not taken
+    # as the answer the task was first applied with
+    before = len(first.store.thread_events("t"))
+    with pytest.raises(NotInterruptedError):
+        second.put_writes(state.config, [("__resume__", False)], NULL_TASK_ID)
+    assert len(first.store.thread_events("t")) == before
+    assert [e.resume for e in kinds(first.store, "t", "InterruptResumed")] == [True]
+    assert refusals(second)[-1][1] == "stale_interrupt"
+
+
 def test_a_named_actor_without_the_deciding_role_is_refused_and_the_record_says_so(store):
     saver = HoldpointSaver(store)
     graph = paused(saver)
