@@ -187,6 +187,21 @@ class StaleCheckpointError(HoldpointError):
         )
 
 
+class RefusedRunError(HoldpointError):
+    """A run went on from a resume that was refused (another answer was on record first,
+    say): LangGraph ran the node the resume answered before the saver could refuse it,
+    and the saver records no checkpoint of the run after that, so it stops there."""
+
+    def __init__(self, thread_id: str, refusal: HoldpointError) -> None:
+        super().__init__(
+            f"Thread {thread_id!r}: this run's resume was refused ({refusal}), so nothing "
+            "of the run after the node it answered is recorded; read the thread again for "
+            "the answer on record"
+        )
+        self.thread_id = thread_id
+        self.refusal = refusal
+
+
 class ThreadCancelledError(HoldpointError):
     """The thread was cancelled; it can be read but not run."""
 

@@ -56,6 +56,7 @@ from domain.errors import (
     HoldpointError,
     NotInterruptedError,
     OversightError,
+    RefusedRunError,
     ThreadCancelledError,
     ThreadExistsError,
     ThreadNotFoundError,
@@ -81,6 +82,7 @@ from domain.record.langgraph_record import (
 from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
 from saver import write_order
+from saver.refused_runs import RefusedRuns
 from saver.threads import CACHED_THREADS, Save, Threads
 from saver.values import from_record, to_record
 
@@ -139,6 +141,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         self._edits: dict[tuple[str, str, str], list[SavedWrites]] = {}
         self._order = write_order.WriteOrder()
         self._answers: OrderedDict[str, tuple[str, str, set[str]]] = OrderedDict()  # consumed
+        self._refused_runs = RefusedRuns()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A subclass keeps `task_path` on `put_writes` and `aput_writes`: LangGraph hands a
@@ -213,6 +216,8 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         )
 
         def record(thread: WorkflowThread, grow: bool) -> None:
+            if merged.get("source") == "loop":  # a step of a run whose resume was refused?
+                self._refused_runs.check(thread_id, configurable)
             follows = thread.follows_head(namespace, parent_id)
             saved = self._saved_checkpoint(
                 thread_id,
@@ -227,11 +232,15 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             )
             thread.save_checkpoint(saved, caller, edits)
 
-        with self._order.putting(thread_id, checkpoint["id"]):
-            save = self._threads.apply(
-                thread_id, record, self._beginning(thread_id, config), then=checkpoint["id"]
-            )
-        self._threads.commit(save)
+        try:
+            with self._order.putting(thread_id, checkpoint["id"]):
+                save = self._threads.apply(
+                    thread_id, record, self._beginning(thread_id, config), then=checkpoint["id"]
+                )
+            self._threads.commit(save)
+        except RefusedRunError as error:
+            self._record_refusal(error, caller, thread_id, action="put")
+            raise
         self._last[(thread_id, namespace)] = (
             checkpoint["id"],
             {channel: values[channel] for channel in new_versions if channel in values}
@@ -345,15 +354,33 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             self._edits.setdefault((thread_id, namespace, checkpoint_id), []).append(saved)
             return
         caller = _caller(config)
+        try:
+            self._save_writes(thread_id, saved, caller, config)
+        except RefusedRunError as error:
+            self._record_refusal(error, caller, thread_id, action="put_writes")
+            raise
+
+    def _save_writes(
+        self, thread_id: str, saved: SavedWrites, caller: Caller, config: RunnableConfig
+    ) -> None:
+        """`put_writes` of writes that are not update_state's."""
+        namespace, checkpoint_id, writes = saved.namespace, saved.checkpoint_id, saved.writes
         resumes = any(channel == RESUME for channel, _ in writes)
-        command = task_id == NULL_TASK_ID
+        command = saved.task_id == NULL_TASK_ID
         ends_step = command or any(channel in (INTERRUPT, ERROR) for channel, _ in writes)
+        # Before parking: the checkpoint of a refused run never comes.
+        self._refused_runs.check(thread_id, config["configurable"], checkpoint_id)
         parked = None
         with self._order.writing(thread_id, checkpoint_id, command=command):
             if not (resumes or ends_step):  # a task's writes, before their checkpoint?
+
+                def record(thread: WorkflowThread, _: bool) -> HoldpointError | None:
+                    self._refused_runs.check(thread_id, config["configurable"], checkpoint_id)
+                    return thread.save_writes(saved, caller, self.oversight)
+
                 parked = self._threads.park(
                     thread_id,
-                    lambda thread, _: thread.save_writes(saved, caller, self.oversight),
+                    record,
                     self._beginning(thread_id, config),
                     checkpoint_id,
                     lambda thread: _before(thread, namespace, checkpoint_id),
@@ -403,9 +430,19 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             consumed it, saved in either order, see each other (`_consumed`)."""
             if command:
                 answered = resumes and self._consumed(thread_id, saved)
-                return thread.save_writes(saved, caller, self.oversight, answered=answered)
+                try:
+                    refused = thread.save_writes(saved, caller, self.oversight, answered=answered)
+                except HoldpointError as error:
+                    if resumes:  # the run goes no further (applied again: as it is now)
+                        self._refused_runs.refuse(
+                            thread_id, config["configurable"], saved.checkpoint_id, error
+                        )
+                    raise
+                self._refused_runs.accept(thread_id, config["configurable"])
+                return refused
             if resumes:  # applied again on a fresh read: what it answered may not hold
                 self._forget_consumed(thread_id, saved)
+            self._refused_runs.check(thread_id, config["configurable"], saved.checkpoint_id)
             answers = resumes and bool(thread.questions_of(saved))
             refused = thread.save_writes(saved, caller, self.oversight)
             if answers and refused is None:  # it recorded the answers it consumed
@@ -514,8 +551,9 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
     ) -> None:
         """Put a refused resume or approval on record (an AccessRefused, listed with the
         API's)."""
+        cause = error.refusal if isinstance(error, RefusedRunError) else error
         reason = (
-            error.reason if isinstance(error, OversightError) else REFUSED_RESUMES.get(type(error))
+            cause.reason if isinstance(cause, OversightError) else REFUSED_RESUMES.get(type(cause))
         )
         if reason is None:
             return

@@ -25,8 +25,9 @@ group several saves (saver/threads.py).
 
 A wait ends, whatever happened, after `TIMEOUT` seconds: then what arrived is recorded as
 it arrived. A refused resume never comes: once refused, nothing waits for it, and the
-record shows the node ran past its question without an answer on record, which is the
-truth (LangGraph runs the node with the answer before it learns of the refusal).
+record shows the node ran without an answer on record, which is the truth (LangGraph
+runs the node with the answer before it learns of the refusal); nothing of the run after
+it is recorded (saver/refused_runs.py).
 """
 
 from __future__ import annotations

@@ -14,14 +14,16 @@ from langgraph.types import Command, Send, interrupt
 
 from domain.errors import (
     AmbiguousResumeError,
+    HoldpointError,
     NotInterruptedError,
+    RefusedRunError,
     SeparationOfDutiesError,
     UnknownInterruptError,
     WrongRoleError,
 )
 from domain.privacy.personal import Personal
 from langgraph.checkpoint.holdpoint import AppendOnlyError, HoldpointSaver
-from tests.saver.langgraph_graphs import refund_builder, thread
+from tests.saver.langgraph_graphs import Refund, refund_builder, review, thread
 
 NOT_PENDING = "0123456789abcdef0123456789abcdef"
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # a Command's writes
@@ -167,6 +169,84 @@ def test_a_stale_tasks_answers_found_answered_at_the_commit_excuse_no_later_resu
     assert refusals(second)[-1][1] == "stale_interrupt"
 
 
+def racing_resume(tmp_path: Any, durability: str) -> tuple[HoldpointSaver, list[str], Any]:
+    """A refund paused on one store; a second saver reads it paused and resumes it with
+    False, while the first, in between, resumes it with True: (the first saver, the nodes
+    the second's run ran, what the second's invoke raised)."""
+    ran: list[str] = []
+
+    def pay(state: dict[str, Any]) -> dict[str, Any]:
+        ran.append("pay")
+        return {"log": [f"paid {state['amount']}"]}
+
+    builder = StateGraph(Refund)
+    builder.add_node("review", review)
+    builder.add_node("pay", pay)
+    builder.add_edge(START, "review")
+    builder.add_edge("review", "pay")
+    builder.add_edge("pay", END)
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    first = HoldpointSaver(url)
+    paused(first)
+
+    class LosesTheRace(HoldpointSaver):
+        def get_tuple(self, config: Any) -> Any:
+            found = super().get_tuple(config)
+            builder.compile(checkpointer=first).invoke(Command(resume=True), thread("t"))
+            ran.clear()
+            return found
+
+    second = LosesTheRace(url)
+    with pytest.raises(HoldpointError) as raised:
+        builder.compile(checkpointer=second).invoke(
+            Command(resume=False), thread("t"), durability=durability
+        )
+    return first, ran, raised.value
+
+
+def test_a_run_whose_resume_lost_the_race_stops_at_the_node_it_answered(tmp_path):
+    # Given a run resuming a question another process answered first, each of its
+    # checkpoints saved before its next step (durability="sync")
+    first, ran, raised = racing_resume(tmp_path, "sync")
+
+    # Then LangGraph ran the node it answered (before the saver could refuse the
+    # resume) and no node after it: the run's checkpoint after that node was refused
+    assert isinstance(raised, RefusedRunError)
+    assert ran == []
+    assert refundable(first) == ["reviewed: True", "paid 150"]
+    assert sorted(action for action, _ in refused_actions(first)) == ["Command(resume=...)", "put"]
+
+
+def test_a_run_whose_resume_lost_the_race_records_nothing_of_what_it_ran_on(tmp_path):
+    # Given the same, with LangGraph's default durability ("async": it runs the next
+    # step while the checkpoint is saved)
+    first, ran, _ = racing_resume(tmp_path, "async")
+
+    # Then LangGraph ran on, and each save of the run after the node it answered was
+    # refused and the refusal recorded: the thread's record is the first's answer
+    assert ran == ["pay"]
+    assert refundable(first) == ["reviewed: True", "paid 150"]
+    assert sorted(action for action, _ in refused_actions(first)) == [
+        "Command(resume=...)",
+        "put",
+        "put_writes",
+    ]
+    assert {reason for _, reason in refused_actions(first)} == {"stale_interrupt"}
+
+
+def refundable(saver: HoldpointSaver) -> list[str]:
+    """The refund thread's log, as a fresh saver on the same store reads it."""
+    graph = refund_builder().compile(checkpointer=HoldpointSaver(saver.store))
+    log: list[str] = graph.get_state(thread("t")).values["log"]
+    return log
+
+
+def refused_actions(saver: HoldpointSaver) -> list[tuple[str, str]]:
+    from domain.access.keyring import Keyring  # noqa: PLC0415
+
+    return [(r.action, r.reason) for r in Keyring(saver.store).refusals()]
+
+
 def test_a_named_actor_without_the_deciding_role_is_refused_and_the_record_says_so(store):
     saver = HoldpointSaver(store)
     graph = paused(saver)
@@ -175,14 +255,14 @@ def test_a_named_actor_without_the_deciding_role_is_refused_and_the_record_says_
         graph.invoke(Command(resume=True), thread("t", actor={"id": "zed", "role": "agent"}))
 
     # In Python, LangGraph runs the node with the answer before it learns the saver
-    # refused it (Holdpoint's server refuses first): the record shows the refusal, no
-    # answer, and the question left behind unanswered.
-    assert refusals(saver)[-1] == ("zed", "wrong_role")
+    # refused it (Holdpoint's server refuses first): the record shows the refusal, the
+    # node's run, no answer, and the question still pending; nothing of the run after
+    # the node is recorded (each of its saves refused, for the same reason).
+    assert set(refusals(saver)) == {("zed", "wrong_role")}
     assert kinds(store, "t", "InterruptResumed") == []
-    assert [e.reason for e in kinds(store, "t", "InterruptSuperseded")] == [
-        "no answer was given before the thread moved on to checkpoint "
-        + kinds(store, "t", "CheckpointSaved")[-1].checkpoint_id
-    ]
+    assert kinds(store, "t", "InterruptSuperseded") == []
+    assert [e.node for e in kinds(store, "t", "NodeCompleted")][-1] == "review"
+    assert store.thread("t").status == "interrupted"
 
 
 def test_the_starter_may_not_answer_its_own_thread(store):

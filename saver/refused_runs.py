@@ -1,0 +1,73 @@
+"""The runs of this process whose resume the saver refused, so that they go no further.
+
+LangGraph hands a `Command(resume=...)` to the node that asked before the saver has
+answered whether the resume may be saved: when it is refused (the question was answered
+by another process first, say), the node has run all the same, and its writes, on the
+checkpoint that asked, are recorded as what happened. What the run does after that is
+not: its checkpoints, and writes on any other checkpoint, are refused with
+`RefusedRunError`. With `durability="sync"`, where LangGraph waits for each checkpoint
+before the next step, the run stops there; with "async" LangGraph runs on, and each save
+it makes is refused (and the refusal recorded).
+
+A run is told by LangGraph's runtime object, one per run of a graph
+(`configurable["__pregel_runtime"]`); a save without one belongs to no run known here.
+Only this process runs the run, so its memory is where this belongs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from domain.errors import HoldpointError, RefusedRunError
+
+RUN_KEY = "__pregel_runtime"  # LangGraph's CONFIG_KEY_RUNTIME
+KEPT = 1024  # runs remembered; a refused run makes its next save at once
+
+
+class RefusedRuns:
+    """Refused resumes by run (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # (thread id, id of the run) -> (the run, the checkpoint it resumed, the refusal)
+        self._refused: OrderedDict[tuple[str, int], tuple[Any, str, HoldpointError]] = OrderedDict()
+
+    def refuse(
+        self,
+        thread_id: str,
+        configurable: dict[str, Any],
+        checkpoint_id: str,
+        error: HoldpointError,
+    ) -> None:
+        """The run's resume on the thread's checkpoint was refused with `error`."""
+        run = configurable.get(RUN_KEY)
+        if run is None:
+            return
+        with self._lock:  # the run itself kept, so that its id is not another's
+            self._refused[thread_id, id(run)] = (run, checkpoint_id, error)
+            if len(self._refused) > KEPT:
+                self._refused.popitem(last=False)
+
+    def accept(self, thread_id: str, configurable: dict[str, Any]) -> None:
+        """The run's resume on the thread was saved (applied again, on a fresh read)."""
+        run = configurable.get(RUN_KEY)
+        if run is not None:
+            with self._lock:
+                self._refused.pop((thread_id, id(run)), None)
+
+    def check(
+        self, thread_id: str, configurable: dict[str, Any], writes_on: str | None = None
+    ) -> None:
+        """Raise `RefusedRunError` for a save of a run whose resume on the thread was
+        refused: a checkpoint, or (`writes_on`) writes on a checkpoint other than the one
+        it resumed."""
+        run = configurable.get(RUN_KEY)
+        if run is None:
+            return
+        with self._lock:
+            refused = self._refused.get((thread_id, id(run)))
+        if refused is None or refused[0] is not run or writes_on == refused[1]:
+            return
+        raise RefusedRunError(thread_id, refused[2])
