@@ -4,6 +4,7 @@ clear error, the refusal on record, and nothing else recorded."""
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from typing import Annotated, Any, TypedDict
 
@@ -169,7 +170,9 @@ def test_a_stale_tasks_answers_found_answered_at_the_commit_excuse_no_later_resu
     assert refusals(second)[-1][1] == "stale_interrupt"
 
 
-def racing_resume(tmp_path: Any, durability: str) -> tuple[HoldpointSaver, list[str], Any]:
+def racing_resume(
+    tmp_path: Any, durability: str, *, asynchronous: bool = False
+) -> tuple[HoldpointSaver, list[str], Any]:
     """A refund paused on one store; a second saver reads it paused and resumes it with
     False, while the first, in between, resumes it with True: (the first saver, the nodes
     the second's run ran, what the second's invoke raised)."""
@@ -196,18 +199,20 @@ def racing_resume(tmp_path: Any, durability: str) -> tuple[HoldpointSaver, list[
             ran.clear()
             return found
 
-    second = LosesTheRace(url)
+    graph = builder.compile(checkpointer=LosesTheRace(url))
     with pytest.raises(HoldpointError) as raised:
-        builder.compile(checkpointer=second).invoke(
-            Command(resume=False), thread("t"), durability=durability
-        )
+        if asynchronous:
+            asyncio.run(graph.ainvoke(Command(resume=False), thread("t"), durability=durability))
+        else:
+            graph.invoke(Command(resume=False), thread("t"), durability=durability)
     return first, ran, raised.value
 
 
-def test_a_run_whose_resume_lost_the_race_stops_at_the_node_it_answered(tmp_path):
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_a_run_whose_resume_lost_the_race_stops_at_the_node_it_answered(tmp_path, asynchronous):
     # Given a run resuming a question another process answered first, each of its
     # checkpoints saved before its next step (durability="sync")
-    first, ran, raised = racing_resume(tmp_path, "sync")
+    first, ran, raised = racing_resume(tmp_path, "sync", asynchronous=asynchronous)
 
     # Then LangGraph ran the node it answered (before the saver could refuse the
     # resume) and no node after it: the run's checkpoint after that node was refused
