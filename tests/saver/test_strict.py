@@ -200,11 +200,16 @@ def racing_resume(
             return found
 
     graph = builder.compile(checkpointer=LosesTheRace(url))
-    with pytest.raises(HoldpointError) as raised:
+    resume = Command(resume=False)
+
+    def run() -> None:
         if asynchronous:
-            asyncio.run(graph.ainvoke(Command(resume=False), thread("t"), durability=durability))
+            asyncio.run(graph.ainvoke(resume, thread("t"), durability=durability))
         else:
-            graph.invoke(Command(resume=False), thread("t"), durability=durability)
+            graph.invoke(resume, thread("t"), durability=durability)
+
+    with pytest.raises(HoldpointError) as raised:
+        run()
     return first, ran, raised.value
 
 
