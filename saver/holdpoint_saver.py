@@ -447,6 +447,10 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             refused = thread.save_writes(saved, caller, self.oversight)
             if answers and refused is None:  # it recorded the answers it consumed
                 self._remember_consumed(thread_id, saved)
+            if refused is not None:  # answers of a resume map: the run goes no further
+                self._refused_runs.refuse(
+                    thread_id, config["configurable"], saved.checkpoint_id, refused
+                )
             return refused
 
         try:

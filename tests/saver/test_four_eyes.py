@@ -65,6 +65,7 @@ def test_a_resume_short_of_the_approvals_is_refused_and_says_the_node_ran(store)
     assert refusals(saver)[-1] == ("rita", "four_eyes")
     assert [e.actor["id"] for e in kinds(store, "t", "InterruptApproved")] == ["rita"]
     assert kinds(store, "t", "InterruptResumed") == []
+    assert store.thread("t").status == "interrupted"  # the run went no further on record
 
 
 def test_the_last_approval_is_a_resume_and_is_refused_as_an_approval(store):

@@ -275,6 +275,24 @@ def test_a_named_actor_without_the_deciding_role_is_refused_and_the_record_says_
     assert store.thread("t").status == "interrupted"
 
 
+def test_a_resume_map_the_rules_refuse_stops_the_run_at_the_node_it_answered(store):
+    # Given a paused thread, when an actor without the deciding role answers it with a
+    # resume map (handed to the node, saved nowhere but in the node's own writes)
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+    interrupt_id = next(iter(store.thread("t").interrupts))
+    agent = thread("t", actor={"id": "zed", "role": "agent"})
+
+    with pytest.raises(RefusedRunError, match="may be answered by role 'reviewer'"):
+        graph.invoke(Command(resume={interrupt_id: True}), agent, durability="sync")
+
+    # Then the node it answered ran, and the run stopped there: the question is pending
+    assert [e.node for e in kinds(store, "t", "NodeCompleted")][-1] == "review"
+    assert kinds(store, "t", "InterruptSuperseded") == []
+    assert list(store.thread("t").interrupts) == [interrupt_id]
+    assert set(refusals(saver)) == {("zed", "wrong_role")}
+
+
 def test_the_starter_may_not_answer_its_own_thread(store):
     saver = HoldpointSaver(store)
     graph = paused(saver)
