@@ -63,6 +63,8 @@ class RefusedRuns:
         """Raise `RefusedRunError` for a save of a run whose resume on the thread was
         refused: a checkpoint, or (`writes_on`) writes on a checkpoint other than the one
         it resumed."""
+        if not self._refused:  # as it mostly is: no lock
+            return
         run = configurable.get(RUN_KEY)
         if run is None:
             return
