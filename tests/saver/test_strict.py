@@ -244,6 +244,42 @@ def test_a_run_whose_resume_lost_the_race_records_nothing_of_what_it_ran_on(tmp_
     assert {reason for _, reason in refused_actions(first)} == {"stale_interrupt"}
 
 
+def test_of_two_concurrent_resumes_through_one_saver_one_run_goes_on(store):
+    # Given a paused refund whose pay step counts its runs
+    paid: list[str] = []
+
+    async def pay(state: dict[str, Any]) -> dict[str, Any]:
+        paid.append(state["log"][-1])
+        return {"log": ["paid"]}
+
+    builder = StateGraph(Refund)
+    builder.add_node("review", review)
+    builder.add_node("pay", pay)
+    builder.add_edge(START, "review")
+    builder.add_edge("review", "pay")
+    builder.add_edge("pay", END)
+    saver = HoldpointSaver(store)
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke({"amount": 5, "log": []}, thread("t"))
+
+    # When two runs resume it at once, with different answers
+    async def both() -> list[Any]:
+        runs = [
+            graph.ainvoke(Command(resume=answer), thread("t"), durability="sync")
+            for answer in ("yes", "no")
+        ]
+        return await asyncio.gather(*runs, return_exceptions=True)
+
+    outcomes = asyncio.run(both())
+
+    # Then one answer is on record and its run paid once; the other run stopped
+    recorded = [e.resume for e in kinds(store, "t", "InterruptResumed")]
+    assert len(recorded) == 1
+    assert paid == [f"reviewed: {recorded[0]}"]
+    assert sorted(type(outcome).__name__ for outcome in outcomes) == ["RefusedRunError", "dict"]
+    assert len(kinds(store, "t", "ThreadCompleted")) == 1
+
+
 def refundable(saver: HoldpointSaver) -> list[str]:
     """The refund thread's log, as a fresh saver on the same store reads it."""
     graph = refund_builder().compile(checkpointer=HoldpointSaver(saver.store))
