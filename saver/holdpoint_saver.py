@@ -438,7 +438,8 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                             thread_id, config["configurable"], saved.checkpoint_id, error
                         )
                     raise
-                self._refused_runs.accept(thread_id, config["configurable"])
+                if resumes:
+                    self._refused_runs.accept(thread_id, config["configurable"])
                 return refused
             if resumes:  # applied again on a fresh read: what it answered may not hold
                 self._forget_consumed(thread_id, saved)

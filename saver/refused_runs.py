@@ -53,7 +53,7 @@ class RefusedRuns:
     def accept(self, thread_id: str, configurable: dict[str, Any]) -> None:
         """The run's resume on the thread was saved (applied again, on a fresh read)."""
         run = configurable.get(RUN_KEY)
-        if run is not None:
+        if run is not None and self._refused:
             with self._lock:
                 self._refused.pop((thread_id, id(run)), None)
 
