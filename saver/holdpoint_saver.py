@@ -431,16 +431,13 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             if command:
                 answered = resumes and self._consumed(thread_id, saved)
                 try:
-                    refused = thread.save_writes(saved, caller, self.oversight, answered=answered)
+                    return thread.save_writes(saved, caller, self.oversight, answered=answered)
                 except HoldpointError as error:
-                    if resumes:  # the run goes no further (applied again: as it is now)
+                    if resumes:  # the run goes no further
                         self._refused_runs.refuse(
                             thread_id, config["configurable"], saved.checkpoint_id, error
                         )
                     raise
-                if resumes:
-                    self._refused_runs.accept(thread_id, config["configurable"])
-                return refused
             if resumes:  # applied again on a fresh read: what it answered may not hold
                 self._forget_consumed(thread_id, saved)
             self._refused_runs.check(thread_id, config["configurable"], saved.checkpoint_id)

@@ -45,17 +45,10 @@ class RefusedRuns:
         run = configurable.get(RUN_KEY)
         if run is None:
             return
-        with self._lock:  # the run itself kept, so that its id is not another's
+        with self._lock:  # the run itself kept: while it is, its id is no other's
             self._refused[thread_id, id(run)] = (run, checkpoint_id, error)
             if len(self._refused) > KEPT:
                 self._refused.popitem(last=False)
-
-    def accept(self, thread_id: str, configurable: dict[str, Any]) -> None:
-        """The run's resume on the thread was saved (applied again, on a fresh read)."""
-        run = configurable.get(RUN_KEY)
-        if run is not None and self._refused:
-            with self._lock:
-                self._refused.pop((thread_id, id(run)), None)
 
     def check(
         self, thread_id: str, configurable: dict[str, Any], writes_on: str | None = None
@@ -70,6 +63,6 @@ class RefusedRuns:
             return
         with self._lock:
             refused = self._refused.get((thread_id, id(run)))
-        if refused is None or refused[0] is not run or writes_on == refused[1]:
+        if refused is None or writes_on == refused[1]:
             return
         raise RefusedRunError(thread_id, refused[2])
