@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
 from langchain.agents import create_agent
@@ -33,7 +34,8 @@ def pay(state: Refund) -> dict[str, Any]:
     return {"log": [f"paid {state['amount']}"]}
 
 
-def refund_builder() -> StateGraph[Refund]:
+def refund_builder(pay: Callable[[Refund], Any] = pay) -> StateGraph[Refund]:
+    """The refund: `review` asks, then `pay` (which a test may replace, to count its runs)."""
     builder = StateGraph(Refund)
     builder.add_node("review", review)
     builder.add_node("pay", pay)

@@ -24,7 +24,7 @@ from domain.errors import (
 )
 from domain.privacy.personal import Personal
 from langgraph.checkpoint.holdpoint import AppendOnlyError, HoldpointSaver
-from tests.saver.langgraph_graphs import Refund, refund_builder, review, thread
+from tests.saver.langgraph_graphs import refund_builder, thread
 
 NOT_PENDING = "0123456789abcdef0123456789abcdef"
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"  # a Command's writes
@@ -182,12 +182,7 @@ def racing_resume(
         ran.append("pay")
         return {"log": [f"paid {state['amount']}"]}
 
-    builder = StateGraph(Refund)
-    builder.add_node("review", review)
-    builder.add_node("pay", pay)
-    builder.add_edge(START, "review")
-    builder.add_edge("review", "pay")
-    builder.add_edge("pay", END)
+    builder = refund_builder(pay)
     url = f"sqlite:///{tmp_path / 'h.db'}"
     first = HoldpointSaver(url)
     paused(first)
@@ -252,12 +247,7 @@ def test_of_two_concurrent_resumes_through_one_saver_one_run_goes_on(store):
         paid.append(state["log"][-1])
         return {"log": ["paid"]}
 
-    builder = StateGraph(Refund)
-    builder.add_node("review", review)
-    builder.add_node("pay", pay)
-    builder.add_edge(START, "review")
-    builder.add_edge("review", "pay")
-    builder.add_edge("pay", END)
+    builder = refund_builder(pay)
     saver = HoldpointSaver(store)
     graph = builder.compile(checkpointer=saver)
     graph.invoke({"amount": 5, "log": []}, thread("t"))
