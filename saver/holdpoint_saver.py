@@ -91,6 +91,7 @@ DEFAULT_GRAPH_ID = "langgraph"
 # (saver/threads.py, `Threads.commit`): one commit a step, not two. Writes that end a run
 # (an interrupt, an error) or come before it (a Command's) do not wait.
 LINGER = 0.005
+DURABILITY = "__pregel_durability"  # LangGraph's CONFIG_KEY_DURABILITY, when a run sets one
 KNOWN_CHECKPOINT_KEYS = frozenset(
     {"v", "id", "ts", "channel_values", "channel_versions", "versions_seen", "updated_channels"}
 )
@@ -229,6 +230,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                 seen,
                 follows,
                 grow,
+                answers_unsaved=configurable.get(DURABILITY) == "exit",
             )
             thread.save_checkpoint(saved, caller, edits)
 
@@ -292,6 +294,8 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         seen: dict[str, Any],
         follows: bool,
         grow: bool,
+        *,
+        answers_unsaved: bool,
     ) -> SavedCheckpoint:
         """`seen`: the checkpoint's versions seen, in JSON form."""
         values = checkpoint["channel_values"]
@@ -330,6 +334,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             seen=seen,
             metadata=to_record(dict(metadata)),
             form=_form(checkpoint),
+            answers_unsaved=answers_unsaved,
         )
 
     def put_writes(

@@ -261,11 +261,17 @@ class LangGraphCommands:
             "input": "new input started another run",
             "fork": "the thread was forked from an earlier checkpoint",
         }.get(saved.source, f"the thread moved on to checkpoint {saved.checkpoint_id}")
+        if saved.answers_unsaved:
+            why += ' in a run with durability="exit", which saves no answer'
         for interrupt_id, record in list(self.interrupts.items()):
             places = [where[1] for where in record.get("where", ()) if where[0] == namespace]
             if not places or any(place >= saved.checkpoint_id for place in places):
                 continue  # raised on this checkpoint or a later one, saved before it
-            stays = saved.parent_id in places and saved.source in ("loop", "update")
+            stays = (
+                saved.parent_id in places
+                and saved.source in ("loop", "update")
+                and not saved.answers_unsaved
+            )
             if not stays:
                 self._record(
                     self.InterruptSuperseded,

@@ -46,7 +46,9 @@ class SavedCheckpoint:
     `values` holds the channels given a new version (and, when the checkpoint does not
     follow the thread's latest one, every channel with a value); `grown` the channels
     whose list only grew since the parent, as the items added; `emptied` the channels
-    given a new version and no value.
+    given a new version and no value. `answers_unsaved`: the run that saved it saves no
+    writes but those of its last checkpoint (LangGraph's `durability="exit"`), so an
+    answer to a question on its parent is never saved.
     """
 
     namespace: str
@@ -62,6 +64,7 @@ class SavedCheckpoint:
     seen: dict[str, dict[str, Any]]
     metadata: dict[str, Any]
     form: dict[str, Any] = field(default_factory=dict)  # "v", "updated_channels", others
+    answers_unsaved: bool = False
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 
 from langgraph.checkpoint.holdpoint import HoldpointSaver
-from tests.saver.langgraph_graphs import refund_builder, thread
+from tests.saver.langgraph_graphs import Refund, refund_builder, thread
 
 REVIEWER = {"id": "rita", "role": "reviewer"}
 
@@ -168,6 +168,37 @@ def test_new_input_on_a_paused_thread_supersedes_its_question(store):
     assert [e.interrupt_id for e in superseded] == [first.interrupt_id]
     assert "new input" in superseded[0].reason
     assert list(saver.store.thread("t").interrupts) != [first.interrupt_id]
+
+
+def test_a_question_a_run_with_durability_exit_went_on_from_is_superseded_saying_so(store):
+    # Given a thread paused at the first of two questions, a run of durability "exit"
+    # saving no writes but its last checkpoint's (so no answer)
+    def first(state: Refund) -> dict[str, Any]:
+        return {"log": [f"first: {interrupt('first?')}"]}
+
+    def second(state: Refund) -> dict[str, Any]:
+        return {"log": [f"second: {interrupt('second?')}"]}
+
+    builder = StateGraph(Refund)
+    builder.add_node("first", first)
+    builder.add_node("second", second)
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "second")
+    builder.add_edge("second", END)
+    graph = builder.compile(checkpointer=HoldpointSaver(store))
+    graph.invoke({"amount": 1, "log": []}, thread("t"), durability="exit")
+    (asked,) = store.thread("t").interrupts
+
+    # When it is answered, and the run stops at the second question
+    graph.invoke(Command(resume="yes"), thread("t"), durability="exit")
+
+    # Then the first is superseded, the record saying why, and only the second is pending,
+    # as in LangGraph
+    (superseded,) = events_of(HoldpointSaver(store), "t", "InterruptSuperseded")
+    assert superseded.interrupt_id == asked
+    assert 'durability="exit", which saves no answer' in superseded.reason
+    pending = [record["value"] for record in store.thread("t").interrupts.values()]
+    assert pending == [i.value for i in graph.get_state(thread("t")).interrupts] == ["second?"]
 
 
 def test_an_edit_while_paused_is_a_state_edit_and_the_question_stays_open(store):
