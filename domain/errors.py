@@ -190,7 +190,7 @@ class StaleCheckpointError(HoldpointError):
 class RefusedRunError(HoldpointError):
     """A run went on from a resume that was refused (another answer was on record first,
     say): LangGraph ran the node the resume answered before the saver could refuse it,
-    and the saver records no checkpoint of the run after that, so it stops there."""
+    and the saver records nothing of the run after that node."""
 
     def __init__(self, thread_id: str, refusal: HoldpointError) -> None:
         super().__init__(
