@@ -382,6 +382,9 @@ class LangGraphCommands:
                 "checkpoint_id": saved.checkpoint_id,
                 "path": saved.task_path,
                 **({} if as_update else {"writes": [list(write) for write in saved.writes]}),
+                # It ran on a refused answer: its writes are not kept on the checkpoint, so
+                # LangGraph runs it again on the answer that is given.
+                **({} if refused is None else {"refused": str(refused)}),
             },
         )
         return refused

@@ -186,12 +186,14 @@ def fold_writes(thread: Any, event: Any) -> None:
 
 
 def fold_node_completed(thread: Any, event: Any) -> None:
-    """NodeCompleted: a task's writes, pending until the next checkpoint applies them."""
+    """NodeCompleted: a task's writes, pending until the next checkpoint applies them; not
+    those of a task that ran on a refused answer (its node runs again)."""
     task = event.task
-    writes = task.get("writes") or list(event.update.items())
-    add_writes(
-        thread, task["namespace"], task["checkpoint_id"], event.task_id, task["path"], writes
-    )
+    if not task.get("refused"):
+        writes = task.get("writes") or list(event.update.items())
+        add_writes(
+            thread, task["namespace"], task["checkpoint_id"], event.task_id, task["path"], writes
+        )
     thread.answers.pop(event.node, None)
     if event.applied and not thread.interrupts:  # the decisions took effect
         thread.shapers = {}

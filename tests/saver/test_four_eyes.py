@@ -68,6 +68,21 @@ def test_a_resume_short_of_the_approvals_is_refused_and_says_the_node_ran(store)
     assert store.thread("t").status == "interrupted"  # the run went no further on record
 
 
+def test_after_a_resume_short_of_the_approvals_the_node_runs_on_the_answer_then_given(store):
+    # Given a resume short of the approvals, refused after LangGraph ran the node on it
+    _, graph = four_eyes(store)
+    with pytest.raises(ApprovalsOutstandingError):
+        graph.invoke(Command(resume=True), thread("t", actor=RITA, decision="approve"))
+
+    # Then the node waits to run again, and runs on the next reviewer's answer, not on
+    # the refused one it ran with
+    assert graph.get_state(thread("t")).next == ("review",)
+    result = graph.invoke(Command(resume=False), thread("t", actor=RAJ, decision="reject"))
+    assert result["log"] == ["reviewed: False", "paid 150"]
+    [resumed] = kinds(store, "t", "InterruptResumed")
+    assert (resumed.actor["id"], resumed.resume) == ("raj", False)
+
+
 def test_the_last_approval_is_a_resume_and_is_refused_as_an_approval(store):
     saver, _ = four_eyes(store)
     saver.approve(thread("t", actor=RITA))

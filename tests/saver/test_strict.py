@@ -301,6 +301,27 @@ def test_a_named_actor_without_the_deciding_role_is_refused_and_the_record_says_
     assert store.thread("t").status == "interrupted"
 
 
+def test_after_a_refused_answer_the_node_runs_on_the_answer_then_given(store):
+    # Given an answer refused (an agent's), after LangGraph ran the node on it
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+    asked = graph.get_state(thread("t")).config
+    with pytest.raises(WrongRoleError):
+        graph.invoke(Command(resume=True), thread("t", actor={"id": "zed", "role": "agent"}))
+
+    # Then the node waits to run again (its writes on the refused answer are not kept),
+    # and runs on the reviewer's answer, which is what the question's checkpoint holds
+    assert graph.get_state(thread("t")).next == ("review",)
+    reviewer = thread("t", actor={"id": "rita", "role": "reviewer"})
+    assert graph.invoke(Command(resume=False), reviewer)["log"] == ["reviewed: False", "paid 150"]
+    kept = [
+        value for _, channel, value in saver.get_tuple(asked).pending_writes if channel == "log"
+    ]
+    assert kept == [["reviewed: False"]]
+    [completed, _] = [e for e in kinds(store, "t", "NodeCompleted") if e.node == "review"]
+    assert "may be answered by role 'reviewer'" in completed.task["refused"]
+
+
 def test_a_resume_map_the_rules_refuse_stops_the_run_at_the_node_it_answered(store):
     # Given a paused thread, when an actor without the deciding role answers it with a
     # resume map (handed to the node, saved nowhere but in the node's own writes)
