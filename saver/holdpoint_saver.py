@@ -232,7 +232,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                 grow,
                 answers_unsaved=configurable.get(DURABILITY) == "exit",
             )
-            thread.save_checkpoint(saved, caller, edits)
+            thread.save_checkpoint(saved, caller, self.oversight, edits)
 
         try:
             with self._order.putting(thread_id, checkpoint["id"]):
@@ -242,6 +242,9 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             self._threads.commit(save)
         except RefusedRunError as error:
             self._record_refusal(error, caller, thread_id, action="put")
+            raise
+        except OversightError as error:  # an edit the hold points' rules refuse
+            self._record_refusal(error, caller, thread_id, action="update_state")
             raise
         self._last[(thread_id, namespace)] = (
             checkpoint["id"],

@@ -189,11 +189,16 @@ class LangGraphCommands:
         self,
         saved: SavedCheckpoint,
         caller: Caller,
+        policy: Oversight,
         edit_writes: list[SavedWrites] | None = None,
     ) -> None:
         """Record a checkpoint LangGraph saved (see the module's docstring). `edit_writes`:
-        update_state's writes, saved on the parent just before its checkpoint."""
+        update_state's writes, saved on the parent just before its checkpoint. An edit
+        (`update_state`) is held to the hold points' rules for `caller`, as a native
+        graph's is: it raises their refusal, recording nothing."""
         namespace = saved.namespace
+        if saved.source == "update":
+            self._check_edit(caller, policy)
         follows = self.follows_head(namespace, saved.parent_id)
         if saved.grown and not follows:
             raise StaleCheckpointError(self.thread_id, namespace, saved.checkpoint_id)
@@ -248,6 +253,17 @@ class LangGraphCommands:
         if namespace == "" and saved.source == "loop" and not next_up:
             self._unanswered(caller)
             self._record(self.ThreadCompleted, step=saved.step)
+
+    def _check_edit(self, caller: Caller, policy: Oversight) -> None:
+        """An edit as a node decides the flow; any other changes what a standing hold
+        point is about (`hold_points.check_edit_as_node`, `check_may_change`)."""
+        thread: Any = self  # a HoldPointThread (holds, shaped_by: WorkflowThread's)
+        if caller.as_node is not None:
+            hold_points.check_edit_as_node(
+                thread, caller.actor, policy, str(caller.as_node), caller.reason
+            )
+        else:
+            hold_points.check_may_change(thread, caller.actor, policy, "An edit of the state")
 
     def _supersede(self, namespace: str, saved: SavedCheckpoint, caller: Caller) -> None:
         """Record the interrupts a new checkpoint leaves behind unanswered: those pending

@@ -15,6 +15,7 @@ from langgraph.types import Command, Send, interrupt
 
 from domain.errors import (
     AmbiguousResumeError,
+    HoldPointBypassError,
     HoldpointError,
     NotInterruptedError,
     RefusedRunError,
@@ -342,6 +343,39 @@ def test_a_resume_map_the_rules_refuse_stops_the_run_at_the_node_it_answered(sto
     assert kinds(store, "t", "InterruptSuperseded") == []
     assert list(store.thread("t").interrupts) == [interrupt_id]
     assert set(refusals(saver)) == {("zed", "wrong_role")}
+
+
+def test_an_agents_edit_of_a_paused_thread_is_refused_on_record_and_nothing_else(store):
+    # Given a refund paused at its question
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+    before = len(store.thread_events("t"))
+
+    # When an agent edits the amount the question is about, in Python
+    with pytest.raises(HoldPointBypassError, match="stands at a hold point"):
+        graph.update_state(thread("t", actor={"id": "zed", "role": "agent"}), {"amount": 1})
+
+    # Then only the refusal is recorded, as for a native graph
+    assert len(store.thread_events("t")) == before
+    assert graph.get_state(thread("t")).values["amount"] == 150
+    assert refusals(saver)[-1] == ("zed", "hold_point")
+
+
+def test_an_agents_edit_as_a_node_is_a_decision_about_the_flow_and_refused(store):
+    # Given a refund run to its end
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+    graph.invoke(Command(resume=True), thread("t", actor={"id": "rita", "role": "reviewer"}))
+    before = len(store.thread_events("t"))
+
+    # When an agent edits it as the review node (standing in for a review)
+    agent = thread("t", actor={"id": "zed", "role": "agent"}, as_node="review")
+    with pytest.raises(HoldPointBypassError, match="decision about the flow"):
+        graph.update_state(agent, {"amount": 1}, as_node="review")
+
+    # Then only the refusal is recorded
+    assert len(store.thread_events("t")) == before
+    assert refusals(saver)[-1] == ("zed", "hold_point")
 
 
 def test_the_starter_may_not_answer_its_own_thread(store):
