@@ -377,7 +377,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         command = saved.task_id == NULL_TASK_ID
         ends_step = command or any(channel in (INTERRUPT, ERROR) for channel, _ in writes)
         # Before parking: the checkpoint of a refused run never comes.
-        self._refused_runs.check(thread_id, config["configurable"], checkpoint_id)
+        self._refused_runs.check(thread_id, config["configurable"], _kept_on(saved))
         parked = None
         with self._order.writing(thread_id, checkpoint_id, command=command):
             if not (resumes or ends_step):  # a task's writes, before their checkpoint?
@@ -440,15 +440,14 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                 answered = resumes and self._consumed(thread_id, saved)
                 try:
                     return thread.save_writes(saved, caller, self.oversight, answered=answered)
-                except HoldpointError as error:
-                    if resumes:  # the run goes no further
-                        self._refused_runs.refuse(
-                            thread_id, config["configurable"], saved.checkpoint_id, error
-                        )
+                except HoldpointError as error:  # the run goes no further
+                    self._refused_runs.refuse(
+                        thread_id, config["configurable"], saved.checkpoint_id, error
+                    )
                     raise
             if resumes:  # applied again on a fresh read: what it answered may not hold
                 self._forget_consumed(thread_id, saved)
-            self._refused_runs.check(thread_id, config["configurable"], saved.checkpoint_id)
+            self._refused_runs.check(thread_id, config["configurable"], _kept_on(saved))
             answers = resumes and bool(thread.questions_of(saved))
             refused = thread.save_writes(saved, caller, self.oversight)
             if answers and refused is None:  # it recorded the answers it consumed
@@ -464,7 +463,9 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         except HoldpointError as error:
             if resumes and command:
                 self._order.answering(thread_id, refused=True)
-                self._record_refusal(error, caller, thread_id)
+            if command:
+                action = "Command(resume=...)" if resumes else "Command(update=...)"
+                self._record_refusal(error, caller, thread_id, action=action)
             raise
         if resumes and command:
             self._order.answering(thread_id, refused=False)
@@ -851,6 +852,13 @@ def _before(thread: WorkflowThread | None, namespace: str, checkpoint_id: str) -
     """Whether the thread has not saved the namespace's checkpoint yet (nor a later one)."""
     head = None if thread is None else thread.heads.get(namespace)
     return head is None or checkpoint_id > head["id"]
+
+
+def _kept_on(saved: SavedWrites) -> str | None:
+    """The checkpoint on which a refused run's writes are still recorded (`RefusedRuns`):
+    the one it resumed, for the node that ran there; none for a question asked again,
+    which would be asked from what was refused."""
+    return None if any(channel == INTERRUPT for channel, _ in saved.writes) else saved.checkpoint_id
 
 
 def _caller(config: RunnableConfig) -> Caller:

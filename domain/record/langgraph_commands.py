@@ -485,6 +485,9 @@ class LangGraphCommands:
             if channel != RESUME and is_state_channel(channel)
         }
         goto = _routes(saved.writes)
+        if update:  # what a standing hold point is about: who may decide it (native too)
+            thread: Any = self  # a HoldPointThread
+            hold_points.check_holds(thread, caller.actor, policy, "A Command(update=...)")
         if update or goto:
             self._record(
                 self.StateEdited,

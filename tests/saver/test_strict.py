@@ -361,6 +361,25 @@ def test_an_agents_edit_of_a_paused_thread_is_refused_on_record_and_nothing_else
     assert refusals(saver)[-1] == ("zed", "hold_point")
 
 
+def test_an_agents_command_update_of_a_paused_thread_is_refused_and_its_run_stops(store):
+    # Given a refund paused at its question
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+    (asked,) = store.thread("t").interrupts.values()
+
+    # When an agent sends a Command that changes the amount (LangGraph then runs the node
+    # again, which asks again, about the changed amount)
+    agent = thread("t", actor={"id": "zed", "role": "agent"})
+    with pytest.raises(HoldPointBypassError, match="Command\\(update"):
+        graph.invoke(Command(update={"amount": 1}), agent, durability="sync")
+
+    # Then the refusal is recorded, and neither the edit nor the question asked again
+    assert kinds(store, "t", "StateEdited") == []
+    assert [record["value"] for record in store.thread("t").interrupts.values()] == [asked["value"]]
+    assert graph.get_state(thread("t")).values["amount"] == 150
+    assert set(refusals(saver)) == {("zed", "hold_point")}
+
+
 def test_an_agents_edit_as_a_node_is_a_decision_about_the_flow_and_refused(store):
     # Given a refund run to its end
     saver = HoldpointSaver(store)
