@@ -377,13 +377,13 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         command = saved.task_id == NULL_TASK_ID
         ends_step = command or any(channel in (INTERRUPT, ERROR) for channel, _ in writes)
         # Before parking: the checkpoint of a refused run never comes.
-        self._refused_runs.check(thread_id, config["configurable"], _kept_on(saved))
+        self._refused_runs.check(thread_id, config["configurable"], saved)
         parked = None
         with self._order.writing(thread_id, checkpoint_id, command=command):
             if not (resumes or ends_step):  # a task's writes, before their checkpoint?
 
                 def record(thread: WorkflowThread, _: bool) -> HoldpointError | None:
-                    self._refused_runs.check(thread_id, config["configurable"], checkpoint_id)
+                    self._refused_runs.check(thread_id, config["configurable"], saved)
                     return thread.save_writes(saved, caller, self.oversight)
 
                 parked = self._threads.park(
@@ -447,7 +447,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                     raise
             if resumes:  # applied again on a fresh read: what it answered may not hold
                 self._forget_consumed(thread_id, saved)
-            self._refused_runs.check(thread_id, config["configurable"], _kept_on(saved))
+            self._refused_runs.check(thread_id, config["configurable"], saved)
             answers = resumes and bool(thread.questions_of(saved))
             refused = thread.save_writes(saved, caller, self.oversight)
             if answers and refused is None:  # it recorded the answers it consumed
@@ -852,13 +852,6 @@ def _before(thread: WorkflowThread | None, namespace: str, checkpoint_id: str) -
     """Whether the thread has not saved the namespace's checkpoint yet (nor a later one)."""
     head = None if thread is None else thread.heads.get(namespace)
     return head is None or checkpoint_id > head["id"]
-
-
-def _kept_on(saved: SavedWrites) -> str | None:
-    """The checkpoint on which a refused run's writes are still recorded (`RefusedRuns`):
-    the one it resumed, for the node that ran there; none for a question asked again,
-    which would be asked from what was refused."""
-    return None if any(channel == INTERRUPT for channel, _ in saved.writes) else saved.checkpoint_id
 
 
 def _caller(config: RunnableConfig) -> Caller:

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from typing import Any
 
 from domain.errors import HoldpointError, RefusedRunError
+from domain.record.langgraph_record import INTERRUPT, SavedWrites
 
 RUN_KEY = "__pregel_runtime"  # LangGraph's CONFIG_KEY_RUNTIME
 KEPT = 1024  # runs remembered; a refused run makes its next save at once
@@ -51,11 +52,12 @@ class RefusedRuns:
                 self._refused.popitem(last=False)
 
     def check(
-        self, thread_id: str, configurable: dict[str, Any], writes_on: str | None = None
+        self, thread_id: str, configurable: dict[str, Any], writes: SavedWrites | None = None
     ) -> None:
         """Raise `RefusedRunError` for a save of a run whose resume on the thread was
-        refused: a checkpoint, or (`writes_on`) writes on a checkpoint other than the one
-        it resumed."""
+        refused: a checkpoint, or `writes` but for those of the node that ran on the
+        checkpoint it resumed (a question asked again there is refused too: it would be
+        asked from what was refused)."""
         if not self._refused:  # as it mostly is: no lock
             return
         run = configurable.get(RUN_KEY)
@@ -63,6 +65,12 @@ class RefusedRuns:
             return
         with self._lock:
             refused = self._refused.get((thread_id, id(run)))
-        if refused is None or writes_on == refused[1]:
+        if refused is None:
+            return
+        if (
+            writes is not None
+            and writes.checkpoint_id == refused[1]
+            and all(channel != INTERRUPT for channel, _ in writes.writes)
+        ):
             return
         raise RefusedRunError(thread_id, refused[2])

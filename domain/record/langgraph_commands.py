@@ -257,13 +257,21 @@ class LangGraphCommands:
     def _check_edit(self, caller: Caller, policy: Oversight) -> None:
         """An edit as a node decides the flow; any other changes what a standing hold
         point is about (`hold_points.check_edit_as_node`, `check_may_change`)."""
-        thread: Any = self  # a HoldPointThread (holds, shaped_by: WorkflowThread's)
         if caller.as_node is not None:
             hold_points.check_edit_as_node(
-                thread, caller.actor, policy, str(caller.as_node), caller.reason
+                self,  # type: ignore[arg-type]
+                caller.actor,
+                policy,
+                str(caller.as_node),
+                caller.reason,
             )
         else:
-            hold_points.check_may_change(thread, caller.actor, policy, "An edit of the state")
+            hold_points.check_may_change(
+                self,  # type: ignore[arg-type]
+                caller.actor,
+                policy,
+                "An edit of the state",
+            )
 
     def _supersede(self, namespace: str, saved: SavedCheckpoint, caller: Caller) -> None:
         """Record the interrupts a new checkpoint leaves behind unanswered: those pending
@@ -486,8 +494,7 @@ class LangGraphCommands:
         }
         goto = _routes(saved.writes)
         if update:  # what a standing hold point is about: who may decide it (native too)
-            thread: Any = self  # a HoldPointThread
-            hold_points.check_holds(thread, caller.actor, policy, "A Command(update=...)")
+            hold_points.check_holds(self, caller.actor, policy, "A Command(update=...)")  # type: ignore[arg-type]
         if update or goto:
             self._record(
                 self.StateEdited,
