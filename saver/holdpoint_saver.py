@@ -78,6 +78,7 @@ from domain.record.langgraph_record import (
     Caller,
     SavedCheckpoint,
     SavedWrites,
+    is_state_channel,
 )
 from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
@@ -383,8 +384,8 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             if not (resumes or ends_step):  # a task's writes, before their checkpoint?
 
                 def record(thread: WorkflowThread, _: bool) -> HoldpointError | None:
-                    self._refused_runs.check(thread_id, config["configurable"], saved)
-                    return thread.save_writes(saved, caller, self.oversight)
+                    ran_on = self._refused_runs.check(thread_id, config["configurable"], saved)
+                    return thread.save_writes(saved, caller, self.oversight, ran_on=ran_on)
 
                 parked = self._threads.park(
                     thread_id,
@@ -447,9 +448,9 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                     raise
             if resumes:  # applied again on a fresh read: what it answered may not hold
                 self._forget_consumed(thread_id, saved)
-            self._refused_runs.check(thread_id, config["configurable"], saved)
+            ran_on = self._refused_runs.check(thread_id, config["configurable"], saved)
             answers = resumes and bool(thread.questions_of(saved))
-            refused = thread.save_writes(saved, caller, self.oversight)
+            refused = thread.save_writes(saved, caller, self.oversight, ran_on=ran_on)
             if answers and refused is None:  # it recorded the answers it consumed
                 self._remember_consumed(thread_id, saved)
             if refused is not None:  # answers of a resume map: the run goes no further
@@ -464,7 +465,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             if resumes and command:
                 self._order.answering(thread_id, refused=True)
             if command:
-                action = "Command(resume=...)" if resumes else "Command(update=...)"
+                action = "Command(resume=...)" if resumes else _command_kind(saved)
                 self._record_refusal(error, caller, thread_id, action=action)
             raise
         if resumes and command:
@@ -852,6 +853,13 @@ def _before(thread: WorkflowThread | None, namespace: str, checkpoint_id: str) -
     """Whether the thread has not saved the namespace's checkpoint yet (nor a later one)."""
     head = None if thread is None else thread.heads.get(namespace)
     return head is None or checkpoint_id > head["id"]
+
+
+def _command_kind(saved: SavedWrites) -> str:
+    """What a Command without a resume did, as its refusal names it: an update of the
+    state is checked before a goto."""
+    updates = any(channel != RESUME and is_state_channel(channel) for channel, _ in saved.writes)
+    return "Command(update=...)" if updates else "Command(goto=...)"
 
 
 def _caller(config: RunnableConfig) -> Caller:

@@ -1,10 +1,12 @@
 """The runs of this process whose resume the saver refused, so that they go no further.
 
 LangGraph hands a `Command(resume=...)` to the node that asked before the saver has
-answered whether the resume may be saved: when it is refused (the question was answered
-by another process first, say), the node has run all the same, and its writes, on the
-checkpoint that asked, are recorded as what happened. What the run does after that is
-not: its checkpoints, and writes on any other checkpoint, are refused with
+answered whether the resume may be saved, and runs the node a `Command(goto=...)` names
+in the same step: when the Command is refused (the question was answered by another
+process first, say, or the goto passes a hold point), the node has run all the same, and
+its completion, on the checkpoint the run resumed, is recorded as run on that refusal,
+its writes not kept (LangGraph runs it again when the flow reaches it). What the run does
+after that is not: its checkpoints, and writes on any other checkpoint, are refused with
 `RefusedRunError`. With `durability="sync"`, where LangGraph waits for each checkpoint
 before the next step, the run stops there; with "async" LangGraph runs on, and each save
 it makes is refused (and the refusal recorded).
@@ -53,24 +55,25 @@ class RefusedRuns:
 
     def check(
         self, thread_id: str, configurable: dict[str, Any], writes: SavedWrites | None = None
-    ) -> None:
+    ) -> HoldpointError | None:
         """Raise `RefusedRunError` for a save of a run whose resume on the thread was
-        refused: a checkpoint, or `writes` but for those of the node that ran on the
+        refused: a checkpoint, or `writes` but for those of a node that ran on the
         checkpoint it resumed (a question asked again there is refused too: it would be
-        asked from what was refused)."""
+        asked from what was refused). For those, the refusal they ran under: they are
+        recorded as having run on it."""
         if not self._refused:  # as it mostly is: no lock
-            return
+            return None
         run = configurable.get(RUN_KEY)
         if run is None:
-            return
+            return None
         with self._lock:
             refused = self._refused.get((thread_id, id(run)))
         if refused is None:
-            return
+            return None
         if (
             writes is not None
             and writes.checkpoint_id == refused[1]
             and all(channel != INTERRUPT for channel, _ in writes.writes)
         ):
-            return
+            return refused[2]
         raise RefusedRunError(thread_id, refused[2])

@@ -318,7 +318,13 @@ class LangGraphCommands:
     # -- put_writes --------------------------------------------------------
 
     def save_writes(
-        self, saved: SavedWrites, caller: Caller, policy: Oversight, *, answered: bool = False
+        self,
+        saved: SavedWrites,
+        caller: Caller,
+        policy: Oversight,
+        *,
+        answered: bool = False,
+        ran_on: HoldpointError | None = None,
     ) -> HoldpointError | None:
         """Record a task's writes (see the module's docstring); writes already recorded
         at their index record nothing again.
@@ -327,7 +333,9 @@ class LangGraphCommands:
         own resume (a resume map is handed to the tasks, not saved apart): the task ran
         with them all the same, so its completion is recorded, without them. `answered`: a
         Command's resume that the task it answered already recorded, its writes saved
-        first (LangGraph saves them in no fixed order): its writes alone are recorded."""
+        first (LangGraph saves them in no fixed order): its writes alone are recorded.
+        `ran_on`: the refusal of the run the task ran in (a Command of it was refused):
+        its completion is recorded as run on that refusal, its writes not kept."""
         if not self._fresh(saved):
             return None
         if saved.task_id == NULL_TASK_ID:
@@ -335,7 +343,7 @@ class LangGraphCommands:
         elif saved.task_path.startswith(UPDATE_TASK):
             self._record_writes(saved)
         elif SPECIAL.isdisjoint(channel for channel, _ in saved.writes):
-            return self._complete_node(saved, caller, policy)
+            return self._complete_node(saved, caller, policy, ran_on)
         else:
             self._task_outcome(saved, policy)
         return None
@@ -380,10 +388,15 @@ class LangGraphCommands:
         return None if head is None else head["recent"].get(saved.checkpoint_id)
 
     def _complete_node(
-        self, saved: SavedWrites, caller: Caller, policy: Oversight
+        self,
+        saved: SavedWrites,
+        caller: Caller,
+        policy: Oversight,
+        ran_on: HoldpointError | None,
     ) -> HoldpointError | None:
         step, node = self._step_and_node(saved)
         refused = self._consumed_answers(saved, caller, policy)
+        why = refused or ran_on
         channels = [channel for channel, _ in saved.writes]
         as_update = len(set(channels)) == len(channels)
         applied = None
@@ -406,9 +419,9 @@ class LangGraphCommands:
                 "checkpoint_id": saved.checkpoint_id,
                 "path": saved.task_path,
                 **({} if as_update else {"writes": [list(write) for write in saved.writes]}),
-                # It ran on a refused answer: its writes are not kept on the checkpoint, so
-                # LangGraph runs it again on the answer that is given.
-                **({} if refused is None else {"refused": str(refused)}),
+                # It ran on a refused answer or Command: its writes are not kept on the
+                # checkpoint, so LangGraph runs it again when the flow reaches it.
+                **({} if why is None else {"refused": str(why)}),
             },
         )
         return refused
@@ -493,8 +506,11 @@ class LangGraphCommands:
             if channel != RESUME and is_state_channel(channel)
         }
         goto = _routes(saved.writes)
-        if update:  # what a standing hold point is about: who may decide it (native too)
+        # What a standing hold point is about, or past it: who may decide it (native too).
+        if update:
             hold_points.check_holds(self, caller.actor, policy, "A Command(update=...)")  # type: ignore[arg-type]
+        if goto:
+            hold_points.check_holds(self, caller.actor, policy, "A Command(goto=...)")  # type: ignore[arg-type]
         if update or goto:
             self._record(
                 self.StateEdited,

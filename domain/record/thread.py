@@ -309,8 +309,9 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
         applied: list[dict[str, Any]] | None = None
         # A real LangGraph graph's task: {"namespace", "checkpoint_id", "path"}, and its
         # "writes" ([[channel, value], ...]) when `update` cannot hold them (a channel
-        # written twice), and "refused" (why) when it ran on an answer that was refused:
-        # its writes are then not kept on the checkpoint. None for the native engine's nodes.
+        # written twice), and "refused" (why) when it ran on an answer or in a run that
+        # was refused: its writes are then not kept on the checkpoint. None for the
+        # native engine's nodes.
         task: dict[str, Any] | None = None
 
         def fold(self, thread: WorkflowThread) -> None:

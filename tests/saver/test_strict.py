@@ -380,6 +380,43 @@ def test_an_agents_command_update_of_a_paused_thread_is_refused_and_its_run_stop
     assert set(refusals(saver)) == {("zed", "hold_point")}
 
 
+@pytest.mark.parametrize("durability", ["sync", "async"])
+def test_an_agents_command_goto_past_a_paused_question_is_refused_and_paid_once_on_record(
+    store, durability
+):
+    # Given a refund paused at its question, whose pay step counts its runs
+    paid: list[int] = []
+
+    def pay(state: dict[str, Any]) -> dict[str, Any]:
+        paid.append(state["amount"])
+        return {"log": [f"paid {state['amount']}"]}
+
+    saver = HoldpointSaver(store)
+    graph = refund_builder(pay).compile(checkpointer=saver)
+    graph.invoke({"amount": 150}, thread("t", actor={"id": "amy", "role": "agent"}))
+
+    # When an agent sends the thread straight to the pay step (LangGraph runs it at once,
+    # in this process, before the saver sees the Command)
+    agent = thread("t", actor={"id": "zed", "role": "agent"})
+    with pytest.raises(HoldPointBypassError, match="Command\\(goto"):
+        graph.invoke(Command(goto="pay"), agent, durability=durability)
+
+    # Then the refusal is recorded (and the run's later saves refused: the question asked
+    # again), the route is not, and the step that ran is recorded as run on the refusal:
+    # nothing of it is kept
+    assert refused_actions(saver)[0] == ("Command(goto=...)", "hold_point")
+    assert {reason for _, reason in refused_actions(saver)} == {"hold_point"}
+    assert kinds(store, "t", "StateEdited") == []
+    (ran,) = [e for e in kinds(store, "t", "NodeCompleted") if e.node == "pay"]
+    assert "Command(goto=...) needs a principal who may decide it" in ran.task["refused"]
+    assert graph.get_state(thread("t")).next == ("review",)
+
+    # And when the reviewer approves, the refund is paid once on record
+    graph.invoke(Command(resume=True), thread("t", actor={"id": "rita", "role": "reviewer"}))
+    assert refundable(saver) == ["reviewed: True", "paid 150"]
+    assert paid == [150, 150]  # in this process, once before the saver refused the goto
+
+
 def test_an_agents_edit_as_a_node_is_a_decision_about_the_flow_and_refused(store):
     # Given a refund run to its end
     saver = HoldpointSaver(store)
