@@ -63,7 +63,7 @@ from domain.errors import (
     UnknownInterruptError,
 )
 from domain.history.checkpoints import CheckpointAt, checkpoints_of
-from domain.history.forks import branch
+from domain.history.forks import branch, check_may_branch
 from domain.history.lineage import lineage_events
 from domain.oversight.hold_points import Oversight, question_digest
 from domain.record.application import Workflows
@@ -92,6 +92,8 @@ DEFAULT_GRAPH_ID = "langgraph"
 # (saver/threads.py, `Threads.commit`): one commit a step, not two. Writes that end a run
 # (an interrupt, an error) or come before it (a Command's) do not wait.
 LINGER = 0.005
+# Saves that branch off a past checkpoint: a run (LangGraph saves a fork first) or an edit.
+BRANCHING = frozenset({"fork", "update"})
 DURABILITY = "__pregel_durability"  # LangGraph's CONFIG_KEY_DURABILITY, when a run sets one
 KNOWN_CHECKPOINT_KEYS = frozenset(
     {"v", "id", "ts", "channel_values", "channel_versions", "versions_seen", "updated_channels"}
@@ -221,6 +223,12 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             if merged.get("source") == "loop":  # a step of a run whose resume was refused?
                 self._refused_runs.check(thread_id, configurable)
             follows = thread.follows_head(namespace, parent_id)
+            if not follows and parent_id and merged.get("source") in BRANCHING:
+                try:
+                    check_may_branch(self.store, thread_id, namespace, parent_id, caller.actor)
+                except HoldpointError as error:  # the run goes no further, on either branch
+                    self._refused_runs.refuse(thread_id, configurable, parent_id, error)
+                    raise
             saved = self._saved_checkpoint(
                 thread_id,
                 namespace,
@@ -244,8 +252,9 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         except RefusedRunError as error:
             self._record_refusal(error, caller, thread_id, action="put")
             raise
-        except OversightError as error:  # an edit the hold points' rules refuse
-            self._record_refusal(error, caller, thread_id, action="update_state")
+        except OversightError as error:  # an edit or a branch the hold points' rules refuse
+            action = "update_state" if merged.get("source") == "update" else "fork"
+            self._record_refusal(error, caller, thread_id, action=action)
             raise
         self._last[(thread_id, namespace)] = (
             checkpoint["id"],

@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 from domain.access.actor import resolve_actor
 from domain.engine.runtime import REQUEST_KEY, engine_keys
 from domain.errors import OversightError
-from domain.history.checkpoints import thread_at_checkpoint
-from domain.history.lineage import lineage_events
+from domain.history.forks import check_may_branch
 from domain.oversight import hold_points
 from domain.oversight.hold_points import Oversight
 from domain.record.application import Workflows
@@ -221,13 +220,8 @@ class LangGraphApp:
 
     def check_may_branch(self, thread_id: str, checkpoint_id: str, actor: dict[str, Any]) -> None:
         """HoldPointBypassError unless `actor` may go on from the thread's checkpoint
-        `checkpoint_id` (a run or an edit from a past checkpoint), as from a native fork
-        (`hold_points.check_may_fork`): from inside a decision's run, a branch runs on
-        under that decision, so only who may decide it may; before the answer, the
-        question is asked again."""
-        at = thread_at_checkpoint(lineage_events(self.saver.store, thread_id), "", checkpoint_id)
-        if at is not None:
-            hold_points.check_may_fork(at, actor, at.version)
+        `checkpoint_id` (`domain.history.forks.check_may_branch`)."""
+        check_may_branch(self.saver.store, thread_id, "", checkpoint_id, actor)
 
     @property
     def needs_async(self) -> bool:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.errors import HoldpointError, OversightError, ThreadExistsError
+from domain.history.checkpoints import thread_at_checkpoint
+from domain.history.lineage import lineage_events
 from domain.history.state_snapshots import fork_thread_id
 from domain.history.time_travel import VersionNotFoundError, head_version
 from domain.oversight.hold_points import check_may_fork
@@ -172,3 +174,16 @@ def branch(
         if start is not None and start.node == START:
             fork.complete_node(START, start.update, start.routes)
     return fork
+
+
+def check_may_branch(
+    store: Workflows, thread_id: str, namespace: str, checkpoint_id: str, actor: dict[str, Any]
+) -> None:
+    """HoldPointBypassError unless `actor` may go on from a LangGraph thread's checkpoint
+    `checkpoint_id` (a run or an edit from a past checkpoint), as from a native fork
+    (`hold_points.check_may_fork`): from inside a decision's run, a branch runs on under
+    that decision, so only who may decide it may; before the answer, the question is
+    asked again. Reads the thread's events: only for a save off the thread's head."""
+    at = thread_at_checkpoint(lineage_events(store, thread_id), namespace, checkpoint_id)
+    if at is not None:
+        check_may_fork(at, actor, at.version)

@@ -417,6 +417,70 @@ def test_an_agents_command_goto_past_a_paused_question_is_refused_and_paid_once_
     assert paid == [150, 150]  # in this process, once before the saver refused the goto
 
 
+def after_the_decision(graph: Any) -> dict[str, Any]:
+    """The refund's checkpoint between the reviewer's answer and the pay step."""
+    (past,) = [s for s in graph.get_state_history(thread("t")) if s.next == ("pay",)]
+    return dict(past.config["configurable"])
+
+
+@pytest.mark.parametrize("durability", ["sync", "async"])
+def test_an_agents_run_from_a_checkpoint_past_a_decision_is_refused_on_record(
+    store, durability
+):
+    # Given a refund approved and paid, whose pay step counts its runs
+    paid: list[int] = []
+
+    def pay(state: dict[str, Any]) -> dict[str, Any]:
+        paid.append(state["amount"])
+        return {"log": [f"paid {state['amount']}"]}
+
+    saver = HoldpointSaver(store)
+    graph = refund_builder(pay).compile(checkpointer=saver)
+    graph.invoke({"amount": 150}, thread("t", actor={"id": "amy", "role": "agent"}))
+    graph.invoke(Command(resume=True), thread("t", actor={"id": "rita", "role": "reviewer"}))
+    before = len(store.thread_events("t"))
+
+    # When an agent runs it again from the checkpoint after the reviewer's answer (it
+    # would pay again under that answer)
+    agent = {**after_the_decision(graph), "actor": {"id": "zed", "role": "agent"}}
+    with pytest.raises(HoldPointBypassError, match="a fork there would run under that decision"):
+        graph.invoke(None, {"configurable": agent}, durability=durability)
+
+    # Then the refusal is recorded and nothing of the run: the thread is as it was
+    # (LangGraph ran the pay step in this process before the saver refused the branch)
+    assert len(store.thread_events("t")) == before
+    assert ("fork", "hold_point") in refused_actions(saver)
+    assert {reason for _, reason in refused_actions(saver)} == {"hold_point"}
+    assert refundable(saver) == ["reviewed: True", "paid 150"]
+    assert len(paid) == 2
+
+
+def test_the_reviewer_may_run_from_a_checkpoint_past_their_decision(store):
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+    graph.invoke(Command(resume=True), thread("t", actor={"id": "rita", "role": "reviewer"}))
+
+    reviewer = {**after_the_decision(graph), "actor": {"id": "rita", "role": "reviewer"}}
+    graph.invoke(None, {"configurable": reviewer})
+
+    assert refundable(saver) == ["reviewed: True", "paid 150"]
+    assert refused_actions(saver) == []
+
+
+def test_an_agents_edit_from_a_checkpoint_past_a_decision_is_refused_on_record(store):
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+    graph.invoke(Command(resume=True), thread("t", actor={"id": "rita", "role": "reviewer"}))
+    before = len(store.thread_events("t"))
+
+    agent = {**after_the_decision(graph), "actor": {"id": "zed", "role": "agent"}}
+    with pytest.raises(HoldPointBypassError, match="a fork there would run under that decision"):
+        graph.update_state({"configurable": agent}, {"amount": 1_000_000})
+
+    assert len(store.thread_events("t")) == before
+    assert refused_actions(saver) == [("update_state", "hold_point")]
+
+
 def test_an_agents_edit_as_a_node_is_a_decision_about_the_flow_and_refused(store):
     # Given a refund run to its end
     saver = HoldpointSaver(store)
