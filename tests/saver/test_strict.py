@@ -424,9 +424,7 @@ def after_the_decision(graph: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("durability", ["sync", "async"])
-def test_an_agents_run_from_a_checkpoint_past_a_decision_is_refused_on_record(
-    store, durability
-):
+def test_an_agents_run_from_a_checkpoint_past_a_decision_is_refused_on_record(store, durability):
     # Given a refund approved and paid, whose pay step counts its runs
     paid: list[int] = []
 
