@@ -188,15 +188,15 @@ class StaleCheckpointError(HoldpointError):
 
 
 class RefusedRunError(HoldpointError):
-    """A run went on from a resume that was refused (another answer was on record first,
-    say): LangGraph ran the node the resume answered before the saver could refuse it,
-    and the saver records nothing of the run after that node."""
+    """A run went on from a Command or a branch that was refused (a resume when another
+    answer was on record first, say): LangGraph ran the step it led to before the saver
+    could refuse it, and the saver records nothing of the run after that step."""
 
     def __init__(self, thread_id: str, refusal: HoldpointError) -> None:
         super().__init__(
-            f"Thread {thread_id!r}: this run's resume was refused ({refusal}), so nothing "
-            "of the run after the node it answered is recorded; read the thread again for "
-            "the answer on record"
+            f"Thread {thread_id!r}: this run was refused ({refusal}), so nothing of it "
+            "after the step it began with is recorded; read the thread again for what is "
+            "on record"
         )
         self.thread_id = thread_id
         self.refusal = refusal

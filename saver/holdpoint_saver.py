@@ -64,8 +64,9 @@ from domain.errors import (
 )
 from domain.history.checkpoints import CheckpointAt, checkpoints_of
 from domain.history.forks import branch, check_may_branch
-from domain.history.lineage import lineage_events
-from domain.oversight.hold_points import Oversight, question_digest
+from domain.history.lineage import lineage_events, start_nodes
+from domain.oversight import hold_points
+from domain.oversight.hold_points import Oversight, is_owner, question_digest
 from domain.record.application import Workflows
 from domain.record.langgraph_folds import head_values
 from domain.record.langgraph_record import (
@@ -79,6 +80,7 @@ from domain.record.langgraph_record import (
     SavedCheckpoint,
     SavedWrites,
     is_state_channel,
+    routes_of,
 )
 from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
@@ -220,7 +222,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         )
 
         def record(thread: WorkflowThread, grow: bool) -> None:
-            if merged.get("source") == "loop":  # a step of a run whose resume was refused?
+            if merged.get("source") == "loop":  # a step of a run that was refused?
                 self._refused_runs.check(thread_id, configurable)
             follows = thread.follows_head(namespace, parent_id)
             if not follows and parent_id and merged.get("source") in BRANCHING:
@@ -449,6 +451,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             if command:
                 answered = resumes and self._consumed(thread_id, saved)
                 try:
+                    self._check_goto(thread_id, saved, caller)
                     return thread.save_writes(saved, caller, self.oversight, answered=answered)
                 except HoldpointError as error:  # the run goes no further
                     self._refused_runs.refuse(
@@ -480,6 +483,14 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         if resumes and command:
             self._order.answering(thread_id, refused=False)
         return save
+
+    def _check_goto(self, thread_id: str, saved: SavedWrites, caller: Caller) -> None:
+        """A Command's goto routes the thread only where the graph started it on record
+        (`start_nodes`), as over HTTP where the graph's own edges say: anywhere else it
+        skips the nodes on the way, and their hold points (`hold_points.check_goto`)."""
+        goto = routes_of(saved.writes)
+        if goto and not is_owner(caller.actor):
+            hold_points.check_goto(caller.actor, goto, start_nodes(self.store, thread_id))
 
     def approve(self, config: RunnableConfig, interrupt_id: str | None = None) -> None:
         """Record the approval of a pending interrupt that needs approvals by several

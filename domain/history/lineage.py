@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from domain.record.application import Workflows
-from domain.record.langgraph_record import LANGGRAPH
+from domain.record.langgraph_record import LANGGRAPH, START
 from domain.record.thread import WorkflowThread
 
 
@@ -34,3 +34,18 @@ def lineage_events(
         yield from lineage_events(store, first.source_thread_id, first.source_version)
     yield first
     yield from events
+
+
+def start_nodes(store: Workflows, thread_id: str) -> list[str]:
+    """Where the graph started a LangGraph thread, as its record shows: the routes of its
+    root `__start__` steps (each input's), the nodes a `Command(goto=...)` may name without
+    deciding the flow (`hold_points.check_goto`). Reads the thread's events: for a goto."""
+    nodes: dict[str, None] = {}
+    for event in lineage_events(store, thread_id):
+        if (
+            isinstance(event, WorkflowThread.NodeCompleted)
+            and event.node == START
+            and (event.task or {}).get("namespace", "") == ""
+        ):
+            nodes.update(dict.fromkeys(event.routes))
+    return list(nodes)

@@ -37,7 +37,6 @@ from domain.oversight import hold_points
 from domain.oversight.hold_points import Oversight, question_digest
 from domain.record.langgraph_folds import head_values, kept_writes, resolved_values
 from domain.record.langgraph_record import (
-    BRANCH,
     ERROR,
     INTERRUPT,
     LANGGRAPH,
@@ -58,6 +57,7 @@ from domain.record.langgraph_record import (
     is_state_channel,
     next_nodes,
     node_of,
+    routes_of,
     write_index,
 )
 from domain.record.resume_maps import resume_map
@@ -411,7 +411,7 @@ class LangGraphCommands:
             node=node,
             task_id=saved.task_id,
             update=dict(saved.writes) if as_update else {},
-            routes=_routes(saved.writes),
+            routes=routes_of(saved.writes),
             duration_ms=self._elapsed_ms(self._recent(saved)),
             applied=applied,
             task={
@@ -505,7 +505,7 @@ class LangGraphCommands:
             for channel, value in saved.writes
             if channel != RESUME and is_state_channel(channel)
         }
-        goto = _routes(saved.writes)
+        goto = routes_of(saved.writes)
         # What a standing hold point is about, or past it: who may decide it (native too).
         if update:
             hold_points.check_holds(self, caller.actor, policy, "A Command(update=...)")  # type: ignore[arg-type]
@@ -660,17 +660,6 @@ class LangGraphCommands:
                 separation_of_duties=policy.separation_of_duties,
                 policy_version=policy.policy_version,
             )
-
-
-def _routes(writes: list[tuple[str, Any]]) -> list[str]:
-    """Where writes send the thread: `branch:to:node` channels, and `Send`s."""
-    routes = [channel[len(BRANCH) :] for channel, _ in writes if channel.startswith(BRANCH)]
-    routes += [
-        str(value["node"])
-        for channel, value in writes
-        if channel == TASKS and isinstance(value, dict) and value.get(TAG) == "send"
-    ]
-    return list(dict.fromkeys(routes))
 
 
 def _schema_of(interrupt: dict[str, Any]) -> dict[str, Any]:

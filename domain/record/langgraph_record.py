@@ -104,6 +104,17 @@ def is_state_channel(channel: str) -> bool:
     return not channel.startswith(("__", BRANCH, JOIN))
 
 
+def routes_of(writes: list[tuple[str, Any]]) -> list[str]:
+    """Where writes send the thread: `branch:to:node` channels, and `Send`s."""
+    routes = [channel[len(BRANCH) :] for channel, _ in writes if channel.startswith(BRANCH)]
+    routes += [
+        str(value["node"])
+        for channel, value in writes
+        if channel == TASKS and isinstance(value, dict) and value.get(TAG) == "send"
+    ]
+    return list(dict.fromkeys(routes))
+
+
 def write_index(channel: str, position: int) -> int:
     """The index a write keeps among its task's writes (LangGraph's WRITES_IDX_MAP)."""
     return SPECIAL_WRITE_INDEX.get(channel, position)

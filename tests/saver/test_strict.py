@@ -408,13 +408,62 @@ def test_an_agents_command_goto_past_a_paused_question_is_refused_and_paid_once_
     assert {reason for _, reason in refused_actions(saver)} == {"hold_point"}
     assert kinds(store, "t", "StateEdited") == []
     (ran,) = [e for e in kinds(store, "t", "NodeCompleted") if e.node == "pay"]
-    assert "Command(goto=...) needs a principal who may decide it" in ran.task["refused"]
+    assert "routes the thread to 'pay', where the graph does not start it" in ran.task["refused"]
     assert graph.get_state(thread("t")).next == ("review",)
 
     # And when the reviewer approves, the refund is paid once on record
     graph.invoke(Command(resume=True), thread("t", actor={"id": "rita", "role": "reviewer"}))
     assert refundable(saver) == ["reviewed: True", "paid 150"]
     assert paid == [150, 150]  # in this process, once before the saver refused the goto
+
+
+def test_an_agents_command_goto_at_a_paused_question_needs_who_may_decide_it(store):
+    # Given a refund paused at its question
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+    (asked,) = store.thread("t").interrupts
+
+    # When an agent sends it to where the graph starts (the review: asked again)
+    agent = thread("t", actor={"id": "zed", "role": "agent"})
+    with pytest.raises(HoldPointBypassError, match="Command\\(goto=...\\) needs a principal"):
+        graph.invoke(Command(goto="review"), agent, durability="sync")
+
+    # Then only the refusal is recorded: the question stands as it was asked
+    assert refused_actions(saver)[0] == ("Command(goto=...)", "hold_point")
+    assert kinds(store, "t", "StateEdited") == []
+    assert list(store.thread("t").interrupts) == [asked]
+
+
+@pytest.mark.parametrize("role", ["agent", "reviewer", "admin"])
+def test_a_command_goto_past_the_approval_on_a_thread_at_rest_is_refused_on_record(store, role):
+    # Given a refund approved and paid
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+    graph.invoke(Command(resume=True), thread("t", actor={"id": "rita", "role": "reviewer"}))
+
+    # When a named actor sends it straight to the pay step (past the review, where the
+    # graph never starts it): whatever the role, the flow is decided by an edit as_node
+    with pytest.raises((HoldPointBypassError, RefusedRunError), match="does not start it"):
+        graph.invoke(Command(goto="pay"), thread("t", actor={"id": "zed", "role": role}))
+
+    # Then the refusal is recorded, and the refund is paid once on record
+    assert refused_actions(saver)[0] == ("Command(goto=...)", "hold_point")
+    assert kinds(store, "t", "StateEdited") == []
+    assert refundable(saver) == ["reviewed: True", "paid 150"]
+
+
+def test_a_command_goto_where_the_graph_starts_asks_the_question_again(store):
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+    graph.invoke(Command(resume=True), thread("t", actor={"id": "rita", "role": "reviewer"}))
+
+    agent = thread("t", actor={"id": "zed", "role": "agent"})
+    graph.invoke(Command(goto="review"), agent)
+
+    assert refused_actions(saver) == []
+    (edited,) = kinds(store, "t", "StateEdited")
+    assert edited.next == ["review"]
+    assert store.thread("t").status == "interrupted"
 
 
 def after_the_decision(graph: Any) -> dict[str, Any]:
