@@ -425,7 +425,7 @@ def test_an_agents_command_goto_at_a_paused_question_needs_who_may_decide_it(sto
 
     # When an agent sends it to where the graph starts (the review: asked again)
     agent = thread("t", actor={"id": "zed", "role": "agent"})
-    with pytest.raises(HoldPointBypassError, match="Command\\(goto=...\\) needs a principal"):
+    with pytest.raises(HoldPointBypassError, match=r"Command\(goto=\.\.\.\) needs a principal"):
         graph.invoke(Command(goto="review"), agent, durability="sync")
 
     # Then only the refusal is recorded: the question stands as it was asked
