@@ -876,10 +876,13 @@ def _before(thread: WorkflowThread | None, namespace: str, checkpoint_id: str) -
 
 
 def _command_kind(saved: SavedWrites) -> str:
-    """What a Command without a resume did, as its refusal names it: an update of the
-    state is checked before a goto."""
-    updates = any(channel != RESUME and is_state_channel(channel) for channel, _ in saved.writes)
-    return "Command(update=...)" if updates else "Command(goto=...)"
+    """What a Command without a resume did, as its refusal names it."""
+    parts = []
+    if any(channel != RESUME and is_state_channel(channel) for channel, _ in saved.writes):
+        parts.append("update=...")
+    if routes_of(saved.writes):
+        parts.append("goto=...")
+    return f"Command({', '.join(parts)})"
 
 
 def _caller(config: RunnableConfig) -> Caller:

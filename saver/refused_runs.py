@@ -1,4 +1,5 @@
-"""The runs of this process whose resume the saver refused, so that they go no further.
+"""The runs of this process whose Command or branch the saver refused, so that they go
+no further.
 
 LangGraph hands a `Command(resume=...)` to the node that asked before the saver has
 answered whether the resume may be saved, and runs the node a `Command(goto=...)` names
@@ -9,7 +10,8 @@ its writes not kept (LangGraph runs it again when the flow reaches it). What the
 after that is not: its checkpoints, and writes on any other checkpoint, are refused with
 `RefusedRunError`. With `durability="sync"`, where LangGraph waits for each checkpoint
 before the next step, the run stops there; with "async" LangGraph runs on, and each save
-it makes is refused (and the refusal recorded).
+it makes is refused (and the refusal recorded). A refused branch (a run from a past
+checkpoint) is refused on the checkpoint it branched from: nothing on the fork is kept.
 
 A run is told by LangGraph's runtime object, one per run of a graph
 (`configurable["__pregel_runtime"]`); a save without one belongs to no run known here.
@@ -44,7 +46,8 @@ class RefusedRuns:
         checkpoint_id: str,
         error: HoldpointError,
     ) -> None:
-        """The run's resume on the thread's checkpoint was refused with `error`."""
+        """The run's Command on the thread's checkpoint, or its branch from it, was
+        refused with `error`."""
         run = configurable.get(RUN_KEY)
         if run is None:
             return
@@ -56,9 +59,9 @@ class RefusedRuns:
     def check(
         self, thread_id: str, configurable: dict[str, Any], writes: SavedWrites | None = None
     ) -> HoldpointError | None:
-        """Raise `RefusedRunError` for a save of a run whose resume on the thread was
-        refused: a checkpoint, or `writes` but for those of a node that ran on the
-        checkpoint it resumed (a question asked again there is refused too: it would be
+        """Raise `RefusedRunError` for a save of a run refused on the thread (`refuse`):
+        a checkpoint, or `writes` but for those of a node that ran on the checkpoint it
+        went on from (a question asked again there is refused too: it would be
         asked from what was refused). For those, the refusal they ran under: they are
         recorded as having run on it."""
         if not self._refused:  # as it mostly is: no lock
