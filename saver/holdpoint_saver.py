@@ -96,6 +96,7 @@ DEFAULT_GRAPH_ID = "langgraph"
 LINGER = 0.005
 # Saves that branch off a past checkpoint: a run (LangGraph saves a fork first) or an edit.
 BRANCHING = frozenset({"fork", "update"})
+GRAPH_KEY = "holdpoint_graph"  # configurable: what a server says of its graph (service)
 DURABILITY = "__pregel_durability"  # LangGraph's CONFIG_KEY_DURABILITY, when a run sets one
 KNOWN_CHECKPOINT_KEYS = frozenset(
     {"v", "id", "ts", "channel_values", "channel_versions", "versions_seen", "updated_channels"}
@@ -451,7 +452,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             if command:
                 answered = resumes and self._consumed(thread_id, saved)
                 try:
-                    self._check_goto(thread_id, saved, caller)
+                    self._check_goto(thread_id, saved, caller, config["configurable"])
                     return thread.save_writes(saved, caller, self.oversight, answered=answered)
                 except HoldpointError as error:  # the run goes no further
                     self._refused_runs.refuse(
@@ -484,13 +485,20 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             self._order.answering(thread_id, refused=False)
         return save
 
-    def _check_goto(self, thread_id: str, saved: SavedWrites, caller: Caller) -> None:
-        """A Command's goto routes the thread only where the graph started it on record
-        (`start_nodes`), as over HTTP where the graph's own edges say: anywhere else it
-        skips the nodes on the way, and their hold points (`hold_points.check_goto`)."""
+    def _check_goto(
+        self, thread_id: str, saved: SavedWrites, caller: Caller, configurable: dict[str, Any]
+    ) -> None:
+        """A Command's goto routes the thread only where the graph starts it: anywhere else
+        it skips the nodes on the way, and their hold points (`hold_points.check_goto`).
+        Where the graph starts a thread is what its server says (`GRAPH_KEY`, from the
+        graph's edges), else where it started this one on record (`start_nodes`)."""
         goto = routes_of(saved.writes)
-        if goto and not is_owner(caller.actor):
-            hold_points.check_goto(caller.actor, goto, start_nodes(self.store, thread_id))
+        if not goto or is_owner(caller.actor):
+            return
+        starts = (configurable.get(GRAPH_KEY) or {}).get("starts")
+        if not isinstance(starts, list):
+            starts = start_nodes(self.store, thread_id)
+        hold_points.check_goto(caller.actor, goto, starts)
 
     def approve(self, config: RunnableConfig, interrupt_id: str | None = None) -> None:
         """Record the approval of a pending interrupt that needs approvals by several
@@ -613,7 +621,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             or self.graph_id
             or DEFAULT_GRAPH_ID
         )
-        graph = configurable.get("holdpoint_graph") or {}
+        graph = configurable.get(GRAPH_KEY) or {}
         return WorkflowThread.begin(
             thread_id=thread_id,
             graph_id=str(graph_id),

@@ -44,7 +44,9 @@ if TYPE_CHECKING:
 # one value for several, is refused before any node runs (as LangGraph's server sets it).
 STRICT_RESUME = "__pregel_strict_resume"
 SUBGRAPHS_KEY = "holdpoint_stream_subgraphs"  # a run's config: stream subgraphs' chunks too
-GRAPH_KEY = "holdpoint_graph"  # configurable: the graph's digest and channels, for its threads
+# configurable: the graph's digest and channels, for its threads, and where it starts one
+# (for the saver's check of a Command's goto: the graph's own edges, not only the record's)
+GRAPH_KEY = "holdpoint_graph"
 
 
 def check_engine_keys(configurable: dict[str, Any]) -> None:
@@ -111,13 +113,17 @@ class LangGraphApp:
 
     def run_config(self, config: dict[str, Any]) -> dict[str, Any]:
         """A run's config as LangGraph gets it: strict resume, and the graph's digest and
-        channels for a thread the saver starts."""
+        channels for a thread the saver starts, and its start nodes for a goto's check."""
         given_configurable = config.get("configurable") or {}
         check_engine_keys(given_configurable)  # however the run came: request, cron, assistant
         configurable = {
             **given_configurable,
             STRICT_RESUME: True,
-            GRAPH_KEY: {"digest": self.digest, "channels": self.channels},
+            GRAPH_KEY: {
+                "digest": self.digest,
+                "channels": self.channels,
+                "starts": self.start_nodes(),
+            },
         }
         given = {key: value for key, value in config.items() if key != SUBGRAPHS_KEY}
         metadata = config.get("metadata") or {}

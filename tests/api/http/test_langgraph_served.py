@@ -231,6 +231,24 @@ def test_a_command_goto_past_the_hold_point_is_refused_on_record(server):
     assert log == ["reviewed: True", "paid 150"]
 
 
+def test_a_command_goto_where_the_graph_starts_runs_a_new_thread(server):
+    # Given a new thread, never run
+    with server.http("agent") as agent:
+        agent.post("/threads", json={"thread_id": "lg-g", "metadata": {"graph_id": GRAPH}})
+
+        # When the agent starts it with a goto to where the graph itself starts it
+        command = {"update": {"amount": 5}, "goto": "review"}
+        goto = agent.post(
+            "/threads/lg-g/runs/wait", json={"assistant_id": GRAPH, "command": command}
+        )
+
+    # Then the graph's own edges decide (the saver is told them: the thread has no record
+    # of its start yet), and the review asks its question
+    assert goto.status_code == 200, goto.text
+    assert refusals(server) == []
+    assert [item["node"] for item in pending(server)] == ["review"]
+
+
 def test_the_starters_own_answer_in_a_run_is_refused_on_record(server):
     # Given a thread the admin started, paused at its question
     with server.http("admin") as admin:
