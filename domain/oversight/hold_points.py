@@ -339,11 +339,16 @@ def check_goto(actor: dict[str, Any], goto: list[str], natural: list[str]) -> No
         return
     skipped = [node for node in goto if node not in natural]
     if skipped:
+        starts = (
+            f"it starts at {', '.join(map(repr, natural))} or nowhere"
+            if natural
+            else "it starts at no node a goto may name"
+        )
         msg = (
             f"A Command(goto={goto!r}) routes the thread to {', '.join(map(repr, skipped))}, "
-            f"where the graph does not start it (it starts at {', '.join(map(repr, natural))}"
-            " or nowhere): that skips the nodes on the way, and their hold points. To decide "
-            "the flow, a reviewer edits the state as_node, with a reason; "
+            f"where the graph does not start it ({starts}): that skips the nodes on the way, "
+            "and their hold points. To decide the flow, a reviewer edits the state as_node, "
+            "with a reason; "
             f"{_who(actor)}; only this refusal was recorded"
         )
         raise HoldPointBypassError(msg)

@@ -469,6 +469,23 @@ def test_a_command_goto_past_the_approval_on_a_thread_at_rest_is_refused_on_reco
     assert refundable(saver) == ["reviewed: True", "paid 150"]
 
 
+def test_in_python_a_goto_on_a_thread_with_no_start_on_record_is_refused(store):
+    # Given a saver that cannot see the graph's edges, and a thread not started yet
+    saver = HoldpointSaver(store)
+    graph = refund_builder().compile(checkpointer=saver)
+
+    # When an agent starts it with a goto, even to where the graph would start it
+    agent = thread("t", actor={"id": "zed", "role": "agent"})
+    with pytest.raises(
+        (HoldPointBypassError, RefusedRunError), match="it starts at no node a goto may name"
+    ):
+        graph.invoke(Command(update={"amount": 5}, goto="review"), agent)
+
+    # Then it is refused on record (a server tells the saver its graph's edges; Python
+    # names the first step by input)
+    assert ("Command(update=..., goto=...)", "hold_point") in refused_actions(saver)
+
+
 def test_a_command_goto_where_the_graph_starts_asks_the_question_again(store):
     saver = HoldpointSaver(store)
     graph = paused(saver)
