@@ -79,6 +79,7 @@ from domain.record.langgraph_record import (
     Caller,
     SavedCheckpoint,
     SavedWrites,
+    interrupt_ids,
     is_state_channel,
     routes_of,
 )
@@ -86,6 +87,7 @@ from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
 from saver import write_order
 from saver.refused_runs import RefusedRuns
+from saver.run_questions import RunQuestions
 from saver.threads import CACHED_THREADS, Save, Threads
 from saver.values import from_record, to_record
 
@@ -149,6 +151,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         self._order = write_order.WriteOrder()
         self._answers: OrderedDict[str, tuple[str, str, set[str]]] = OrderedDict()  # consumed
         self._refused_runs = RefusedRuns()
+        self._run_questions = RunQuestions()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A subclass keeps `task_path` on `put_writes` and `aput_writes`: LangGraph hands a
@@ -451,9 +454,12 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             consumed it, saved in either order, see each other (`_consumed`)."""
             if command:
                 answered = resumes and self._consumed(thread_id, saved)
+                asked_since = self._run_questions.of(thread_id, config["configurable"])
                 try:
                     self._check_goto(thread_id, saved, caller, config["configurable"])
-                    return thread.save_writes(saved, caller, self.oversight, answered=answered)
+                    return thread.save_writes(
+                        saved, caller, self.oversight, answered=answered, asked_since=asked_since
+                    )
                 except HoldpointError as error:  # the run goes no further
                     self._refused_runs.refuse(
                         thread_id, config["configurable"], saved.checkpoint_id, error
@@ -464,6 +470,14 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             ran_on = self._refused_runs.check(thread_id, config["configurable"], saved)
             answers = resumes and bool(thread.questions_of(saved))
             refused = thread.save_writes(saved, caller, self.oversight, ran_on=ran_on)
+            asked = [
+                asked_id
+                for channel, value in saved.writes
+                if channel == INTERRUPT
+                for asked_id in interrupt_ids(value)
+            ]
+            if asked:  # by this run: a Command of it saved after them is not held to them
+                self._run_questions.asked(thread_id, config["configurable"], asked)
             if answers and refused is None:  # it recorded the answers it consumed
                 self._remember_consumed(thread_id, saved)
             if refused is not None:  # answers of a resume map: the run goes no further

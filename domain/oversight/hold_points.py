@@ -32,6 +32,7 @@ could write its events directly: the rules do not bind it, and its events say
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -267,13 +268,19 @@ def check_may_change(
 
 
 def check_holds(
-    thread: HoldPointThread, actor: dict[str, Any], policy: Oversight, change: str
+    thread: HoldPointThread,
+    actor: dict[str, Any],
+    policy: Oversight,
+    change: str,
+    since: Collection[str] = (),
 ) -> None:
     """HoldPointBypassError or SeparationOfDutiesError unless `actor` may decide every
-    hold point standing on the thread, which `change` would alter."""
+    hold point standing on the thread, which `change` would alter; but for those whose
+    interrupts are in `since`: asked after the change was made (by the run it began),
+    which LangGraph may save before the change itself."""
     if is_owner(actor):
         return
-    holds = thread.holds()
+    holds = {key: hold for key, hold in thread.holds().items() if key not in since}
     for interrupt_id, hold in holds.items():
         if not holds_role_for(actor, hold):
             msg = (

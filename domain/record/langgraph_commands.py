@@ -19,6 +19,7 @@ Writes LangGraph saves again (a retried task) are recorded once.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, ClassVar, Self
@@ -325,6 +326,7 @@ class LangGraphCommands:
         *,
         answered: bool = False,
         ran_on: HoldpointError | None = None,
+        asked_since: Collection[str] = (),
     ) -> HoldpointError | None:
         """Record a task's writes (see the module's docstring); writes already recorded
         at their index record nothing again.
@@ -335,11 +337,12 @@ class LangGraphCommands:
         Command's resume that the task it answered already recorded, its writes saved
         first (LangGraph saves them in no fixed order): its writes alone are recorded.
         `ran_on`: the refusal of the run the task ran in (a Command of it was refused):
-        its completion is recorded as run on that refusal, its writes not kept."""
+        its completion is recorded as run on that refusal, its writes not kept.
+        `asked_since`: a Command's, the interrupts its own run raised, saved before it."""
         if not self._fresh(saved):
             return None
         if saved.task_id == NULL_TASK_ID:
-            self._command_writes(saved, caller, policy, answered)
+            self._command_writes(saved, caller, policy, answered, asked_since)
         elif saved.task_path.startswith(UPDATE_TASK):
             self._record_writes(saved)
         elif SPECIAL.isdisjoint(channel for channel, _ in saved.writes):
@@ -493,10 +496,16 @@ class LangGraphCommands:
                 )
 
     def _command_writes(
-        self, saved: SavedWrites, caller: Caller, policy: Oversight, answered: bool
+        self,
+        saved: SavedWrites,
+        caller: Caller,
+        policy: Oversight,
+        answered: bool,
+        asked_since: Collection[str],
     ) -> None:
         """A Command's writes: its resume answers the pending interrupts (checked first),
-        its update and goto edit the state, as `caller`."""
+        its update and goto edit the state, as `caller`, held to the hold points standing
+        when it was given (not those its own run raised since: `asked_since`)."""
         resumes = [value for channel, value in saved.writes if channel == RESUME]
         if resumes and not answered:
             self._answer(resumes[-1], caller, policy)
@@ -507,10 +516,9 @@ class LangGraphCommands:
         }
         goto = routes_of(saved.writes)
         # What a standing hold point is about, or past it: who may decide it (native too).
-        if update:
-            hold_points.check_holds(self, caller.actor, policy, "A Command(update=...)")  # type: ignore[arg-type]
-        if goto:
-            hold_points.check_holds(self, caller.actor, policy, "A Command(goto=...)")  # type: ignore[arg-type]
+        for change, made in (("A Command(update=...)", update), ("A Command(goto=...)", goto)):
+            if made:
+                hold_points.check_holds(self, caller.actor, policy, change, asked_since)  # type: ignore[arg-type]
         if update or goto:
             self._record(
                 self.StateEdited,

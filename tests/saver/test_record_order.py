@@ -307,6 +307,45 @@ def test_a_resume_saved_after_its_node_past_the_grace_is_matched_to_the_answer_r
     assert saver.store.verify_chain("t").ok
 
 
+class CommandAfterTheQuestionItLedTo(HoldpointSaver):
+    """A saver whose Command writes reach it only once the question its run asked has been
+    saved: LangGraph saves both from its pool of threads, the Command's submitted first."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.asked = threading.Event()
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        if task_id == NULL_TASK_ID:
+            assert self.asked.wait(WAIT)
+        super().put_writes(config, writes, task_id, task_path)
+        if any(channel == "__interrupt__" for channel, _ in writes):
+            self.asked.set()
+
+
+def test_a_command_is_held_to_the_questions_standing_when_given_not_those_its_run_asked(store):
+    # Given a new thread, and an agent's Command that starts it where its graph starts
+    # (as a server runs it, telling the saver where that is)
+    saver = CommandAfterTheQuestionItLedTo(store)
+    graph = refund_builder().compile(checkpointer=saver)
+    agent = thread(
+        "t", actor={"id": "zed", "role": "agent"}, holdpoint_graph={"starts": ["review"]}
+    )
+
+    # When the question it led to is saved before the Command itself
+    graph.invoke(Command(update={"amount": 90}, goto="review"), agent)
+
+    # Then the Command is recorded (no hold point stood when it was given), and the
+    # question it led to stands
+    edited = events_of(saver, "t", "StateEdited")
+    assert [(e.values, e.next, e.actor["id"]) for e in edited] == [
+        ({"amount": 90}, ["review"], "zed")
+    ]
+    (pending,) = saver.store.thread("t").interrupts.values()
+    assert pending["value"]["amount"] == 90
+    assert saver.store.verify_chain("t").ok
+
+
 def test_a_run_saved_only_at_its_exit_waits_for_no_writes(store, monkeypatch):
     # Its one checkpoint is several steps after its parent, and no task's writes are saved.
     monkeypatch.setattr(write_order, "GRACE", WAIT)  # a wait for them would last WAIT
