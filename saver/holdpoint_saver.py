@@ -71,6 +71,7 @@ from domain.record.application import Workflows
 from domain.record.langgraph_folds import head_values
 from domain.record.langgraph_record import (
     ERROR,
+    GRAPH_KEY,
     INTERRUPT,
     LANGGRAPH,
     NULL_TASK_ID,
@@ -98,7 +99,6 @@ DEFAULT_GRAPH_ID = "langgraph"
 LINGER = 0.005
 # Saves that branch off a past checkpoint: a run (LangGraph saves a fork first) or an edit.
 BRANCHING = frozenset({"fork", "update"})
-GRAPH_KEY = "holdpoint_graph"  # configurable: what a server says of its graph (service)
 DURABILITY = "__pregel_durability"  # LangGraph's CONFIG_KEY_DURABILITY, when a run sets one
 KNOWN_CHECKPOINT_KEYS = frozenset(
     {"v", "id", "ts", "channel_values", "channel_versions", "versions_seen", "updated_channels"}

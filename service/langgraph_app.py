@@ -29,6 +29,7 @@ from domain.history.forks import check_may_branch
 from domain.oversight import hold_points
 from domain.oversight.hold_points import Oversight
 from domain.record.application import Workflows
+from domain.record.langgraph_record import GRAPH_KEY
 from domain.record.supersteps import START
 from domain.record.thread import WorkflowThread
 from service.assistant_ids import assistant_id
@@ -44,9 +45,6 @@ if TYPE_CHECKING:
 # one value for several, is refused before any node runs (as LangGraph's server sets it).
 STRICT_RESUME = "__pregel_strict_resume"
 SUBGRAPHS_KEY = "holdpoint_stream_subgraphs"  # a run's config: stream subgraphs' chunks too
-# configurable: the graph's digest and channels, for its threads, and where it starts one
-# (for the saver's check of a Command's goto: the graph's own edges, not only the record's)
-GRAPH_KEY = "holdpoint_graph"
 
 
 def check_engine_keys(configurable: dict[str, Any]) -> None:

@@ -36,6 +36,8 @@ BRANCH = "branch:to:"
 JOIN = "join:"
 # LangGraph's index of a write that replaces, rather than adds to, a task's writes.
 SPECIAL_WRITE_INDEX = {ERROR: -1, SCHEDULED: -2, INTERRUPT: -3, RESUME: -4}
+# configurable: what a server says of a graph it serves (digest, channels, start nodes)
+GRAPH_KEY = "holdpoint_graph"
 TAG = "$type"  # the key of a tagged value in the JSON form (saver/values.py)
 
 
