@@ -203,11 +203,8 @@ class LangGraphApp:
         past = configurable.get("checkpoint_id")
         if past:  # a new branch from there: who may go on from it
             self.check_may_branch(thread_id, str(past), actor)
-        if as_node is not None:
-            reason = configurable.get("reason")
-            hold_points.check_edit_as_node(thread, actor, self.oversight, as_node, reason)
-        else:
-            hold_points.check_may_change(thread, actor, self.oversight, "An edit of the state")
+        reason = configurable.get("reason")
+        hold_points.check_edit(thread, actor, self.oversight, as_node, reason)
 
     def start_nodes(self) -> list[str]:
         """The nodes the graph itself may start a thread at: its edges from START and the

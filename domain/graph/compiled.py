@@ -318,11 +318,8 @@ class CompiledStateGraph:
             thread = self.start_thread(thread_id, config, actor)
             as_node = as_node or START
         snapshots.check_writable(thread)
+        hold_points.check_edit(thread, actor, self.oversight, as_node, reason)
         decides_flow = as_node not in (None, START)
-        if decides_flow:
-            hold_points.check_edit_as_node(thread, actor, self.oversight, str(as_node), reason)
-        else:
-            hold_points.check_may_change(thread, actor, self.oversight, "An edit of the state")
         next_nodes = None
         if as_node is not None and not thread.next:
             next_nodes = self.routes(as_node, thread.values, update)

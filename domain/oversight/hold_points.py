@@ -51,6 +51,7 @@ from domain.errors import (
 )
 from domain.oversight.reviews import check_review_answer, review_answer, review_of
 from domain.record.hashing import canonical_json, to_json
+from domain.record.supersteps import START
 
 
 class HoldPointThread(Protocol):
@@ -300,6 +301,22 @@ def check_holds(
             "stands: another reviewer must"
         )
         raise SeparationOfDutiesError(msg)
+
+
+def check_edit(
+    thread: HoldPointThread,
+    actor: dict[str, Any],
+    policy: Oversight,
+    as_node: str | None,
+    reason: str | None,
+) -> None:
+    """An edit of the state: one as a node (but START's, which applies input) decides the
+    flow (`check_edit_as_node`); any other changes what a standing hold point is about
+    (`check_may_change`). The one rule for native graphs, served and Python LangGraph."""
+    if as_node is not None and as_node != START:
+        check_edit_as_node(thread, actor, policy, as_node, reason)
+    else:
+        check_may_change(thread, actor, policy, "An edit of the state")
 
 
 def check_edit_as_node(

@@ -199,7 +199,8 @@ class LangGraphCommands:
         graph's is: it raises their refusal, recording nothing."""
         namespace = saved.namespace
         if saved.source == "update":
-            self._check_edit(caller, policy)
+            as_node = None if caller.as_node is None else str(caller.as_node)
+            hold_points.check_edit(self, caller.actor, policy, as_node, caller.reason)  # type: ignore[arg-type]
         follows = self.follows_head(namespace, saved.parent_id)
         if saved.grown and not follows:
             raise StaleCheckpointError(self.thread_id, namespace, saved.checkpoint_id)
@@ -254,25 +255,6 @@ class LangGraphCommands:
         if namespace == "" and saved.source == "loop" and not next_up:
             self._unanswered(caller)
             self._record(self.ThreadCompleted, step=saved.step)
-
-    def _check_edit(self, caller: Caller, policy: Oversight) -> None:
-        """An edit as a node decides the flow; any other changes what a standing hold
-        point is about (`hold_points.check_edit_as_node`, `check_may_change`)."""
-        if caller.as_node is not None:
-            hold_points.check_edit_as_node(
-                self,  # type: ignore[arg-type]
-                caller.actor,
-                policy,
-                str(caller.as_node),
-                caller.reason,
-            )
-        else:
-            hold_points.check_may_change(
-                self,  # type: ignore[arg-type]
-                caller.actor,
-                policy,
-                "An edit of the state",
-            )
 
     def _supersede(self, namespace: str, saved: SavedCheckpoint, caller: Caller) -> None:
         """Record the interrupts a new checkpoint leaves behind unanswered: those pending
