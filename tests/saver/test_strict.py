@@ -572,6 +572,24 @@ def test_an_agents_edit_as_a_node_is_a_decision_about_the_flow_and_refused(store
     assert refusals(saver)[-1] == ("zed", "hold_point")
 
 
+def test_an_agents_edit_as_start_is_input_and_the_question_is_asked_again(store):
+    # Given a refund approved and paid
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+    graph.invoke(Command(resume=True), thread("t", actor={"id": "rita", "role": "reviewer"}))
+
+    # When an agent edits it as START (input, as the native engine takes it) and runs it
+    agent = thread("t", actor={"id": "zed", "role": "agent"}, as_node="__start__")
+    graph.update_state(agent, {"amount": 70}, as_node="__start__")
+    graph.invoke(None, thread("t", actor={"id": "zed", "role": "agent"}))
+
+    # Then nothing is refused, and the review asks about the new amount before any payment
+    assert refused_actions(saver) == []
+    (pending,) = store.thread("t").interrupts.values()
+    assert pending["value"]["amount"] == 70
+    assert refundable(saver) == ["reviewed: True", "paid 150"]
+
+
 def test_the_starter_may_not_answer_its_own_thread(store):
     saver = HoldpointSaver(store)
     graph = paused(saver)
