@@ -258,8 +258,10 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         except RefusedRunError as error:
             self._record_refusal(error, caller, thread_id, action="put")
             raise
-        except OversightError as error:  # an edit or a branch the hold points' rules refuse
-            action = "update_state" if merged.get("source") == "update" else "fork"
+        except OversightError as error:  # an edit, a branch or a step the rules refuse
+            action = {"update": "update_state", "loop": "put"}.get(
+                str(merged.get("source")), "fork"
+            )
             self._record_refusal(error, caller, thread_id, action=action)
             raise
         self._last[(thread_id, namespace)] = (

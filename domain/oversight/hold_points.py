@@ -319,6 +319,24 @@ def check_edit(
         check_may_change(thread, actor, policy, "An edit of the state")
 
 
+def check_answers_on_record(
+    thread: HoldPointThread, actor: dict[str, Any], passed: Collection[str]
+) -> None:
+    """HoldPointBypassError if a named actor's run went on from the questions `passed`
+    with no answer that could be on record: LangGraph's `durability="exit"` saves a run's
+    last checkpoint and none of its writes, its resumes among them. Whoever answered, the
+    record could not prove who decided, nor on what; the process's owner is exempt."""
+    if is_owner(actor) or not passed:
+        return
+    msg = (
+        f"Thread {thread.thread_id!r}: this run went on from interrupt(s) "
+        f'{", ".join(sorted(passed))} with durability="exit", which saves no answer, so '
+        f"no decision of it could be on record; {_who(actor)}. Resume with durability "
+        '"sync" or "async"; only this refusal was recorded'
+    )
+    raise HoldPointBypassError(msg)
+
+
 def check_edit_as_node(
     thread: HoldPointThread,
     actor: dict[str, Any],

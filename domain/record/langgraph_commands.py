@@ -214,7 +214,13 @@ class LangGraphCommands:
             saved.grown,
         )
         next_up = next_nodes(saved.versions, saved.seen, values)
-        self._supersede(namespace, saved, caller)
+        left = self._left_behind(namespace, saved)
+        began_with_input = START in saved.emptied  # the run's input, consumed since
+        if saved.answers_unsaved and saved.source == "loop" and not began_with_input:
+            ends = namespace == "" and not next_up  # and leaves every question unanswered
+            passed = list(self.interrupts) if ends else left
+            hold_points.check_answers_on_record(self, caller.actor, passed)  # type: ignore[arg-type]
+        self._supersede(left, saved, caller)
         if saved.source == "input":
             self._record(
                 self.InputReceived,
@@ -256,21 +262,16 @@ class LangGraphCommands:
             self._unanswered(caller)
             self._record(self.ThreadCompleted, step=saved.step)
 
-    def _supersede(self, namespace: str, saved: SavedCheckpoint, caller: Caller) -> None:
-        """Record the interrupts a new checkpoint leaves behind unanswered: those pending
-        in its namespace on another checkpoint than its parent (the thread moved on from
+    def _left_behind(self, namespace: str, saved: SavedCheckpoint) -> list[str]:
+        """The interrupts a new checkpoint leaves behind unanswered: those pending in its
+        namespace on another checkpoint than its parent (the thread moved on from
         elsewhere: a fork, time travel, a step past them), or on its parent when it is new
         input or a fork. One pending on the parent stays pending across a step of the
         parent's (its answer may still be on its way: LangGraph saves writes and
         checkpoints in no fixed order) and across an edit (the interrupted node will ask
         again from the edited state)."""
-        why = {
-            "input": "new input started another run",
-            "fork": "the thread was forked from an earlier checkpoint",
-        }.get(saved.source, f"the thread moved on to checkpoint {saved.checkpoint_id}")
-        if saved.answers_unsaved:
-            why += ' in a run with durability="exit", which saves no answer'
-        for interrupt_id, record in list(self.interrupts.items()):
+        left = []
+        for interrupt_id, record in self.interrupts.items():
             places = [where[1] for where in record.get("where", ()) if where[0] == namespace]
             if not places or any(place >= saved.checkpoint_id for place in places):
                 continue  # raised on this checkpoint or a later one, saved before it
@@ -280,12 +281,24 @@ class LangGraphCommands:
                 and not saved.answers_unsaved
             )
             if not stays:
-                self._record(
-                    self.InterruptSuperseded,
-                    interrupt_id=interrupt_id,
-                    reason=f"no answer was given before {why}",
-                    actor=caller.actor,
-                )
+                left.append(interrupt_id)
+        return left
+
+    def _supersede(self, left: list[str], saved: SavedCheckpoint, caller: Caller) -> None:
+        """Record the interrupts `left` behind (`_left_behind`) superseded, saying why."""
+        why = {
+            "input": "new input started another run",
+            "fork": "the thread was forked from an earlier checkpoint",
+        }.get(saved.source, f"the thread moved on to checkpoint {saved.checkpoint_id}")
+        if saved.answers_unsaved:
+            why += ' in a run with durability="exit", which saves no answer'
+        for interrupt_id in left:
+            self._record(
+                self.InterruptSuperseded,
+                interrupt_id=interrupt_id,
+                reason=f"no answer was given before {why}",
+                actor=caller.actor,
+            )
 
     def _unanswered(self, caller: Caller) -> None:
         """The run ended with questions pending that no answer on record met (a graph run

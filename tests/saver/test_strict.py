@@ -590,6 +590,47 @@ def test_an_agents_edit_as_start_is_input_and_the_question_is_asked_again(store)
     assert refundable(saver) == ["reviewed: True", "paid 150"]
 
 
+@pytest.mark.parametrize("role", ["agent", "reviewer"])
+def test_a_named_actors_run_of_durability_exit_past_a_question_is_refused_on_record(store, role):
+    # Given a refund paused at its question
+    saver = HoldpointSaver(store)
+    graph, paid = paused_counting_payments(saver)
+    (asked,) = store.thread("t").interrupts
+
+    # When a named actor answers it in a run of durability "exit", which saves no
+    # writes, its answer among them: with the reviewer's role, or without it
+    with pytest.raises(HoldPointBypassError, match='durability="exit", which saves no answer'):
+        graph.invoke(
+            Command(resume=True),
+            thread("t", actor={"id": "zed", "role": role}),
+            durability="exit",
+        )
+
+    # Then no decision could be on record, so the question stays pending on record, the
+    # refusal recorded, nothing superseded; LangGraph ran the run before its one save
+    assert list(store.thread("t").interrupts) == [asked]
+    assert ("put", "hold_point") in refused_actions(saver)
+    assert kinds(store, "t", "InterruptSuperseded") == []
+    assert paid == [150]
+    assert refundable(saver) == []
+
+
+def test_new_input_in_a_run_of_durability_exit_supersedes_the_question_as_in_sync(store):
+    # Given a refund paused at its question
+    saver = HoldpointSaver(store)
+    graph = paused(saver)
+
+    # When an agent starts the thread again with new input, in a run of durability "exit"
+    agent = thread("t", actor={"id": "zed", "role": "agent"})
+    graph.invoke({"amount": 70}, agent, durability="exit")
+
+    # Then, as with "sync", the question is superseded and asked again about the new input
+    assert refused_actions(saver) == []
+    assert len(kinds(store, "t", "InterruptSuperseded")) == 1
+    (pending,) = store.thread("t").interrupts.values()
+    assert pending["value"]["amount"] == 70
+
+
 def test_the_starter_may_not_answer_its_own_thread(store):
     saver = HoldpointSaver(store)
     graph = paused(saver)
