@@ -446,8 +446,12 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
     ) -> Save:
         """Apply writes that do not park (`put_writes`), once in order: after their
         checkpoint, and a task's answers (`resumes`) after the resume that gave them (a
-        `command`'s)."""
-        self._after_checkpoint(thread_id, saved.namespace, saved.checkpoint_id)
+        `command`'s). A Command's on a thread with no checkpoint saved in its namespace
+        wait for none: LangGraph saves them on the empty checkpoint it starts a thread
+        from, which it never saves (the thread's first checkpoint, its input, has no
+        parent)."""
+        if not (command and self._unbegun(thread_id, saved.namespace)):
+            self._after_checkpoint(thread_id, saved.namespace, saved.checkpoint_id)
         if resumes and not command:
             self._order.after_answer(thread_id, lambda: not self._questions_of(thread_id, saved))
 
@@ -550,6 +554,16 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         so a subgraph's checkpoints, saved by its task, may begin first."""
         self._order.after_checkpoint(
             thread_id, checkpoint_id, lambda: not self._ahead(thread_id, namespace, checkpoint_id)
+        )
+
+    def _unbegun(self, thread_id: str, namespace: str) -> bool:
+        """Whether no checkpoint of the namespace is saved on the thread yet."""
+        return bool(
+            self._threads.read(
+                thread_id,
+                lambda thread: thread is None or namespace not in thread.heads,
+                fresh=False,
+            )
         )
 
     def _ahead(self, thread_id: str, namespace: str, checkpoint_id: str) -> bool:

@@ -380,3 +380,32 @@ def test_writes_on_a_checkpoint_never_saved_go_on_record_alone_after_the_wait(st
     saver.put(first, later, {"source": "loop", "step": 0}, {})
     assert saver.get_tuple(on_later).pending_writes == [("task-1", "n", 1)]
     assert saver.store.verify_chain("t").ok
+
+
+def test_a_thread_a_command_begins_goes_on_record_in_order_and_waits_for_nothing(
+    store, monkeypatch
+):
+    # LangGraph saves the Command's writes on the empty checkpoint it begins a thread
+    # from, which it never saves: a wait for that checkpoint would last the grace, and
+    # the saves behind it would then land in the order they happened to run.
+    monkeypatch.setattr(write_order, "GRACE", WAIT)
+    saver = HoldpointSaver(store)
+    graph = refund_builder().compile(checkpointer=saver)
+
+    for n in range(5):
+        began = time.monotonic()
+        graph.invoke(Command(update={"amount": 30}, goto="review"), thread(f"t{n}"))
+
+        assert time.monotonic() - began < WAIT / 2
+        assert names(saver, f"t{n}") == [
+            "ThreadStarted",
+            "StateEdited",
+            "WritesSaved",
+            "InputReceived",
+            "CheckpointSaved",
+            "NodeCompleted",
+            "CheckpointSaved",
+            "InterruptRaised",
+            "WritesSaved",
+        ]
+        assert saver.store.verify_chain(f"t{n}").ok
