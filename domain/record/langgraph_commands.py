@@ -196,7 +196,9 @@ class LangGraphCommands:
         """Record a checkpoint LangGraph saved (see the module's docstring). `edit_writes`:
         update_state's writes, saved on the parent just before its checkpoint. An edit
         (`update_state`) is held to the hold points' rules for `caller`, as a native
-        graph's is: it raises their refusal, recording nothing."""
+        graph's is, and so is a step of a run that saves no answers (`answers_unsaved`)
+        past a question (`hold_points.check_answers_on_record`): each raises its refusal,
+        recording nothing."""
         namespace = saved.namespace
         if saved.source == "update":
             as_node = None if caller.as_node is None else str(caller.as_node)
