@@ -232,9 +232,14 @@ class ProjectionRunner:
         poll: float = 0.2,
         after_catch_up: Callable[[], object] | None = None,
         retry_after: float = 1.0,
+        gather: float = 0.0,
     ) -> None:
         """The projector: catch up (then `after_catch_up`), again on every commit
-        the store announces (PostgreSQL's LISTEN/NOTIFY) or every `poll` s, until `stop`.
+        the store announces (PostgreSQL's LISTEN/NOTIFY) or every `poll` s, until `stop`;
+        but not again within `gather` s of the last catch-up's start. Under a stream of
+        commits, each batch then takes what came in that time, where one batch a commit
+        would pay the batch's reads, writes and commit for a few events; a commit after a
+        quiet spell is applied at once.
 
         A store that does not answer (down, locked, full) is waited out: the
         failed batch changed nothing, so the projector tries again every
@@ -244,10 +249,14 @@ class ProjectionRunner:
             try:
                 with self.db.wakeups(self.store) as wakeups:
                     while not stop.is_set():
+                        began = time.monotonic()
                         self.catch_up()
                         if after_catch_up is not None:
                             after_catch_up()
                         wakeups.wait(stop, poll)
+                        pause = gather - (time.monotonic() - began)
+                        if pause > 0:
+                            stop.wait(pause)
             except STORE_UNAVAILABLE as error:
                 log.warning(
                     "read models wait for the store",

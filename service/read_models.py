@@ -92,10 +92,17 @@ class ReadModels:
     """The projection runner, its thread, and waiting on positions."""
 
     def __init__(
-        self, store: Workflows, *, projector: bool, poll: float, wait_timeout: float
+        self,
+        store: Workflows,
+        *,
+        projector: bool,
+        poll: float,
+        wait_timeout: float,
+        gather: float = 0.0,
     ) -> None:
         self.store = store
         self.poll = poll
+        self.gather = gather
         self.wait_timeout = wait_timeout
         # A memory store's read models live in one private database: share it. Otherwise
         # the projector has a store (a connection pool) of its own, for the log's head and
@@ -128,7 +135,7 @@ class ReadModels:
         log.info("projector started", projections=list(self.runner.projections))
         try:
             if self.runner.db.dialect == "postgres":  # woken by the store's NOTIFY on commit
-                self.runner.run_forever(self._stop, self.poll, self._expire)
+                self.runner.run_forever(self._stop, self.poll, self._expire, gather=self.gather)
             else:  # woken by a read that waits for a position, or by the poll
                 self.runner.run_forever(self._stop, 0, self._between_passes)
         except Exception as error:  # the runner stops; /readyz says so, the log says why

@@ -85,6 +85,7 @@ class Services:
             store,
             projector=settings.projector,
             poll=settings.projector_poll,
+            gather=settings.projector_gather,
             wait_timeout=settings.read_wait_timeout,
         )
         metrics = Metrics(read_models)

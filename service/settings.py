@@ -65,6 +65,9 @@ class ServerSettings:
     # Run the read models' projector (and the deadline worker) in this process.
     projector: bool = True
     projector_poll: float = 0.2
+    # On PostgreSQL, at most one projector batch this often under a stream of commits
+    # (`ProjectionRunner.run_forever`): read models up to this much later, in fewer batches.
+    projector_gather: float = 0.02
     # How long a read that names a position (`wait_for`) waits for the read models.
     read_wait_timeout: float = 10.0
     # How long a run or a decision waits for another run on the same thread to end.

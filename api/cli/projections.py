@@ -68,6 +68,14 @@ def register(commands: Commands) -> None:
         "also wakes the projector at once (LISTEN/NOTIFY); overdue interrupts are looked "
         "for after a look, at most once this often",
     )
+    projector.add_argument(
+        "--gather",
+        type=float,
+        default=0.02,
+        help="seconds at least between two batches while commits stream in (default "
+        "0.02): each batch takes the commits of that time, not one each; a commit after a "
+        "quiet spell is applied at once; 0 applies each commit as it comes",
+    )
     add_graph_option(projector)  # recording an expiry reads the thread
     projector.set_defaults(handler=run_projector)
 
@@ -145,7 +153,10 @@ def run_projector(args: argparse.Namespace) -> int:
         runner.on_quarantine = say_quarantined
         log.info("projector started", projections=list(runner.projections), poll=args.poll)
         runner.run_forever(
-            stop, poll=args.poll, after_catch_up=DeadlineWorker(store, runner.db, args.poll)
+            stop,
+            poll=args.poll,
+            after_catch_up=DeadlineWorker(store, runner.db, args.poll),
+            gather=args.gather,
         )
         log.info("projector stopped", status=[vars(s) for s in runner.status()])
         runner.close()

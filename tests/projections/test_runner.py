@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import pairwise
+from typing import Any
 
 import pytest
 
@@ -489,6 +493,105 @@ def test_on_postgresql_a_commit_wakes_a_projector_long_before_its_poll(postgres_
         finally:
             stop.set()
             ask_for(approval_graph(store), "t2")  # a last commit wakes it to see `stop`
+            projector.join(20)
+        assert not projector.is_alive()
+        runner.close()
+
+
+class CountedRunner(ProjectionRunner):
+    """A runner that notes when each of its catch-ups begins."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.began: list[float] = []
+
+    def catch_up(self, *args: Any, **kwargs: Any) -> int:
+        self.began.append(time.monotonic())
+        return super().catch_up(*args, **kwargs)
+
+
+def test_on_postgresql_a_stream_of_commits_is_applied_at_most_one_batch_a_gather(postgres_url):
+    # Given a projector that gathers commits for 0.5 s, past its first look
+    gather = 0.5
+    with open_store(postgres_url) as store:
+        graph = approval_graph(store)
+        ask_for(graph, "t0")
+        runner, stop = CountedRunner(store, both()), threading.Event()
+        projector = threading.Thread(
+            target=runner.run_forever, args=(stop, 60.0), kwargs={"gather": gather}
+        )
+        projector.start()
+        try:
+            assert runner.wait(runner.head(), timeout=20)
+
+            # When interrupts are recorded one commit at a time, each waking it
+            for n in range(1, 6):
+                ask_for(graph, f"t{n}")
+            head = runner.head()
+
+            # Then every one is applied, and no batch began within the gather of the last
+            assert runner.wait(head, timeout=20)
+            queue = PendingApprovals(runner.db).page().items
+            assert [row.thread_id for row in queue] == [f"t{n}" for n in range(6)]
+            began = runner.began
+            gaps = [later - earlier for earlier, later in pairwise(began)]
+            assert len(gaps) >= 1
+            assert min(gaps) >= gather
+        finally:
+            stop.set()
+            ask_for(graph, "t9")  # a last commit wakes it to see `stop`
+            projector.join(20)
+        assert not projector.is_alive()
+        runner.close()
+
+
+class Doorbell:
+    """Wake-ups that only this test's commits ring: no other test's commit (which every
+    projector on the same PostgreSQL database hears) starts a batch here."""
+
+    def __init__(self) -> None:
+        self.rung = threading.Event()
+
+    def wait(self, stop: threading.Event, poll: float) -> None:
+        self.rung.wait(poll)
+        self.rung.clear()
+
+    @contextmanager
+    def wakeups(self, _: Any) -> Iterator[Doorbell]:
+        yield self
+
+
+def test_a_commit_after_a_quiet_spell_is_applied_without_the_gather():
+    # Given a projector that gathers commits for 1 s, quiet for longer than that since its
+    # last batch began (the gather counts from a batch's start, not from a wake-up)
+    gather = 1.0
+    with open_store("memory://") as store:
+        graph = approval_graph(store)
+        ask_for(graph, "t0")
+        runner, stop, doorbell = CountedRunner(store, both()), threading.Event(), Doorbell()
+        runner.db.wakeups = doorbell.wakeups  # type: ignore[method-assign]
+        projector = threading.Thread(
+            target=runner.run_forever, args=(stop, 60.0), kwargs={"gather": gather}
+        )
+        projector.start()
+        try:
+            assert runner.wait(runner.head(), timeout=20)
+            quiet_until = runner.began[-1] + gather
+            while time.monotonic() < quiet_until:
+                time.sleep(quiet_until - time.monotonic())
+
+            # When an interrupt is recorded, and its commit wakes the projector
+            ask_for(graph, "t1")
+            recorded = time.monotonic()
+            doorbell.rung.set()
+
+            # Then it is applied at once, well within the gather
+            assert runner.wait(runner.head(), timeout=20)
+            assert time.monotonic() - recorded < gather / 2
+            assert len(runner.began) == 2
+        finally:
+            stop.set()
+            doorbell.rung.set()
             projector.join(20)
         assert not projector.is_alive()
         runner.close()
