@@ -252,25 +252,35 @@ def test_a_subgraphs_checkpoints_go_on_record_after_the_checkpoint_its_task_ran_
     assert saver.store.verify_chain("t").ok
 
 
-class CommandAfterItsTask(HoldpointSaver):
-    """A saver whose Command writes (a resume) reach it only once the task that consumed
-    the answer has handed over its own writes: LangGraph saves both from its pool of
-    threads, the Command's submitted first."""
+class CommandAfter(HoldpointSaver):
+    """A saver whose Command writes reach it only once a task's write on `channel` has:
+    handed over (`saved=False`) or saved. LangGraph saves both from its pool of threads,
+    the Command's submitted first."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, channel: str, *, saved: bool) -> None:
         super().__init__(store)
-        self.task_began = threading.Event()
+        self.channel, self.saved = channel, saved
+        self.released = threading.Event()
 
     def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
         if task_id == NULL_TASK_ID:
-            assert self.task_began.wait(WAIT)
-        elif any(channel == "__resume__" for channel, _ in writes):
-            self.task_began.set()
+            assert self.released.wait(WAIT)
+        releases = task_id != NULL_TASK_ID and any(c == self.channel for c, _ in writes)
+        if releases and not self.saved:
+            self.released.set()
         super().put_writes(config, writes, task_id, task_path)
+        if releases and self.saved:
+            self.released.set()
+
+
+def command_after_its_task(store: Any) -> CommandAfter:
+    """The Command's resume reaches the saver once the task that consumed it has begun
+    to hand over its writes."""
+    return CommandAfter(store, "__resume__", saved=False)
 
 
 def test_a_resume_goes_on_record_before_the_node_that_consumed_it_when_saved_after_it(store):
-    saver = CommandAfterItsTask(store)
+    saver = command_after_its_task(store)
     graph = refund_builder().compile(checkpointer=saver)
     graph.invoke({"amount": 150}, thread("t"))
 
@@ -296,7 +306,7 @@ def test_a_resume_saved_after_its_node_past_the_grace_is_matched_to_the_answer_r
     # Command's resume, saved after them, is matched to it, not refused as answering
     # nothing.
     monkeypatch.setattr(write_order, "GRACE", 0.0)
-    saver = CommandAfterItsTask(store)
+    saver = command_after_its_task(store)
     graph = refund_builder().compile(checkpointer=saver)
     graph.invoke({"amount": 150}, thread("t"))
 
@@ -307,26 +317,10 @@ def test_a_resume_saved_after_its_node_past_the_grace_is_matched_to_the_answer_r
     assert saver.store.verify_chain("t").ok
 
 
-class CommandAfterTheQuestionItLedTo(HoldpointSaver):
-    """A saver whose Command writes reach it only once the question its run asked has been
-    saved: LangGraph saves both from its pool of threads, the Command's submitted first."""
-
-    def __init__(self, store: Any) -> None:
-        super().__init__(store)
-        self.asked = threading.Event()
-
-    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
-        if task_id == NULL_TASK_ID:
-            assert self.asked.wait(WAIT)
-        super().put_writes(config, writes, task_id, task_path)
-        if any(channel == "__interrupt__" for channel, _ in writes):
-            self.asked.set()
-
-
 def test_a_command_is_held_to_the_questions_standing_when_given_not_those_its_run_asked(store):
     # Given a new thread, and an agent's Command that starts it where its graph starts
     # (as a server runs it, telling the saver where that is)
-    saver = CommandAfterTheQuestionItLedTo(store)
+    saver = CommandAfter(store, "__interrupt__", saved=True)  # after the question it led to
     graph = refund_builder().compile(checkpointer=saver)
     agent = thread(
         "t", actor={"id": "zed", "role": "agent"}, holdpoint_graph={"starts": ["review"]}
