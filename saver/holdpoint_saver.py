@@ -76,6 +76,7 @@ from domain.record.langgraph_record import (
     LANGGRAPH,
     NULL_TASK_ID,
     RESUME,
+    START,
     UPDATE_TASK,
     Caller,
     SavedCheckpoint,
@@ -222,7 +223,11 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         self._order.after_writes(  # and a Command's saves in flight
             thread_id,
             parent_id,
-            lambda: not self._awaits_writes(thread_id, namespace, parent_id, merged, seen),
+            lambda: (
+                not self._awaits_writes(
+                    thread_id, namespace, parent_id, merged, seen, new_versions, configurable
+                )
+            ),
         )
 
         def record(thread: WorkflowThread, grow: bool) -> None:
@@ -288,10 +293,26 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         parent_id: str | None,
         metadata: dict[str, Any],
         seen: dict[str, Any],
+        new_versions: ChannelVersions,
+        configurable: dict[str, Any],
     ) -> bool:
-        """Whether a step's checkpoint waits for the writes of tasks that ran on its parent
-        (`WorkflowThread.awaits_writes`), on the thread at hand."""
-        if metadata.get("source") != "loop":
+        """Whether a checkpoint waits for writes, on the thread at hand: a step's for those
+        of the tasks that ran on its parent (`WorkflowThread.awaits_writes`); a namespace's
+        first, its input, for a Command's that began it, told by the channels they changed
+        beside the input's own (`WorkflowThread.awaits_command`; nothing of a thread not
+        on record is). A run that saves only at its exit saves no writes."""
+        if configurable.get(DURABILITY) == "exit":
+            return False
+        source = metadata.get("source")
+        if source == "input" and parent_id is None and new_versions.keys() - {START}:
+            return bool(
+                self._threads.read(
+                    thread_id,
+                    lambda thread: thread is None or thread.awaits_command(namespace),
+                    fresh=False,
+                )
+            )
+        if source != "loop":
             return False
         step = int(metadata.get("step", -1))
         return bool(

@@ -10,9 +10,10 @@ here:
 
 - a checkpoint waits for the writes on its parent checkpoint (the tasks that ran before
   it made them; one that has not begun yet, for a grace) and for a Command's writes in
-  flight (saved at the run's start), and writes on a checkpoint not saved yet wait for
-  it: a task's plain writes parked, to be applied by the checkpoint's own save
-  (saver/threads.py), any other here, and so does a subgraph's checkpoint for the one
+  flight (saved at the run's start; a thread's first checkpoint, for those of the Command
+  that began it), and writes on a checkpoint not saved yet wait for it: a task's plain
+  writes parked, to be applied by the checkpoint's own save (saver/threads.py), any
+  other here, and so does a subgraph's checkpoint for the one
   its task ran on;
 - a task's writes that consumed an answer wait for the answer: a Command's resume saved
   (or refused) in the same run, just before the task ran; a resume map is saved nowhere

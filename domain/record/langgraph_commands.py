@@ -36,7 +36,7 @@ from domain.errors import (
 )
 from domain.oversight import hold_points
 from domain.oversight.hold_points import Oversight, question_digest
-from domain.record.langgraph_folds import head_values, kept_writes, resolved_values
+from domain.record.langgraph_folds import early_key, head_values, kept_writes, resolved_values
 from domain.record.langgraph_record import (
     ERROR,
     INTERRUPT,
@@ -185,6 +185,20 @@ class LangGraphCommands:
             return True
         parts = (path.split(", ") for path in ended if path.startswith(PUSH))
         return len({p[1] for p in parts if len(p) > 1 and p[1].isdigit()}) < sends
+
+    def awaits_command(self, namespace: str) -> bool:
+        """Whether a namespace's first checkpoint, the input of a run that a Command began,
+        waits for the Command's writes: LangGraph saves them first, on the empty checkpoint
+        it begins from and never saves (so they are kept aside, `kept_writes`)."""
+        if namespace in self.heads:
+            return False
+        prefix = early_key(namespace, "")
+        return not any(
+            write[0] == NULL_TASK_ID
+            for key, writes in self.early.items()
+            if key.startswith(prefix)
+            for write in writes
+        )
 
     def save_checkpoint(
         self,

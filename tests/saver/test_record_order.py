@@ -403,3 +403,57 @@ def test_a_thread_a_command_begins_goes_on_record_in_order_and_waits_for_nothing
             "WritesSaved",
         ]
         assert saver.store.verify_chain(f"t{n}").ok
+
+
+class CommandAfterCheckpoint(HoldpointSaver):
+    """A saver whose Command writes reach it only once the thread's first checkpoint's save
+    has begun: LangGraph submits both to its pool, the Command's first, and a pool's
+    first run in a process (`ainvoke`'s) may begin them in the other order."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.putting = threading.Event()
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        self.putting.set()
+        return super().put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        if task_id == NULL_TASK_ID:
+            assert self.putting.wait(WAIT)
+        super().put_writes(config, writes, task_id, task_path)
+
+
+def test_a_threads_first_checkpoint_waits_for_the_command_that_began_it(store, monkeypatch):
+    monkeypatch.setattr(write_order, "GRACE", WAIT)
+    saver = CommandAfterCheckpoint(store)
+    graph = refund_builder().compile(checkpointer=saver)
+    began = time.monotonic()
+
+    graph.invoke(Command(update={"amount": 30}, goto="review"), thread("t"))
+
+    assert time.monotonic() - began < WAIT / 2
+    assert names(saver, "t")[:5] == [
+        "ThreadStarted",
+        "StateEdited",
+        "WritesSaved",
+        "InputReceived",
+        "CheckpointSaved",
+    ]
+    assert saver.store.verify_chain("t").ok
+
+
+def test_a_command_that_begins_a_thread_saving_only_at_its_exit_is_waited_for_by_nothing(
+    store, monkeypatch
+):
+    # Such a run saves no writes: its one checkpoint has nothing to wait for.
+    monkeypatch.setattr(write_order, "GRACE", WAIT)
+    saver = HoldpointSaver(store)
+    graph = refund_builder().compile(checkpointer=saver)
+    began = time.monotonic()
+
+    graph.invoke(Command(update={"amount": 30}, goto="review"), thread("t"), durability="exit")
+
+    assert time.monotonic() - began < WAIT / 2
+    assert "CheckpointSaved" in names(saver, "t")
+    assert saver.store.verify_chain("t").ok
