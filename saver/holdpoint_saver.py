@@ -415,14 +415,16 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         resumes = any(channel == RESUME for channel, _ in writes)
         command = saved.task_id == NULL_TASK_ID
         ends_step = command or any(channel in (INTERRUPT, ERROR) for channel, _ in writes)
-        # Before parking: the checkpoint of a refused run never comes.
-        self._refused_runs.check(thread_id, config["configurable"], saved)
+        # Before parking, and again as it parks, under the thread's lock, where a run is
+        # refused: the checkpoint of a refused run never comes.
+        configurable = config["configurable"]
+        self._refused_runs.check(thread_id, configurable, saved)
         parked = None
         with self._order.writing(thread_id, checkpoint_id, command=command):
             if not (resumes or ends_step):  # a task's writes, before their checkpoint?
 
                 def record(thread: WorkflowThread, _: bool) -> HoldpointError | None:
-                    ran_on = self._refused_runs.check(thread_id, config["configurable"], saved)
+                    ran_on = self._refused_runs.check(thread_id, configurable, saved)
                     return thread.save_writes(saved, caller, self.oversight, ran_on=ran_on)
 
                 parked = self._threads.park(
@@ -430,9 +432,13 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                     record,
                     self._beginning(thread_id, config),
                     checkpoint_id,
-                    lambda thread: _before(thread, namespace, checkpoint_id),
+                    lambda thread: (
+                        _before(thread, namespace, checkpoint_id)
+                        and not self._refused_runs.refuses(thread_id, configurable, saved)
+                    ),
                 )
             if parked is None:
+                self._refused_runs.check(thread_id, configurable, saved)  # refused meanwhile?
                 save = self._apply_writes(
                     thread_id, saved, caller, config, resumes=resumes, command=command
                 )

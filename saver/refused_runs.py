@@ -80,3 +80,13 @@ class RefusedRuns:
         ):
             return refused[2]
         raise RefusedRunError(thread_id, refused[2])
+
+    def refuses(
+        self, thread_id: str, configurable: dict[str, Any], writes: SavedWrites | None = None
+    ) -> bool:
+        """Whether `check` raises for the save."""
+        try:
+            self.check(thread_id, configurable, writes)
+        except RefusedRunError:
+            return True
+        return False

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import time
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -25,6 +26,7 @@ from domain.errors import (
 )
 from domain.privacy.personal import Personal
 from langgraph.checkpoint.holdpoint import AppendOnlyError, HoldpointSaver
+from saver import write_order
 from tests.saver.langgraph_graphs import refund_builder, thread
 
 NOT_PENDING = "0123456789abcdef0123456789abcdef"
@@ -517,10 +519,14 @@ def test_an_agents_run_from_a_checkpoint_past_a_decision_is_refused_on_record(st
     # When an agent runs it again from the checkpoint after the reviewer's answer (it
     # would pay again under that answer)
     agent = {**after_the_decision(graph), "actor": {"id": "zed", "role": "agent"}}
+    began = time.monotonic()
     with pytest.raises(HoldPointBypassError, match="a fork there would run under that decision"):
         graph.invoke(None, {"configurable": agent}, durability=durability)
 
-    # Then the refusal is recorded and nothing of the run: the thread is as it was
+    # Then the run is refused at once: the pay step's writes, handed over as the fork was
+    # refused, do not wait for the fork's checkpoint, which never comes
+    assert time.monotonic() - began < write_order.TIMEOUT / 2
+    # and the refusal is recorded and nothing of the run: the thread is as it was
     # (LangGraph ran the pay step in this process before the saver refused the branch)
     assert len(store.thread_events("t")) == before
     assert ("fork", "hold_point") in refused_actions(saver)
