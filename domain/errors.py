@@ -445,6 +445,23 @@ class QuestionChangedError(OversightError):
         self.recorded = recorded
 
 
+class QuestionAskedAgainError(OversightError):
+    """A resume that names no question, given after the thread's state was edited since
+    the one pending was asked: LangGraph runs the asking node again, from the edited
+    state, and hands the answer to what it asks anew, which the decider was not shown."""
+
+    reason = "question_changed"
+
+    def __init__(self, interrupt_id: str) -> None:
+        super().__init__(
+            f"Interrupt {interrupt_id} was asked before the thread's state was edited since: "
+            "its node asks anew when the thread goes on, and this answer would go to that "
+            "question, which was not shown. Run the thread on (invoke(None)) and decide what "
+            "it asks"
+        )
+        self.interrupt_id = interrupt_id
+
+
 class ReasonRequiredError(InvalidUpdateError):
     """The answer (or the edit standing in for a node) needs a reason and has none."""
 

@@ -132,11 +132,15 @@ class LangGraphRun:
             payload_digest=configurable.get("payload_digest"),
         )
         before = set(thread.interrupts)
+        # A question asked before an edit LangGraph no longer holds: its node asks anew
+        # when the thread goes on, so its answer is recorded and handed to none.
+        held = {i for i in before if not thread.asked_before_an_edit(i)}
         thread.answer_resume(command.resume, caller, self.app.oversight)
         thread.use_assistant(self.config.get("metadata") or {}, self.actor)
         self.position = self.store.record(thread, guard=guard)
-        answered = before - set(thread.interrupts)
-        return LangGraphCommand(resume={i: v for i, v in _answers(thread).items() if i in answered})
+        answered = held - set(thread.interrupts)
+        resume = {i: v for i, v in _answers(thread).items() if i in answered}
+        return LangGraphCommand(resume=resume) if resume else None
 
     def run(self, emit: Callable[[list[Chunk]], None], lost: Callable[[], bool]) -> None:
         """Run the graph on LangGraph, each chunk emitted as it comes, shaped as LangGraph's

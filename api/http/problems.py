@@ -136,6 +136,7 @@ def document_body_problems(app: FastAPI) -> None:
 _DOMAIN_STATUSES: list[tuple[type[Exception], int, str]] = [
     (errors.AuthenticationError, 401, "unauthenticated"),
     (errors.QuestionChangedError, 409, "question-changed"),
+    (errors.QuestionAskedAgainError, 409, "question-changed"),
     (errors.OversightError, 403, "forbidden"),
     (errors.ThreadNotFoundError, 404, "thread-not-found"),
     (errors.ThreadUnreadableError, 409, "thread-unreadable"),

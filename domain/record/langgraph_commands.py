@@ -30,6 +30,7 @@ from domain.errors import (
     HoldpointError,
     InvalidUpdateError,
     NotInterruptedError,
+    QuestionAskedAgainError,
     StaleCheckpointError,
     ThreadCancelledError,
     UnknownInterruptError,
@@ -409,7 +410,8 @@ class LangGraphCommands:
         ran_on: HoldpointError | None,
     ) -> HoldpointError | None:
         step, node = self._step_and_node(saved)
-        refused = self._consumed_answers(saved, caller, policy)
+        # A task of a refused run answers nothing: what it consumed was refused with it.
+        refused = None if ran_on is not None else self._consumed_answers(saved, caller, policy)
         why = refused or ran_on
         channels = [channel for channel, _ in saved.writes]
         as_update = len(set(channels)) == len(channels)
@@ -519,6 +521,8 @@ class LangGraphCommands:
         when it was given (not those its own run raised since: `asked_since`)."""
         resumes = [value for channel, value in saved.writes if channel == RESUME]
         if resumes and not answered:
+            if resume_map(resumes[-1]) is None:
+                self._check_not_asked_again(caller)
             self._answer(resumes[-1], caller, policy)
         update = {
             channel: value
@@ -541,6 +545,32 @@ class LangGraphCommands:
                 decision=None,
             )
         self._record_writes(saved)
+
+    def _check_not_asked_again(self, caller: Caller) -> None:
+        """A resume that names no question goes, in LangGraph, to the first one its run
+        asks: the one pending, while the thread stands where it was asked; after an edit
+        since (`asked_before_an_edit`), the node runs again from the edited state and
+        asks anew, and the answer would go there, unseen. Refused for a named actor
+        (QuestionAskedAgainError), as a native graph asks anew; the owner's goes where
+        LangGraph sends it."""
+        if hold_points.is_owner(caller.actor) or len(self.interrupts) != 1:
+            return  # several or none pending: `_addressed` refuses the resume
+        [interrupt_id] = self.interrupts
+        if self.asked_before_an_edit(interrupt_id):
+            raise QuestionAskedAgainError(interrupt_id)
+
+    def asked_before_an_edit(self, interrupt_id: str) -> bool:
+        """Whether a pending question was asked before the thread's state was edited:
+        a namespace it is pending in has moved on from where it was first pending there.
+        LangGraph then holds it pending no longer (its node asks anew when the thread
+        goes on, under another id); Holdpoint keeps it pending, as it was shown."""
+        first: dict[str, str] = {}
+        for namespace, checkpoint_id in self.interrupts[interrupt_id].get("where", ()):
+            first.setdefault(namespace, checkpoint_id)
+        return any(
+            (head := self.heads.get(namespace)) is not None and head["id"] != checkpoint_id
+            for namespace, checkpoint_id in first.items()
+        )
 
     def _consumed_answers(
         self, saved: SavedWrites, caller: Caller, policy: Oversight

@@ -19,6 +19,7 @@ from domain.errors import (
     HoldPointBypassError,
     HoldpointError,
     NotInterruptedError,
+    QuestionAskedAgainError,
     RefusedRunError,
     SeparationOfDutiesError,
     UnknownInterruptError,
@@ -374,6 +375,41 @@ def test_an_agents_edit_of_a_paused_thread_is_refused_on_record_and_nothing_else
     assert len(store.thread_events("t")) == before
     assert graph.get_state(thread("t")).values["amount"] == 150
     assert refusals(saver)[-1] == ("zed", "hold_point")
+
+
+def test_an_answer_does_not_go_to_a_question_asked_again_after_an_edit(store):
+    # Given a refund of 150 paused at its question, whose amount a reviewer then edits
+    # (LangGraph's node will ask again when the thread goes on, about the new amount)
+    saver = HoldpointSaver(store)
+    graph, paid = paused_counting_payments(saver)
+    (asked,) = store.thread("t").interrupts
+    graph.update_state(thread("t", actor={"id": "rob", "role": "reviewer"}), {"amount": 90_000})
+
+    # When another reviewer resumes it, in Python: LangGraph would hand the answer to
+    # the question the node asks again, which she was not shown
+    rita = thread("t", actor={"id": "rita", "role": "reviewer"}, decision="approve")
+    with pytest.raises(HoldpointError, match="edited since") as refused:
+        graph.invoke(Command(resume=True), rita, durability="sync")
+    # (LangGraph raises the first refusal it waits for: the answer's, or the step's after it)
+    assert isinstance(getattr(refused.value, "refusal", refused.value), QuestionAskedAgainError)
+
+    # Then her answer is refused on record and nothing is paid; the question stays as
+    # it was shown
+    assert paid == []
+    assert kinds(store, "t", "InterruptResumed") == []
+    assert list(store.thread("t").interrupts) == [asked]
+    assert refusals(saver)[-1] == ("rita", "question_changed")
+    # and once the thread goes on, the node asks anew, about the new amount, which she
+    # then decides
+    asked_again = graph.invoke(None, thread("t", actor={"id": "amy", "role": "agent"}))
+    [again] = asked_again["__interrupt__"]
+    assert again.value["amount"] == 90_000
+    assert list(store.thread("t").interrupts) == [again.id]
+    graph.invoke(Command(resume=True), rita, durability="sync")
+    assert paid == [90_000]
+    (resumed,) = kinds(store, "t", "InterruptResumed")
+    assert (resumed.interrupt_id, resumed.actor["id"]) == (again.id, "rita")
+    assert store.verify_chain("t").ok
 
 
 def test_an_agents_command_update_of_a_paused_thread_is_refused_and_its_run_stops(store):

@@ -93,6 +93,34 @@ def test_a_decision_resumes_the_graph_and_the_record_says_who(server):
     assert server.store.verify_chain("lg-1").ok
 
 
+def test_an_approval_of_a_question_edited_since_is_recorded_and_the_node_asks_anew(server):
+    # Given a reviewer edits the amount after the queue showed 150
+    asked = paused(server)["__interrupt__"][0]
+    with server.http("reviewer2") as reviewer2:
+        edited = reviewer2.post("/threads/lg-1/state", json={"values": {"amount": 90_000}})
+        assert edited.status_code == 200, edited.text
+
+    # When another reviewer approves the question shown
+    with server.http("reviewer") as reviewer:
+        decided = reviewer.post(f"/approvals/{asked['id']}/decision", json={"decision": "approve"})
+        assert decided.status_code == 200, decided.text
+        joined = reviewer.get(f"/threads/lg-1/runs/{decided.json()['run_id']}/join").json()
+
+    # Then nothing is paid: the node asks anew, about the new amount, a pending approval
+    # of its own
+    assert "paid 90000" not in joined.get("log", [])
+    [again] = joined["__interrupt__"]
+    assert again["value"] == {"question": "Approve the refund?", "amount": 90_000}
+    assert [item["interrupt_id"] for item in pending(server)] == [again["id"]]
+    # which, decided, pays what it asked about
+    with server.http("reviewer") as reviewer:
+        decided = reviewer.post(f"/approvals/{again['id']}/decision", json={"decision": "approve"})
+        assert decided.status_code == 200, decided.text
+        joined = reviewer.get(f"/threads/lg-1/runs/{decided.json()['run_id']}/join").json()
+    assert joined["log"] == ["reviewed: True", "paid 90000"]
+    assert server.store.verify_chain("lg-1").ok
+
+
 def test_of_racing_decisions_one_wins_and_the_node_runs_once(server):
     interrupt_id = paused(server)["__interrupt__"][0]["id"]
 
