@@ -251,21 +251,26 @@ def record_digest(record: dict[str, Any]) -> str:
 
 
 def check_may_change(
-    thread: HoldPointThread, actor: dict[str, Any], policy: Oversight, change: str
+    thread: HoldPointThread,
+    actor: dict[str, Any],
+    policy: Oversight,
+    change: str,
+    since: Collection[str] = (),
 ) -> None:
     """Unless `actor` may make `change` (an edit, a command) to the thread: at a standing
     hold point, who may decide every one standing (HoldPointBypassError,
-    SeparationOfDutiesError); elsewhere, a role that runs threads (WrongRoleError)."""
+    SeparationOfDutiesError); elsewhere, a role that runs threads (WrongRoleError). The
+    hold points asked `since` the change was made are not yet standing (`check_holds`)."""
     if is_owner(actor):
         return
-    holds = thread.holds()
+    holds = [key for key in thread.holds() if key not in since]
     if not holds and actor.get("role") not in RUNNING_ROLES:
         msg = (
             f"{change} feeds thread {thread.thread_id!r}, which needs role "
             f"{' or '.join(RUNNING_ROLES)}; {_who(actor)}"
         )
         raise WrongRoleError(msg)
-    check_holds(thread, actor, policy, change)
+    check_holds(thread, actor, policy, change, since)
 
 
 def check_holds(

@@ -530,10 +530,11 @@ class LangGraphCommands:
             if channel != RESUME and is_state_channel(channel)
         }
         goto = routes_of(saved.writes)
-        # What a standing hold point is about, or past it: who may decide it (native too).
+        # At a standing hold point, who may decide it; elsewhere a role that runs threads
+        # (as for a native graph and over HTTP).
         for change, made in (("A Command(update=...)", update), ("A Command(goto=...)", goto)):
             if made:
-                hold_points.check_holds(self, caller.actor, policy, change, asked_since)  # type: ignore[arg-type]
+                hold_points.check_may_change(self, caller.actor, policy, change, asked_since)  # type: ignore[arg-type]
         if update or goto:
             self._record(
                 self.StateEdited,

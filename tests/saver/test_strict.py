@@ -298,6 +298,12 @@ def refundable(saver: HoldpointSaver) -> list[str]:
     return log
 
 
+def first_refusal(raised: BaseException) -> BaseException:
+    """What refused a run: LangGraph raises the first refusal it waits for, the
+    Command's own or that of the step it led to (RefusedRunError, naming the first)."""
+    return raised.refusal if isinstance(raised, RefusedRunError) else raised
+
+
 def refused_actions(saver: HoldpointSaver) -> list[tuple[str, str]]:
     from domain.access.keyring import Keyring  # noqa: PLC0415
 
@@ -390,8 +396,7 @@ def test_an_answer_does_not_go_to_a_question_asked_again_after_an_edit(store):
     rita = thread("t", actor={"id": "rita", "role": "reviewer"}, decision="approve")
     with pytest.raises(HoldpointError, match="edited since") as refused:
         graph.invoke(Command(resume=True), rita, durability="sync")
-    # (LangGraph raises the first refusal it waits for: the answer's, or the step's after it)
-    assert isinstance(getattr(refused.value, "refusal", refused.value), QuestionAskedAgainError)
+    assert isinstance(first_refusal(refused.value), QuestionAskedAgainError)
 
     # Then her answer is refused on record and nothing is paid; the question stays as
     # it was shown
@@ -410,6 +415,33 @@ def test_an_answer_does_not_go_to_a_question_asked_again_after_an_edit(store):
     (resumed,) = kinds(store, "t", "InterruptResumed")
     assert (resumed.interrupt_id, resumed.actor["id"]) == (again.id, "rita")
     assert store.verify_chain("t").ok
+
+
+@pytest.mark.parametrize("at_rest", ["a new thread", "a paid refund"])
+def test_a_reviewers_command_update_at_no_hold_point_is_refused_as_for_a_native_graph(
+    store, at_rest
+):
+    # Given a thread standing at no hold point
+    saver = HoldpointSaver(store)
+    graph = refund_builder().compile(checkpointer=saver)
+    if at_rest == "a paid refund":
+        graph.invoke({"amount": 150}, thread("t", actor={"id": "amy", "role": "agent"}))
+        graph.invoke(Command(resume=True), thread("t", actor={"id": "rita", "role": "reviewer"}))
+    before = len(store.thread_events("t"))
+
+    # When a reviewer sends a Command that changes it (a role that decides, not one that
+    # feeds threads: so a native graph and the HTTP API refuse it)
+    with pytest.raises(HoldpointError, match="needs role agent or admin") as refused:
+        graph.invoke(
+            Command(update={"amount": 9}),
+            thread("t", actor={"id": "rob", "role": "reviewer"}),
+            durability="sync",
+        )
+    assert isinstance(first_refusal(refused.value), WrongRoleError)
+
+    # Then the refusal is recorded, and no edit
+    assert kinds(store, "t", "StateEdited", after=before) == []
+    assert ("rob", "wrong_role") in refusals(saver)
 
 
 def test_an_agents_command_update_of_a_paused_thread_is_refused_and_its_run_stops(store):
