@@ -252,7 +252,11 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                 grow,
                 answers_unsaved=configurable.get(DURABILITY) == "exit",
             )
-            thread.save_checkpoint(saved, caller, self.oversight, edits)
+            try:
+                thread.save_checkpoint(saved, caller, self.oversight, edits)
+            except OversightError as error:  # nothing of the run is recorded after it
+                self._refused_runs.refuse(thread_id, configurable, parent_id or "", error)
+                raise
 
         try:
             with self._order.putting(thread_id, checkpoint["id"]):

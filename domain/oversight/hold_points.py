@@ -324,21 +324,32 @@ def check_edit(
         check_may_change(thread, actor, policy, "An edit of the state")
 
 
-def check_answers_on_record(
+def check_unsaved_run(
     thread: HoldPointThread, actor: dict[str, Any], passed: Collection[str]
 ) -> None:
-    """HoldPointBypassError if a named actor's run went on from the questions `passed`
-    with no answer that could be on record: LangGraph's `durability="exit"` saves a run's
-    last checkpoint and none of its writes, its resumes among them. Whoever answered, the
-    record could not prove who decided, nor on what; the process's owner is exempt."""
-    if is_owner(actor) or not passed:
+    """HoldPointBypassError for a named actor's run with LangGraph's `durability="exit"`
+    that began with no new input: that mode saves a run's last checkpoint and none of its
+    writes, so what the run began with (a Command's resume, update or goto, or a step on
+    from where the thread stood) is on record nowhere, and could not be held to the hold
+    points' rules. The questions it went on from (`passed`) are named: no decision of them
+    could be on record. The process's owner is exempt."""
+    if is_owner(actor):
         return
-    msg = (
-        f"Thread {thread.thread_id!r}: this run went on from interrupt(s) "
-        f'{", ".join(sorted(passed))} with durability="exit", which saves no answer, so '
-        f"no decision of it could be on record; {_who(actor)}. Resume with durability "
-        '"sync" or "async"; only this refusal was recorded'
-    )
+    if passed:
+        msg = (
+            f"Thread {thread.thread_id!r}: this run went on from interrupt(s) "
+            f'{", ".join(sorted(passed))} with durability="exit", which saves no answer, so '
+            f"no decision of it could be on record; {_who(actor)}. Resume with durability "
+            '"sync" or "async"; only this refusal was recorded'
+        )
+    else:
+        msg = (
+            f'Thread {thread.thread_id!r}: this run, with durability="exit", began with no '
+            "new input (a Command, or a step on from where the thread stood), which that "
+            "mode saves nowhere, so its goto or update could not be held to the hold "
+            f'points\' rules; {_who(actor)}. Run it with durability "sync" or "async"; only '
+            "this refusal was recorded"
+        )
     raise HoldPointBypassError(msg)
 
 

@@ -211,8 +211,8 @@ class LangGraphCommands:
         """Record a checkpoint LangGraph saved (see the module's docstring). `edit_writes`:
         update_state's writes, saved on the parent just before its checkpoint. An edit
         (`update_state`) is held to the hold points' rules for `caller`, as a native
-        graph's is, and so is a step of a run that saves no answers (`answers_unsaved`)
-        past a question (`hold_points.check_answers_on_record`): each raises its refusal,
+        graph's is, and so is a run that saves no writes (`answers_unsaved`) and began
+        with no new input (`hold_points.check_unsaved_run`): each raises its refusal,
         recording nothing."""
         namespace = saved.namespace
         if saved.source == "update":
@@ -232,11 +232,15 @@ class LangGraphCommands:
         )
         next_up = next_nodes(saved.versions, saved.seen, values)
         left = self._left_behind(namespace, saved)
-        began_with_input = START in saved.emptied  # the run's input, consumed since
+        # the run's input, consumed since (on a namespace's first checkpoint, only if it
+        # was the first write: a Command LangGraph begins a thread with writes before it)
+        began_with_input = START in saved.emptied and (
+            namespace in self.heads or _input_written_first(saved.seen)
+        )
         if saved.answers_unsaved and saved.source == "loop" and not began_with_input:
             ends = namespace == "" and not next_up  # and leaves every question unanswered
             passed = list(self.interrupts) if ends else left
-            hold_points.check_answers_on_record(self, caller.actor, passed)  # type: ignore[arg-type]
+            hold_points.check_unsaved_run(self, caller.actor, passed)  # type: ignore[arg-type]
         self._supersede(left, saved, caller)
         if saved.source == "input":
             self._record(
@@ -710,6 +714,19 @@ class LangGraphCommands:
                 separation_of_duties=policy.separation_of_duties,
                 policy_version=policy.policy_version,
             )
+
+
+def _input_written_first(seen: dict[str, dict[str, Any]]) -> bool:
+    """Whether, by the versions a namespace's first checkpoint saw, its run's input was
+    the first thing written: a Command's update or goto that LangGraph begins a thread
+    with is written before it, and seen by the node it triggers."""
+    start = seen.get(START, {}).get(START)
+    if start is None:
+        return False
+    try:
+        return all(version >= start for channels in seen.values() for version in channels.values())
+    except TypeError:  # versions of two kinds (not HoldpointSaver's): not told apart
+        return True
 
 
 def _schema_of(interrupt: dict[str, Any]) -> dict[str, Any]:

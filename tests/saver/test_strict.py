@@ -70,15 +70,20 @@ def paused(saver: HoldpointSaver, thread_id: str = "t") -> Any:
     return graph
 
 
-def paused_counting_payments(saver: HoldpointSaver) -> tuple[Any, list[int]]:
-    """A refund paused at its question, and the amounts its pay step pays, run by run."""
+def counting_payments(saver: HoldpointSaver) -> tuple[Any, list[int]]:
+    """The refund graph, and the amounts its pay step pays, run by run."""
     paid: list[int] = []
 
     def pay(state: dict[str, Any]) -> dict[str, Any]:
         paid.append(state["amount"])
         return {"log": [f"paid {state['amount']}"]}
 
-    graph = refund_builder(pay).compile(checkpointer=saver)
+    return refund_builder(pay).compile(checkpointer=saver), paid
+
+
+def paused_counting_payments(saver: HoldpointSaver) -> tuple[Any, list[int]]:
+    """A refund paused at its question, and the amounts its pay step pays, run by run."""
+    graph, paid = counting_payments(saver)
     graph.invoke({"amount": 150}, thread("t", actor={"id": "amy", "role": "agent"}))
     return graph, paid
 
@@ -687,6 +692,36 @@ def test_a_named_actors_run_of_durability_exit_past_a_question_is_refused_on_rec
     assert kinds(store, "t", "InterruptSuperseded") == []
     assert paid == [150]
     assert refundable(saver) == []
+
+
+@pytest.mark.parametrize("thread_state", ["paid", "new"])
+def test_a_named_actors_command_in_a_run_of_durability_exit_is_refused_on_record(
+    store, thread_state
+):
+    # Given a refund approved and paid, or no thread yet
+    saver = HoldpointSaver(store)
+    graph, paid = (
+        paused_counting_payments(saver) if thread_state == "paid" else counting_payments(saver)
+    )
+    if thread_state == "paid":
+        graph.invoke(Command(resume=True), thread("t", actor={"id": "rita", "role": "reviewer"}))
+    before = len(store.thread_events("t"))
+
+    # When an agent sends it to pay with durability "exit", which saves no Command: its
+    # goto could not be held to the rules (LangGraph runs it before the one save)
+    with pytest.raises(HoldPointBypassError, match="began with no new input"):
+        graph.invoke(
+            Command(goto="pay", update={"amount": 70}),
+            thread("t", actor={"id": "zed", "role": "agent"}),
+            durability="exit",
+        )
+
+    # Then only the refusal is recorded: the record pays at most the approved refund once
+    assert len(store.thread_events("t")) == before
+    assert ("put", "hold_point") in refused_actions(saver)
+    recorded = [e.node for e in kinds(store, "t", "NodeCompleted")].count("pay")
+    assert recorded == (1 if thread_state == "paid" else 0)
+    assert len(paid) == recorded + 1  # LangGraph ran it in this process before the save
 
 
 def test_new_input_in_a_run_of_durability_exit_supersedes_the_question_as_in_sync(store):
