@@ -231,7 +231,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         )
 
         def record(thread: WorkflowThread, grow: bool) -> None:
-            if merged.get("source") == "loop":  # a step of a run that was refused?
+            if merged.get("source") in ("loop", "input"):  # of a run that was refused?
                 self._refused_runs.check(thread_id, configurable)
             follows = thread.follows_head(namespace, parent_id)
             if not follows and parent_id and merged.get("source") in BRANCHING:

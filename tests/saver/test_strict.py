@@ -557,8 +557,10 @@ def test_in_python_a_goto_on_a_thread_with_no_start_on_record_is_refused(store):
         graph.invoke(Command(update={"amount": 5}, goto="review"), agent)
 
     # Then it is refused on record (a server tells the saver its graph's edges; Python
-    # names the first step by input)
+    # names the first step by input), and nothing of its run: not the checkpoint
+    # LangGraph begins the thread with, which holds the goto (a later run went on to it)
     assert ("Command(update=..., goto=...)", "hold_point") in refused_actions(saver)
+    assert store.thread_events("t") == []
 
 
 def test_a_command_goto_where_the_graph_starts_asks_the_question_again(store):
