@@ -19,7 +19,7 @@ Writes LangGraph saves again (a retried task) are recorded once.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, ClassVar, Self
@@ -525,8 +525,8 @@ class LangGraphCommands:
         when it was given (not those its own run raised since: `asked_since`)."""
         resumes = [value for channel, value in saved.writes if channel == RESUME]
         if resumes and not answered:
-            if resume_map(resumes[-1]) is None:
-                self._check_not_asked_again(caller)
+            if resume_map(resumes[-1]) is None and len(self.interrupts) == 1:
+                self._check_not_asked_again(caller, self.interrupts)  # the one it answers
             self._answer(resumes[-1], caller, policy)
         update = {
             channel: value
@@ -551,18 +551,18 @@ class LangGraphCommands:
             )
         self._record_writes(saved)
 
-    def _check_not_asked_again(self, caller: Caller) -> None:
+    def _check_not_asked_again(self, caller: Caller, interrupt_ids: Iterable[str]) -> None:
         """A resume that names no question goes, in LangGraph, to the first one its run
         asks: the one pending, while the thread stands where it was asked; after an edit
         since (`asked_before_an_edit`), the node runs again from the edited state and
-        asks anew, and the answer would go there, unseen. Refused for a named actor
+        asks anew, and the answer goes there, unseen. Refused for a named actor
         (QuestionAskedAgainError), as a native graph asks anew; the owner's goes where
         LangGraph sends it."""
-        if hold_points.is_owner(caller.actor) or len(self.interrupts) != 1:
-            return  # several or none pending: `_addressed` refuses the resume
-        [interrupt_id] = self.interrupts
-        if self.asked_before_an_edit(interrupt_id):
-            raise QuestionAskedAgainError(interrupt_id)
+        if hold_points.is_owner(caller.actor):
+            return
+        for interrupt_id in interrupt_ids:
+            if self.asked_before_an_edit(interrupt_id):
+                raise QuestionAskedAgainError(interrupt_id)
 
     def asked_before_an_edit(self, interrupt_id: str) -> bool:
         """Whether a pending question was asked before the thread's state was edited:
@@ -593,6 +593,8 @@ class LangGraphCommands:
         values = consumed[-1]
         answers = {mine[i]: values[i] for i in sorted(mine) if i < len(values)}
         try:
+            # (a task re-run after an edit consumes only a resume naming no question)
+            self._check_not_asked_again(caller, answers)
             self._check_approvals_in(answers, saved, caller)
             self._record_answers(answers, caller, policy)
         except HoldpointError as error:

@@ -13,10 +13,12 @@ from collections import defaultdict
 from collections.abc import Hashable
 from typing import Annotated, Any, TypedDict
 
+import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send
 
+from domain.errors import HoldpointError
 from langgraph.checkpoint.holdpoint import HoldpointSaver
 from saver import write_order
 from saver.threads import Save, Threads
@@ -268,9 +270,11 @@ class CommandAfter(HoldpointSaver):
         releases = task_id != NULL_TASK_ID and any(c == self.channel for c, _ in writes)
         if releases and not self.saved:
             self.released.set()
-        super().put_writes(config, writes, task_id, task_path)
-        if releases and self.saved:
-            self.released.set()
+        try:
+            super().put_writes(config, writes, task_id, task_path)
+        finally:  # saved, or refused
+            if releases and self.saved:
+                self.released.set()
 
 
 def command_after_its_task(store: Any) -> CommandAfter:
@@ -456,4 +460,25 @@ def test_a_command_that_begins_a_thread_saving_only_at_its_exit_is_waited_for_by
 
     assert time.monotonic() - began < WAIT / 2
     assert "CheckpointSaved" in names(saver, "t")
+    assert saver.store.verify_chain("t").ok
+
+
+def test_a_resume_saved_after_the_node_re_run_since_an_edit_is_refused_there_too(store):
+    # Given a refund paused at its question, whose amount a reviewer then edits, and a
+    # saver that takes the Command's resume only once the task it led to has saved its
+    # writes (the node run again from the edited state, on the answer it was handed)
+    saver = CommandAfter(store, "__resume__", saved=True)
+    graph = refund_builder().compile(checkpointer=saver)
+    graph.invoke({"amount": 150}, thread("t", actor={"id": "amy", "role": "agent"}))
+    (asked,) = saver.store.thread("t").interrupts
+    graph.update_state(thread("t", actor={"id": "rob", "role": "reviewer"}), {"amount": 9})
+
+    # When another reviewer resumes it, naming no question
+    rita = thread("t", actor={"id": "rita", "role": "reviewer"}, decision="approve")
+    with pytest.raises(HoldpointError, match="edited since"):
+        graph.invoke(Command(resume=True), rita, durability="sync")
+
+    # Then the task's writes, saved first, record no answer either
+    assert events_of(saver, "t", "InterruptResumed") == []
+    assert list(saver.store.thread("t").interrupts) == [asked]
     assert saver.store.verify_chain("t").ok
