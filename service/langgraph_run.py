@@ -95,7 +95,7 @@ class LangGraphRun:
         if isinstance(graph_input, Command):
             self.input = self._command(thread, graph_input, guard)
         elif graph_input is None:  # a continue, a takeover, or a run from a past checkpoint
-            self.input = None if past else _resume_of(thread)
+            self.input = None if past else self._resume_of(thread)
         else:
             if thread.status == INTERRUPTED:
                 raise ThreadInterruptedError(self.thread_id, list(thread.interrupts))
@@ -141,6 +141,17 @@ class LangGraphRun:
         answered = held - set(thread.interrupts)
         resume = {i: v for i, v in _answers(thread).items() if i in answered}
         return LangGraphCommand(resume=resume) if resume else None
+
+    def _resume_of(self, thread: WorkflowThread) -> Any:
+        """What a continue hands LangGraph: the answers on record that no node has consumed
+        (a takeover of a run that answered), to the questions LangGraph still holds: not
+        one asked before an edit, whose node asks anew; or nothing."""
+        answers = _answers(thread)
+        if answers:
+            state = self.app.graph.get_state({"configurable": {"thread_id": self.thread_id}})
+            held = {held.id for held in state.interrupts}
+            answers = {i: value for i, value in answers.items() if i in held}
+        return LangGraphCommand(resume=answers) if answers else None
 
     def run(self, emit: Callable[[list[Chunk]], None], lost: Callable[[], bool]) -> None:
         """Run the graph on LangGraph, each chunk emitted as it comes, shaped as LangGraph's
@@ -213,13 +224,6 @@ def _answers(thread: WorkflowThread) -> dict[str, Any]:
         for answer in answers
         if answer.get("interrupt_id")
     }
-
-
-def _resume_of(thread: WorkflowThread) -> Any:
-    """What a continue hands LangGraph: the answers not yet consumed (a takeover of a run
-    that answered), or nothing."""
-    answers = _answers(thread)
-    return LangGraphCommand(resume=answers) if answers else None
 
 
 class StreamShaper:

@@ -121,6 +121,26 @@ def test_an_approval_of_a_question_edited_since_is_recorded_and_the_node_asks_an
     assert server.store.verify_chain("lg-1").ok
 
 
+def test_a_run_on_from_a_question_asked_anew_hands_langgraph_no_stale_answer(server):
+    # Given a question decided after an edit, which the node then asked anew
+    asked = paused(server)["__interrupt__"][0]
+    with server.http("reviewer2") as reviewer2:
+        reviewer2.post("/threads/lg-1/state", json={"values": {"amount": 90_000}})
+    with server.http("reviewer") as reviewer:
+        decided = reviewer.post(f"/approvals/{asked['id']}/decision", json={"decision": "approve"})
+        reviewer.get(f"/threads/lg-1/runs/{decided.json()['run_id']}/join")
+    [again] = pending(server)
+
+    # When an agent runs the thread on with no input
+    with server.http("agent") as agent:
+        ran = agent.post("/threads/lg-1/runs/wait", json={"assistant_id": GRAPH})
+
+    # Then the node asks the same question again, and nothing else happens
+    assert ran.status_code == 200, ran.text
+    assert [i["id"] for i in ran.json()["__interrupt__"]] == [again["interrupt_id"]]
+    assert [item["interrupt_id"] for item in pending(server)] == [again["interrupt_id"]]
+
+
 def test_of_racing_decisions_one_wins_and_the_node_runs_once(server):
     interrupt_id = paused(server)["__interrupt__"][0]["id"]
 
