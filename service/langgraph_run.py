@@ -149,7 +149,7 @@ class LangGraphRun:
         answers = _answers(thread)
         if answers:
             state = self.app.graph.get_state({"configurable": {"thread_id": self.thread_id}})
-            held = {held.id for held in state.interrupts}
+            held = {interrupt.id for interrupt in state.interrupts}
             answers = {i: value for i, value in answers.items() if i in held}
         return LangGraphCommand(resume=answers) if answers else None
 
