@@ -224,9 +224,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             thread_id,
             parent_id,
             lambda: (
-                not self._awaits_writes(
-                    thread_id, namespace, parent_id, merged, seen, new_versions, configurable
-                )
+                not self._awaits_writes(thread_id, namespace, parent_id, merged, seen, new_versions)
             ),
         )
 
@@ -234,27 +232,23 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
             if merged.get("source") in ("loop", "input"):  # of a run that was refused?
                 self._refused_runs.check(thread_id, configurable)
             follows = thread.follows_head(namespace, parent_id)
-            if not follows and parent_id and merged.get("source") in BRANCHING:
-                try:
-                    check_may_branch(self.store, thread_id, namespace, parent_id, caller.actor)
-                except HoldpointError as error:  # the run goes no further, on either branch
-                    self._refused_runs.refuse(thread_id, configurable, parent_id, error)
-                    raise
-            saved = self._saved_checkpoint(
-                thread_id,
-                namespace,
-                parent_id,
-                checkpoint,
-                merged,
-                new_versions,
-                seen,
-                follows,
-                grow,
-                answers_unsaved=configurable.get(DURABILITY) == "exit",
-            )
             try:
+                if not follows and parent_id and merged.get("source") in BRANCHING:
+                    check_may_branch(self.store, thread_id, namespace, parent_id, caller.actor)
+                saved = self._saved_checkpoint(
+                    thread_id,
+                    namespace,
+                    parent_id,
+                    checkpoint,
+                    merged,
+                    new_versions,
+                    seen,
+                    follows,
+                    grow,
+                    answers_unsaved=configurable.get(DURABILITY) == "exit",
+                )
                 thread.save_checkpoint(saved, caller, self.oversight, edits)
-            except OversightError as error:  # nothing of the run is recorded after it
+            except OversightError as error:  # the run goes no further, on either branch
                 self._refused_runs.refuse(thread_id, configurable, parent_id or "", error)
                 raise
 
@@ -298,15 +292,13 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         metadata: dict[str, Any],
         seen: dict[str, Any],
         new_versions: ChannelVersions,
-        configurable: dict[str, Any],
     ) -> bool:
         """Whether a checkpoint waits for writes, on the thread at hand: a step's for those
         of the tasks that ran on its parent (`WorkflowThread.awaits_writes`); a namespace's
         first, its input, for a Command's that began it, told by the channels they changed
         beside the input's own (`WorkflowThread.awaits_command`; nothing of a thread not
-        on record is). A run that saves only at its exit saves no writes."""
-        if configurable.get(DURABILITY) == "exit":
-            return False
+        on record is). (A run that saves only at its exit saves no writes, and only its
+        last checkpoint, a step's, whose parent holds none.)"""
         source = metadata.get("source")
         if source == "input" and parent_id is None and new_versions.keys() - {START}:
             return bool(
@@ -419,10 +411,10 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         resumes = any(channel == RESUME for channel, _ in writes)
         command = saved.task_id == NULL_TASK_ID
         ends_step = command or any(channel in (INTERRUPT, ERROR) for channel, _ in writes)
-        # Before parking, and again as it parks, under the thread's lock, where a run is
-        # refused: the checkpoint of a refused run never comes.
+        # A refused run's writes are refused, checked as they park (under the thread's
+        # lock, where a run is refused: the checkpoint of a refused run never comes) or
+        # else before they are applied.
         configurable = config["configurable"]
-        self._refused_runs.check(thread_id, configurable, saved)
         parked = None
         with self._order.writing(thread_id, checkpoint_id, command=command):
             if not (resumes or ends_step):  # a task's writes, before their checkpoint?
@@ -442,7 +434,7 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
                     ),
                 )
             if parked is None:
-                self._refused_runs.check(thread_id, configurable, saved)  # refused meanwhile?
+                self._refused_runs.check(thread_id, configurable, saved)
                 save = self._apply_writes(
                     thread_id, saved, caller, config, resumes=resumes, command=command
                 )

@@ -447,22 +447,6 @@ def test_a_threads_first_checkpoint_waits_for_the_command_that_began_it(store, m
     assert saver.store.verify_chain("t").ok
 
 
-def test_a_command_that_begins_a_thread_saving_only_at_its_exit_is_waited_for_by_nothing(
-    store, monkeypatch
-):
-    # Such a run saves no writes: its one checkpoint has nothing to wait for.
-    monkeypatch.setattr(write_order, "GRACE", WAIT)
-    saver = HoldpointSaver(store)
-    graph = refund_builder().compile(checkpointer=saver)
-    began = time.monotonic()
-
-    graph.invoke(Command(update={"amount": 30}, goto="review"), thread("t"), durability="exit")
-
-    assert time.monotonic() - began < WAIT / 2
-    assert "CheckpointSaved" in names(saver, "t")
-    assert saver.store.verify_chain("t").ok
-
-
 def test_a_resume_saved_after_the_node_re_run_since_an_edit_is_refused_there_too(store):
     # Given a refund paused at its question, whose amount a reviewer then edits, and a
     # saver that takes the Command's resume only once the task it led to has saved its
