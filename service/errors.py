@@ -45,13 +45,20 @@ class InterruptNotOpenError(RefusalError):
     """The interrupt was answered, expired, withdrawn or asked again: nothing recorded."""
 
 
+# The lease of a thread held by a human's edit, not a run, is named so (`RunManager.holding`).
+EDIT_HOLDER = "edit:"
+
+
 class RunInProgressError(ServiceError):
-    """Another run of the thread held it for longer than the server waits."""
+    """Another run of the thread (or an edit) held it for longer than the server waits."""
 
     def __init__(self, thread_id: str, run_id: str | None, waited: float) -> None:
+        if run_id is not None and run_id.startswith(EDIT_HOLDER):
+            busy, then = "an edit of its state", "try again"
+        else:
+            busy, then = f"run {run_id or '(finishing)'}", "join that run, then try again"
         super().__init__(
-            f"Thread {thread_id!r} is busy with run {run_id or '(finishing)'} and stayed "
-            f"busy for {waited:g} s; join that run, then try again"
+            f"Thread {thread_id!r} is busy with {busy} and stayed busy for {waited:g} s; {then}"
         )
         self.thread_id = thread_id
 

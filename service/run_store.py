@@ -262,6 +262,19 @@ class RunStore:
             )
         return True
 
+    def hold(self, thread_id: str, holder: str, owner: str, ttl: float) -> bool:
+        """Take the thread's lease for a change that is not a run (`holder`: a human's
+        edit), as a run takes it; False (nothing written) while a run or another edit
+        holds it. The holder has no row of its own: a lease it leaves behind (its process
+        died) expires, and the next claim takes it over."""
+        with self.db.transaction() as cursor:
+            return self._claim(cursor, thread_id, holder, owner, ttl)
+
+    def let_go(self, thread_id: str, holder: str, owner: str) -> None:
+        """Free a lease taken with `hold`."""
+        with self.db.transaction() as cursor:
+            self._release(cursor, thread_id, holder, owner)
+
     def discard(self, run_id: str, thread_id: str, owner: str) -> None:
         """Forget a run that never began (its input refused, nothing recorded) and free
         its thread."""

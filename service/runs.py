@@ -33,7 +33,7 @@ import socket
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -50,6 +50,7 @@ from domain.types import Command
 from persistence.commit_guard import CommitGuard, CommitRefusedError
 from persistence.failures import STORE_UNAVAILABLE
 from service.errors import (
+    EDIT_HOLDER,
     RunInProgressError,
     RunNotActiveError,
     RunNotFoundError,
@@ -329,6 +330,26 @@ class RunManager:
                 if not self._wait_for_thread(stored.run_thread_id, deadline):
                     waited = self.busy_wait if request.wait else 0.0
                     raise RunInProgressError(request.thread_id, holder, waited)
+
+    @contextlib.contextmanager
+    def holding(self, thread_id: str) -> Iterator[None]:
+        """Hold the thread as a run does while a change that is not a run (a human's edit)
+        is written: no run moves the thread meanwhile, so the change lands between runs,
+        never inside one (where it would be lost to the run's next save, or fail it after
+        its node ran). Like a decision it waits up to `busy_wait` s for a run that holds
+        the thread; RunInProgressError after that, nothing written."""
+        holder = f"{EDIT_HOLDER}{uuid4()}"
+        deadline = time.monotonic() + self.busy_wait
+        while not self.store.hold(thread_id, holder, self.owner, self.lease_ttl):
+            busy = self.store.holder(thread_id)
+            if not self._wait_for_thread(thread_id, deadline):
+                raise RunInProgressError(thread_id, busy, self.busy_wait)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(*STORE_UNAVAILABLE):  # then the lease expires instead
+                self.store.let_go(thread_id, holder, self.owner)
+            self._notify_freed()
 
     def _interrupt(self, holder: str, run_id: str, request: RunRequest) -> None:
         """`multitask_strategy: interrupt`: ask the run that holds the thread to stop (it

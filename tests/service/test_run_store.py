@@ -139,6 +139,25 @@ def test_a_refused_run_is_forgotten_and_frees_its_thread(runs):
     assert runs.open(a_run("r-2"), "runner-b", TTL, enqueue=False).started
 
 
+def test_an_edit_holds_a_thread_as_a_run_does_and_lets_it_go(runs):
+    assert runs.hold("t-1", "edit:1", "runner-a", TTL)
+
+    assert not runs.open(a_run("r-1"), "runner-b", TTL, enqueue=False).started
+    assert not runs.hold("t-1", "edit:2", "runner-b", TTL)
+    runs.let_go("t-1", "edit:1", "runner-a")
+    assert runs.open(a_run("r-1"), "runner-b", TTL, enqueue=False).started
+    assert not runs.hold("t-1", "edit:2", "runner-b", TTL)  # and an edit waits for a run
+
+
+def test_an_edits_lease_left_behind_expires_and_a_run_takes_the_thread(runs):
+    assert runs.hold("t-1", "edit:1", "runner-a", TTL)  # its process dies holding it
+    expire(runs, "t-1")
+
+    assert runs.expired(["refund"]) == []  # nothing to take over: no run was running
+    assert runs.open(a_run("r-1"), "runner-b", TTL, enqueue=False).started
+    assert runs.holder("t-1") == "r-1"
+
+
 def test_a_threads_runs_are_listed_newest_first_and_by_status(runs):
     runs.open(a_run("r-1"), "runner-a", TTL, enqueue=False)
     runs.finish("r-1", "t-1", "runner-a", "error", {"__error__": {}}, None)

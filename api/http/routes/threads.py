@@ -341,6 +341,10 @@ async def update_state(
 ) -> dict[str, Any]:
     """From a past `checkpoint_id`, the edit forks a new thread (its id is in the answer).
 
+    The edit holds the thread as a run does: one that arrives while a run holds it waits
+    for that run to end (up to the busy-wait timeout, then a 409 thread-busy, nothing
+    recorded), so it lands between runs, never inside one.
+
     Where a hold point is at stake the edit obeys its rules (domain/oversight/hold_points.py): while
     an interrupt is pending (or an answer's run goes on) only who may decide it edits; an
     edit `as_node` decides the flow, so it needs a role that decides and a `reason`; a fork
@@ -373,10 +377,13 @@ async def update_state(
     }
     if checkpoint_id:
         configurable["checkpoint_id"] = checkpoint_id
+
+    def edit() -> dict[str, Any]:
+        with services.runs.holding(thread_id):
+            return graph.update_state({"configurable": configurable}, body.values, body.as_node)
+
     try:
-        config = await run_in_threadpool(
-            graph.update_state, {"configurable": configurable}, body.values, body.as_node
-        )
+        config = await run_in_threadpool(edit)
     except ReasonRequiredError as error:
         raise answer_problem(error, {"reason": "body.reason"}) from None
     set_position(response, await run_in_threadpool(services.read_models.head))
