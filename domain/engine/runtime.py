@@ -27,6 +27,7 @@ from domain.engine.resume_answers import answer_interrupts
 from domain.engine.stream_chunks import interrupt_chunks, pending_interrupts, values_chunks
 from domain.engine.task_context import TaskContext, current_task
 from domain.errors import (
+    ConcurrentUpdateError,
     EmptyInputError,
     GraphRecursionError,
     HoldpointError,
@@ -40,6 +41,7 @@ from domain.errors import (
 from domain.history import state_snapshots as snapshots
 from domain.history.forks import branch
 from domain.oversight import hold_points
+from domain.record.application import RECORD_ATTEMPTS
 from domain.record.langgraph_record import NATIVE
 from domain.record.schema import as_state, as_update
 from domain.record.supersteps import START
@@ -325,8 +327,24 @@ class Run:
         thread = self._thread()
         outcomes.sort(key=lambda outcome: outcome.node)
         check_one_writer_per_key(thread, outcomes)
-        step = thread.step + 1
         closed_before = thread.step
+        chunks = self._apply(thread, outcomes)
+        failure = next((o.error for o in outcomes if o.error is not None), None)
+        guard = None
+        if at_end is not None and failure is None and not thread.runnable():
+            guard = at_end()
+        self._commit(guard, again=lambda fresh: self._apply(fresh, outcomes))
+        if failure is not None:
+            raise failure
+        if self._thread().step != closed_before:
+            chunks.extend(self._values_chunk())
+        elif self._thread().interrupts:
+            chunks.extend(self._interrupt_chunks())
+        return chunks
+
+    def _apply(self, thread: WorkflowThread, outcomes: list[Outcome]) -> list[tuple[str, Any]]:
+        """A superstep's outcomes as the thread's new events; its `updates` chunks."""
+        step = thread.step + 1
         chunks: list[tuple[str, Any]] = []
         for outcome in outcomes:
             if outcome.update is not None:
@@ -349,20 +367,9 @@ class Run:
                     policy=self.graph.interrupt_policy(outcome.interrupt.policy),
                     reasked=outcome.interrupt.reasked,
                 )
-        failure = next((o.error for o in outcomes if o.error is not None), None)
         for outcome in outcomes:
             if outcome.error is not None:
                 thread.fail_node(outcome.node, outcome.error)
-        guard = None
-        if at_end is not None and failure is None and not thread.runnable():
-            guard = at_end()
-        self._commit(guard)
-        if failure is not None:
-            raise failure
-        if thread.step != closed_before:
-            chunks.extend(self._values_chunk())
-        elif thread.interrupts:
-            chunks.extend(self._interrupt_chunks())
         return chunks
 
     # -- results -------------------------------------------------------
@@ -387,24 +394,52 @@ class Run:
         assert self.thread is not None, "the run has not begun"
         return self.thread
 
-    def _commit(self, guard: object | None = None) -> None:
+    def _commit(
+        self,
+        guard: object | None = None,
+        again: Callable[[WorkflowThread], object] | None = None,
+    ) -> None:
         """Record the run's end if it has ended, then commit the new events (with `guard`).
 
         A run has begun if input or an answer started it (the thread's run_id),
         or if this run stepped at all (continuing a fork or an edited thread).
+
+        `again`: how to make the new events anew on the thread as recorded, when another
+        writer only annotated the thread meanwhile (its metadata, a reviewer named): the
+        commit is then made on it, not refused, since the nodes have run and their
+        outcomes stand. Anything else another writer recorded refuses the commit.
         """
-        thread = self.thread
-        begun = thread is not None and (thread.run_id is not None or self.steps_run > 0)
-        if thread is not None and begun and not self.ended and thread.status == IDLE:
-            thread.complete()
-            self.ended = True
-        if self.store is not None and self.thread is not None:
+        ended = self.ended
+        for _ in range(RECORD_ATTEMPTS):
+            thread = self.thread
+            if thread is None:
+                return
+            begun = thread.run_id is not None or self.steps_run > 0
+            if begun and not self.ended and thread.status == IDLE:
+                thread.complete()
+                self.ended = True
+            if self.store is None:
+                thread.collect_events()
+                return
+            base = thread.version - len(thread.pending_events)
             try:
-                position = self.store.record(self.thread, guard=guard)
+                position = self.store.record(thread, guard=guard)
+            except ConcurrentUpdateError:
+                fresh = (
+                    None if again is None else self.store.past_annotations(thread.thread_id, base)
+                )
+                if again is None or fresh is None:
+                    self.thread = None  # its in-memory state ran ahead of the store
+                    raise
+                self.thread, self.ended = fresh, ended
+                again(fresh)
+                continue
             except Exception:
                 self.thread = None  # its in-memory state ran ahead of the store
                 raise
             if position is not None:
                 self.position = position
-        elif self.thread is not None:
-            self.thread.collect_events()
+            return
+        thread_id = self._thread().thread_id
+        self.thread = None
+        raise ConcurrentUpdateError(thread_id)

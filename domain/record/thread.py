@@ -641,6 +641,10 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
             thread.decided = {}
             thread.run_id = None
 
+    # Events that leave a run's course alone: another writer's annotation of the thread
+    # while a run steps (`Workflows.past_annotations`), which the run's commit may follow.
+    ANNOTATIONS = (InterruptAssigned, MetadataUpdated)
+
 
 # Recorded from `domain.thread` before the domain had subpackages; the topics stay.
 keep_topics(WorkflowThread, "domain.thread")

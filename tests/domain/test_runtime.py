@@ -6,15 +6,17 @@ a failed node is recorded as NodeFailed and runs again on invoke(None).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from domain.errors import GraphRecursionError
+from domain.errors import ConcurrentUpdateError, GraphRecursionError
 from domain.graph import START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
 from domain.record.application import Workflows
 from domain.record.thread import WorkflowThread
+from domain.types import Command, interrupt
 from tests.graphs import Log, Refund, appender, counter_loop_graph
 
 
@@ -158,3 +160,100 @@ def test_a_failing_node_does_not_lose_the_updates_of_its_sibling(store):
     recorded = [(type(e).__name__, getattr(e, "node", None)) for e in events_of(store)]
     assert ("NodeCompleted", "fine") in recorded
     assert ("NodeFailed", "boom") in recorded
+
+
+# -- another writer while a node runs --------------------------------------------
+
+OTHER = {"id": "ops", "role": "agent"}
+
+
+def graph_whose_node_meanwhile(
+    store: Workflows, meanwhile: Callable[[], Any], runs: list[str]
+) -> CompiledStateGraph:
+    """START -> work -> END; `work` lets another writer write to the thread (`meanwhile`)
+    while it runs, as a request from another client would."""
+
+    def work(state: Log) -> dict[str, Any]:
+        runs.append("work")
+        meanwhile()
+        return {"log": ["worked"]}
+
+    builder = StateGraph(Log)
+    builder.add_node("work", work)
+    builder.add_edge(START, "work")
+    return builder.compile(checkpointer=store)
+
+
+def test_a_step_is_recorded_after_metadata_another_writer_set_while_its_node_ran(store):
+    # Given a node during which another writer sets the thread's metadata
+    runs: list[str] = []
+    meanwhile = lambda: store.update_metadata("g1", {"ticket": "T-7"}, OTHER)  # noqa: E731
+    graph = graph_whose_node_meanwhile(store, meanwhile, runs)
+
+    # When
+    result = graph.invoke({"log": []}, config())
+
+    # Then the step is on record after it, once, and the thread is done
+    assert result["log"] == ["worked"]
+    assert runs == ["work"]
+    names = [type(e).__name__ for e in events_of(store)]
+    assert names[-3:] == ["MetadataUpdated", "NodeCompleted", "ThreadCompleted"]
+    thread = store.thread("g1")
+    assert thread is not None
+    assert thread.metadata["ticket"] == "T-7"
+    assert graph.get_state(config()).next == ()
+
+
+def test_a_step_is_recorded_after_a_reviewer_named_for_a_question_still_open(store):
+    # Given two questions; the answer to one runs its node again, during which another
+    # writer names a reviewer for the other, still open
+    runs: list[str] = []
+
+    def ask(side: str) -> Callable[[Log], dict[str, Any]]:
+        def node(state: Log) -> dict[str, Any]:
+            runs.append(side)
+            answer = interrupt(f"ask {side}")
+            if side == "left":
+                thread = store.thread("g1")
+                assert thread is not None
+                (other,) = [i for i, asked in thread.interrupts.items() if asked["node"] == "right"]
+                store.assign("g1", other, "reviewer-2", OTHER)
+            return {"log": [f"{side}={answer}"]}
+
+        node.__name__ = side
+        return node
+
+    builder = StateGraph(Log)
+    for side in ("left", "right"):
+        builder.add_node(side, ask(side))
+        builder.add_edge(START, side)
+    graph = builder.compile(checkpointer=store)
+    paused = graph.invoke({"log": []}, config())
+    left = next(i.id for i in paused["__interrupt__"] if i.value == "ask left")
+
+    # When
+    graph.invoke(Command(resume={left: "yes"}), config())
+
+    # Then the answered node's outcome is on record after the assignment, once
+    names = [type(e).__name__ for e in events_of(store)]
+    assert names[-2:] == ["InterruptAssigned", "NodeCompleted"]
+    assert runs.count("left") == 2  # asked, then answered: no third run
+    assert graph.get_state(config()).values["log"] == ["left=yes"]
+
+
+def test_a_step_is_refused_when_another_writer_edited_the_state_while_its_node_ran(store):
+    # Given a node during which another writer edits the state
+    runs: list[str] = []
+
+    def edit() -> None:
+        graph.update_state(config(), {"last": "edited"})
+
+    graph = graph_whose_node_meanwhile(store, edit, runs)
+
+    # When / Then the step is refused, nothing of it recorded: the edit stands
+    with pytest.raises(ConcurrentUpdateError):
+        graph.invoke({"log": []}, config())
+    recorded = [(type(e).__name__, getattr(e, "node", None)) for e in events_of(store)]
+    assert recorded[-1][0] == "StateEdited"
+    assert ("NodeCompleted", "work") not in recorded
+    assert runs == ["work"]

@@ -7,7 +7,8 @@ as it would have, and `pay` runs once: for a native graph and a real LangGraph g
 Without this, the edit landed inside the run: a real LangGraph run's next save went on
 from the checkpoint before the edit (the edit answered 200, was recorded, and was lost
 to the thread's state), and a native run failed at its next commit after `pay` had run,
-leaving `pay` to run again."""
+leaving `pay` to run again. Metadata set meanwhile (not the state) does not wait: the
+run's step is recorded after it."""
 
 from __future__ import annotations
 
@@ -176,3 +177,22 @@ def test_an_edit_refused_as_the_thread_stays_busy_records_nothing_and_the_run_go
         assert "StateEdited" not in names(server)
         assert gate.payments == 1
         assert edit(server).status_code == 200  # the thread at rest: the edit lands
+
+
+def test_metadata_set_while_a_run_holds_the_thread_is_recorded_and_the_run_goes_on(serve):
+    gate = Gate()
+    with serve(gate) as server:
+        run_id = paying(server, gate)
+
+        with server.http("agent") as agent:
+            patched = agent.patch("/threads/t", json={"metadata": {"ticket": "T-7"}})
+        gate.released.set()
+
+        assert patched.status_code == 200, patched.text
+        assert ended(server, run_id) == {
+            "status": "success",
+            "values": {"amount": 150, "log": ["reviewed: True", "paid 150"]},
+            "next": [],
+        }
+        assert "MetadataUpdated" in names(server)
+        assert gate.payments == 1
