@@ -405,9 +405,10 @@ class Run:
         or if this run stepped at all (continuing a fork or an edited thread).
 
         `again`: how to make the new events anew on the thread as recorded, when another
-        writer only annotated the thread meanwhile (its metadata, a reviewer named): the
-        commit is then made on it, not refused, since the nodes have run and their
-        outcomes stand. Anything else another writer recorded refuses the commit.
+        writer recorded only asides meanwhile (its metadata, a question still open
+        assigned or expired: `WorkflowThread.ASIDES`): the commit is then made on it, not
+        refused, since the nodes have run and their outcomes stand. Anything else another
+        writer recorded refuses the commit.
         """
         ended = self.ended
         for _ in range(RECORD_ATTEMPTS):
@@ -425,9 +426,7 @@ class Run:
             try:
                 position = self.store.record(thread, guard=guard)
             except ConcurrentUpdateError:
-                fresh = (
-                    None if again is None else self.store.past_annotations(thread.thread_id, base)
-                )
+                fresh = None if again is None else self.store.past_asides(thread.thread_id, base)
                 if again is None or fresh is None:
                     self.thread = None  # its in-memory state ran ahead of the store
                     raise

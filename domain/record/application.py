@@ -438,16 +438,16 @@ class Workflows(Application[Any]):
             self.snapshots.put([new.snapshot])
         return positions[-1] if positions else None
 
-    def past_annotations(self, thread_id: str, base: int) -> WorkflowThread | None:
+    def past_asides(self, thread_id: str, base: int) -> WorkflowThread | None:
         """The thread as recorded now, when every event another writer appended to it after
-        version `base` only annotates it (`WorkflowThread.ANNOTATIONS`: its metadata, a
-        reviewer named): a commit those events refused can be made again on it. None when
-        one of them bears on the thread's course."""
+        version `base` is an aside (`WorkflowThread.ASIDES`: its metadata, a question still
+        open assigned or expired): a run's step those events refused can be made again on
+        it. None when one of them bears on the step."""
         fresh = self.thread(thread_id)
         if fresh is None:
             return None
         appended = self.thread_events(thread_id, gt=base, lte=fresh.version)
-        if all(isinstance(event, WorkflowThread.ANNOTATIONS) for event in appended):
+        if all(isinstance(event, WorkflowThread.ASIDES) for event in appended):
             return fresh
         return None
 

@@ -641,9 +641,11 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
             thread.decided = {}
             thread.run_id = None
 
-    # Events that leave a run's course alone: another writer's annotation of the thread
-    # while a run steps (`Workflows.past_annotations`), which the run's commit may follow.
-    ANNOTATIONS = (InterruptAssigned, MetadataUpdated)
+    # Events another writer may record while a run steps that leave the run's step as it
+    # ran: the thread's metadata, and a question still open (its reviewer named, its
+    # deadline passed). The step is recorded after them (`Workflows.past_asides`); every
+    # other write to a running thread takes its lease first, or stops it (a cancel).
+    ASIDES = (InterruptAssigned, InterruptExpired, MetadataUpdated)
 
 
 # Recorded from `domain.thread` before the domain had subpackages; the topics stay.

@@ -7,6 +7,7 @@ a failed node is recorded as NodeFailed and runs again on invoke(None).
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -204,20 +205,38 @@ def test_a_step_is_recorded_after_metadata_another_writer_set_while_its_node_ran
     assert graph.get_state(config()).next == ()
 
 
-def test_a_step_is_recorded_after_a_reviewer_named_for_a_question_still_open(store):
-    # Given two questions; the answer to one runs its node again, during which another
-    # writer names a reviewer for the other, still open
+def name_a_reviewer(store: Workflows, interrupt_id: str) -> None:
+    store.assign("g1", interrupt_id, "reviewer-2", OTHER)
+
+
+def let_its_deadline_pass(store: Workflows, interrupt_id: str) -> None:
+    assert store.expire("g1", interrupt_id, datetime.now(UTC) + timedelta(hours=1))
+
+
+@pytest.mark.parametrize(
+    ("meanwhile", "recorded", "right"),
+    [
+        (name_a_reviewer, "InterruptAssigned", []),
+        (let_its_deadline_pass, "InterruptExpired", ["right=False"]),  # its rule: reject
+    ],
+)
+def test_a_step_is_recorded_after_another_writer_touched_a_question_still_open(
+    store, meanwhile, recorded, right
+):
+    # Given two questions, the right one with a deadline; the answer to the left one runs
+    # its node again, during which another writer names a reviewer for the right one,
+    # or the right one's deadline passes
     runs: list[str] = []
 
     def ask(side: str) -> Callable[[Log], dict[str, Any]]:
         def node(state: Log) -> dict[str, Any]:
             runs.append(side)
-            answer = interrupt(f"ask {side}")
+            answer = interrupt(f"ask {side}", deadline=60 if side == "right" else None)
             if side == "left":
                 thread = store.thread("g1")
                 assert thread is not None
                 (other,) = [i for i, asked in thread.interrupts.items() if asked["node"] == "right"]
-                store.assign("g1", other, "reviewer-2", OTHER)
+                meanwhile(store, other)
             return {"log": [f"{side}={answer}"]}
 
         node.__name__ = side
@@ -234,11 +253,12 @@ def test_a_step_is_recorded_after_a_reviewer_named_for_a_question_still_open(sto
     # When
     graph.invoke(Command(resume={left: "yes"}), config())
 
-    # Then the answered node's outcome is on record after the assignment, once
-    names = [type(e).__name__ for e in events_of(store)]
-    assert names[-2:] == ["InterruptAssigned", "NodeCompleted"]
+    # Then the answered node's outcome is on record after the other writer's event, once
+    events = [(type(e).__name__, getattr(e, "node", None)) for e in events_of(store)]
+    at = events.index((recorded, None))
+    assert events[at + 1] == ("NodeCompleted", "left")
     assert runs.count("left") == 2  # asked, then answered: no third run
-    assert graph.get_state(config()).values["log"] == ["left=yes"]
+    assert graph.get_state(config()).values["log"] == ["left=yes", *right]
 
 
 def test_a_step_is_refused_when_another_writer_edited_the_state_while_its_node_ran(store):
