@@ -87,8 +87,9 @@ from domain.record.langgraph_record import (
 )
 from domain.record.store import open_store
 from domain.record.thread import WorkflowThread
+from domain.record.thread_state import CANCELLED
 from saver import write_order
-from saver.refused_runs import RefusedRuns
+from saver.refused_runs import RUN_KEY, RefusedRuns
 from saver.run_questions import RunQuestions
 from saver.threads import CACHED_THREADS, Save, Threads
 from saver.values import from_record, to_record
@@ -697,10 +698,14 @@ class HoldpointSaver(BaseCheckpointSaver[int]):
         namespace = str(configurable.get("checkpoint_ns", ""))
         checkpoint_id = get_checkpoint_id(config)
 
+        running = RUN_KEY in configurable  # a run's read: before any of its nodes runs
+
         def latest(thread: WorkflowThread | None) -> tuple[bool, CheckpointTuple | None]:
             if thread is None:
                 return True, None
             thread.check_engine(LANGGRAPH)  # LangGraph would take it for a new thread
+            if running and thread.status == CANCELLED:  # stopped: read, never run again
+                raise ThreadCancelledError(thread_id)
             head = thread.heads.get(namespace)
             if head is not None and checkpoint_id in (None, head["id"]):
                 values = head_values(thread, namespace)

@@ -43,8 +43,10 @@ from uuid import uuid4
 import structlog
 
 from domain.engine.runtime import UNREAD, Run
+from domain.errors import ThreadCancelledError
 from domain.graph import CompiledStateGraph
 from domain.record.resume_maps import resume_map
+from domain.record.thread_state import CANCELLED
 from domain.record.thread_state import RUNNING as RUNNING_THREAD
 from domain.types import Command
 from persistence.commit_guard import CommitGuard, CommitRefusedError
@@ -457,6 +459,15 @@ class RunManager:
             self.stop(begun, request)
         return stored
 
+    def stop_holder(self, thread_id: str, actor: dict[str, Any], reason: str | None) -> None:
+        """Ask the run that holds the thread, if one does, to stop at its step's end: the
+        thread was cancelled (its record stops the run there too; this stops a real
+        LangGraph run that saves in the background before it starts another step)."""
+        holder = self.store.holder(thread_id)
+        if holder is not None and not holder.startswith(EDIT_HOLDER):
+            with contextlib.suppress(RunNotActiveError, RunNotFoundError):  # it ended meanwhile
+                self.cancel(holder, actor, reason)
+
     def stop(self, begun: Begun, request: dict[str, Any]) -> None:
         """Stop a run of this process before its next step: it was cancelled."""
         begun.cancel = request
@@ -489,8 +500,12 @@ class RunManager:
         except STORE_UNAVAILABLE as error:
             self._abandon(begun, error)
             return
+        except ThreadCancelledError:  # the stop button, pressed while it ran: it ran no more
+            status, output = INTERRUPTED, output_json(run.result())
         except Exception as error:  # a node's failure ends the run; it is recorded
             status, output = ERROR, error_output(error)
+        if status == SUCCESS and _on_a_cancelled_thread(run):  # stopped at a step's end
+            status = INTERRUPTED
         if begun.cancel is not None and status == SUCCESS and _midway(run):
             self._cancelled(begun, begun.cancel)
             return
@@ -618,6 +633,11 @@ def _record_of(request: RunRequest, stored: StoredRun, thread_id: str) -> RunRec
         multitask_strategy=stored.multitask_strategy,
         attempt=stored.attempt,
     )
+
+
+def _on_a_cancelled_thread(run: AnyRun) -> bool:
+    """Whether the run's thread was cancelled (the stop button) while it ran."""
+    return run.thread is not None and run.thread.status == CANCELLED
 
 
 def _midway(run: AnyRun) -> bool:

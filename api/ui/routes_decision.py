@@ -41,6 +41,7 @@ from api.ui.thread_timeline import completed, thread_timeline
 from domain.errors import HoldpointError
 from domain.oversight.hold_points import NO_VALUE, record_digest, review_in
 from domain.oversight.read_log import Read
+from service import cancellation
 from service.decisions import fate, thread_of
 from service.errors import InterruptNeverRaisedError
 from service.rate_limit import DECISIONS
@@ -231,7 +232,7 @@ def _cancel(services: Services, viewer: Viewer, interrupt_id: str, reason: str) 
     """Stop the interrupt's thread for good, as `POST /threads/{id}/cancel` does (Art.
     14(4)(e)): `Workflows.cancel`, which needs a reason. The page that shows it."""
     thread_id = _thread_id(services, interrupt_id)
-    services.store.cancel(thread_id, viewer.principal.as_actor(), reason or None)
+    cancellation.cancel_thread(services, thread_id, viewer.principal.as_actor(), reason or None)
     thread = services.store.thread(thread_id)
     assert thread is not None, "a thread just cancelled is on record"
     return routes_recorded.recorded_url(interrupt_id, thread.version)

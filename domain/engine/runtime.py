@@ -268,6 +268,8 @@ class Run:
         runnable = thread.runnable()
         if not runnable:
             return []
+        if thread.status == CANCELLED:  # the stop button, pressed while the last step ran
+            raise ThreadCancelledError(thread.thread_id)
         if self.steps_run >= self.recursion_limit:
             self._stop_on_recursion_limit(thread)
         self.steps_run += 1
@@ -358,7 +360,8 @@ class Run:
                 if "updates" in self.modes:
                     chunks.append(("updates", {outcome.node: outcome.update}))
         for outcome in outcomes:
-            if outcome.interrupt is not None:
+            # A question asked as the thread was stopped is moot: no one is to answer it.
+            if outcome.interrupt is not None and thread.status != CANCELLED:
                 thread.raise_interrupt(
                     step=step,
                     node=outcome.node,
@@ -406,9 +409,9 @@ class Run:
 
         `again`: how to make the new events anew on the thread as recorded, when another
         writer recorded only asides meanwhile (its metadata, a question still open
-        assigned or expired: `WorkflowThread.ASIDES`): the commit is then made on it, not
-        refused, since the nodes have run and their outcomes stand. Anything else another
-        writer recorded refuses the commit.
+        assigned or expired, its cancellation: `WorkflowThread.ASIDES`): the commit is then
+        made on it, not refused, since the nodes have run and their outcomes stand.
+        Anything else another writer recorded refuses the commit.
         """
         ended = self.ended
         for _ in range(RECORD_ATTEMPTS):

@@ -441,8 +441,8 @@ class Workflows(Application[Any]):
     def past_asides(self, thread_id: str, base: int) -> WorkflowThread | None:
         """The thread as recorded now, when every event another writer appended to it after
         version `base` is an aside (`WorkflowThread.ASIDES`: its metadata, a question still
-        open assigned or expired): a run's step those events refused can be made again on
-        it. None when one of them bears on the step."""
+        open assigned or expired, its cancellation): a run's step those events refused can
+        be made again on it. None when one of them bears on the step."""
         fresh = self.thread(thread_id)
         if fresh is None:
             return None

@@ -231,6 +231,10 @@ class LangGraphCommands:
             saved.grown,
         )
         next_up = next_nodes(saved.versions, saved.seen, values)
+        if self.status == CANCELLED and (saved.source != "loop" or next_up):
+            # the stop button: nothing runs on from here (a step that was running when
+            # it came has its node's writes on record; its checkpoint, the run's end)
+            raise ThreadCancelledError(self.thread_id)
         left = self._left_behind(namespace, saved)
         # the run's input, consumed since (on a namespace's first checkpoint, only if it
         # was the first write: a Command LangGraph begins a thread with writes before it)
@@ -279,7 +283,7 @@ class LangGraphCommands:
             form=saved.form,
             next=next_up,
         )
-        if namespace == "" and saved.source == "loop" and not next_up:
+        if namespace == "" and saved.source == "loop" and not next_up and self.status != CANCELLED:
             self._unanswered(caller)
             self._record(self.ThreadCompleted, step=saved.step)
 
@@ -463,7 +467,7 @@ class LangGraphCommands:
         native graph's does when its `interrupt()` names none."""
         step, node = self._step_and_node(saved)
         for channel, value in saved.writes:
-            if channel == INTERRUPT:
+            if channel == INTERRUPT and self.status != CANCELLED:  # asked once stopped: moot
                 for index, interrupt in enumerate(interrupts_in(value)):
                     if interrupt["id"] in self.interrupts:
                         continue  # pending already: a subgraph's, seen by its parent

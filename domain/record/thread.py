@@ -642,10 +642,11 @@ class WorkflowThread(ThreadCommands, LangGraphCommands, Aggregate):
             thread.run_id = None
 
     # Events another writer may record while a run steps that leave the run's step as it
-    # ran: the thread's metadata, and a question still open (its reviewer named, its
-    # deadline passed). The step is recorded after them (`Workflows.past_asides`); every
-    # other write to a running thread takes its lease first, or stops it (a cancel).
-    ASIDES = (InterruptAssigned, InterruptExpired, MetadataUpdated)
+    # ran: the thread's metadata, a question still open (its reviewer named, its deadline
+    # passed), and its cancellation (the stop button: the step that was running when it
+    # came is on record after it, and nothing runs after). The step is recorded after them
+    # (`Workflows.past_asides`); every other write to a thread a run holds waits for it.
+    ASIDES = (InterruptAssigned, InterruptExpired, MetadataUpdated, ThreadCancelled)
 
 
 # Recorded from `domain.thread` before the domain had subpackages; the topics stay.

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from domain.errors import ConcurrentUpdateError, GraphRecursionError
+from domain.errors import ConcurrentUpdateError, GraphRecursionError, ThreadCancelledError
 from domain.graph import START, StateGraph
 from domain.graph.compiled import CompiledStateGraph
 from domain.record.application import Workflows
@@ -259,6 +259,34 @@ def test_a_step_is_recorded_after_another_writer_touched_a_question_still_open(
     assert events[at + 1] == ("NodeCompleted", "left")
     assert runs.count("left") == 2  # asked, then answered: no third run
     assert graph.get_state(config()).values["log"] == ["left=yes", *right]
+
+
+def test_the_stop_button_pressed_while_a_node_runs_records_its_step_and_runs_nothing_after(
+    store,
+):
+    # Given START -> work -> after, and a stop (a cancel) pressed while `work` runs
+    runs: list[str] = []
+
+    def work(state: Log) -> dict[str, Any]:
+        runs.append("work")
+        store.cancel("g1", OTHER, "Stop: wrong customer")
+        return {"log": ["worked"]}
+
+    builder = StateGraph(Log)
+    builder.add_node("work", work)
+    builder.add_node("after", appender("after"))
+    builder.add_edge(START, "work")
+    builder.add_edge("work", "after")
+    graph = builder.compile(checkpointer=store)
+
+    # When / Then the run stops: `work`, which ran, is on record after the stop, and
+    # `after` never runs
+    with pytest.raises(ThreadCancelledError):
+        graph.invoke({"log": []}, config())
+    recorded = [(type(e).__name__, getattr(e, "node", None)) for e in events_of(store)]
+    assert recorded[-2:] == [("ThreadCancelled", None), ("NodeCompleted", "work")]
+    assert runs == ["work"]
+    assert graph.get_state(config()).values["log"] == ["worked"]
 
 
 def test_a_step_is_refused_when_another_writer_edited_the_state_while_its_node_ran(store):

@@ -30,6 +30,7 @@ from domain.oversight.suspensions import Suspensions
 from domain.retention.retention import Retention, holds_shown
 from projections.pending_approvals import PendingApproval, PendingApprovals
 from projections.thread_index import ThreadIndex
+from service import cancellation
 from service.rate_limit import DECISIONS
 from service.services import Services
 from service.wire import iso, shown_payload
@@ -264,7 +265,9 @@ async def cancel_thread(
     """Its pending interrupts are withdrawn; it can still be read, never run again."""
     note(request, thread_id=thread_id)
     actor = principal.as_actor()
-    position = await run_in_threadpool(services.store.cancel, thread_id, actor, body.reason)
+    position = await run_in_threadpool(
+        cancellation.cancel_thread, services, thread_id, actor, body.reason
+    )
     set_position(response, position)
     thread = await run_in_threadpool(services.store.thread, thread_id)
     cancelled_at = thread.modified_on if thread is not None else None

@@ -42,6 +42,7 @@ from domain.history.forks import fork_at_version
 from domain.oversight.suspensions import Suspensions
 from domain.record.langgraph_record import LANGGRAPH
 from domain.record.thread import WorkflowThread
+from service import cancellation
 from service.langgraph_app import LangGraphApp
 from service.services import Services
 from service.wire import reserved_thread_json, state_json, thread_json
@@ -422,7 +423,10 @@ async def resolve(
     if thread is None:
         raise not_found(thread_id)
     actor, reason = principal.as_actor(), body.reason or RESOLVED
-    set_position(response, await run_in_threadpool(services.store.cancel, thread_id, actor, reason))
+    set_position(
+        response,
+        await run_in_threadpool(cancellation.cancel_thread, services, thread_id, actor, reason),
+    )
     state = await run_in_threadpool(current_state, services, thread_id)
     checkpoint = dict(state["checkpoint"])
     return {

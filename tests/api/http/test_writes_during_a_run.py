@@ -1,32 +1,40 @@
-"""An edit of a thread's state while a run holds the thread: given a paused refund,
-approved, whose `pay` node is still running, when someone edits the state over HTTP,
-then the edit waits for the run to end and lands after it, or, past the busy-wait
-timeout, is refused as thread-busy having recorded nothing. Either way the run ends
-as it would have, and `pay` runs once: for a native graph and a real LangGraph graph.
+"""Writes to a thread while a run holds it: given a paused refund (review -> pay ->
+notify), approved, whose `pay` node is still running, when someone writes to the thread
+over HTTP, then the run and the record stay true, for a native graph and a real
+LangGraph graph:
 
-Without this, the edit landed inside the run: a real LangGraph run's next save went on
-from the checkpoint before the edit (the edit answered 200, was recorded, and was lost
-to the thread's state), and a native run failed at its next commit after `pay` had run,
-leaving `pay` to run again. Metadata set meanwhile (not the state) does not wait: the
-run's step is recorded after it."""
+- an edit of the state waits for the run to end and lands after it, or, past the
+  busy-wait timeout, is refused as thread-busy having recorded nothing; `pay` runs once.
+  (Before, the edit landed inside the run: a real LangGraph run's next save went on from
+  the checkpoint before it, losing it, and a native run failed at its next commit after
+  `pay` had run, leaving it to run again);
+- metadata set meanwhile does not wait: the run's step is recorded after it;
+- the stop button (a cancel) stops the run: `pay`, which was running, is on record after
+  the stop, `notify` never runs, and the run ends as interrupted. (Before, a real
+  LangGraph run went on to `notify` and the thread completed after its cancellation; a
+  native run failed with `pay` run and not on record.)
+"""
 
 from __future__ import annotations
 
+import operator
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as StillWaiting
 from contextlib import ExitStack, contextmanager
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pytest
+from langgraph.graph import START
+from langgraph.graph import StateGraph as LangGraphStateGraph
+from langgraph.types import interrupt as langgraph_interrupt
 
 from domain.record.application import Workflows
 from domain.types import interrupt
 from service.langgraph_app import LangGraphApp
 from tests.api.http_harness import Server, postgres_schema_url, running_server
 from tests.graphs import linear_graph
-from tests.saver.langgraph_graphs import refund_builder
 
 GRAPH = "slow-pay"
 TIMEOUT = 30.0  # seconds a blocked node waits for the test, at most
@@ -37,7 +45,7 @@ class Gate:
 
     def __init__(self) -> None:
         self.entered, self.released = threading.Event(), threading.Event()
-        self.payments = 0
+        self.payments = self.notified = 0
 
     def pay(self, state: Any) -> dict[str, Any]:
         self.entered.set()
@@ -46,26 +54,42 @@ class Gate:
         return {"log": [f"paid {state['amount']}"]}
 
 
-class NativeRefund(TypedDict):
+class Refund(TypedDict):
     amount: int
-    log: list[str]
+    log: Annotated[list[str], operator.add]
 
 
-def review(state: NativeRefund) -> dict[str, Any]:
-    approved = interrupt({"question": "Approve the refund?", "amount": state["amount"]})
-    return {"log": [*state.get("log", []), f"reviewed: {approved}"]}
+def reviewing(ask: Callable[[Any], Any]) -> Callable[[Refund], dict[str, Any]]:
+    """The review node, asking with the engine's `interrupt`."""
+
+    def review(state: Refund) -> dict[str, Any]:
+        approved = ask({"question": "Approve the refund?", "amount": state["amount"]})
+        return {"log": [f"reviewed: {approved}"]}
+
+    return review
 
 
 def graphs_for(engine: str, gate: Gate) -> Any:
-    def native_pay(state: NativeRefund) -> dict[str, Any]:
-        paid = gate.pay(state)["log"]
-        return {"log": [*state["log"], *paid]}
+    """review -> pay -> notify, `pay` held by `gate`, on the engine's StateGraph."""
+
+    def pay(state: Refund) -> dict[str, Any]:
+        return gate.pay(state)
+
+    def notify(state: Refund) -> dict[str, Any]:
+        gate.notified += 1
+        return {"log": ["notified"]}
 
     def graphs(store: Workflows) -> dict[str, Any]:
         if engine == "native":
-            native_pay.__name__ = "pay"
-            return {GRAPH: linear_graph(store, NativeRefund, review, native_pay, name=GRAPH)}
-        return {GRAPH: LangGraphApp(refund_builder(gate.pay).compile(), GRAPH, store)}
+            review = reviewing(interrupt)
+            return {GRAPH: linear_graph(store, Refund, review, pay, notify, name=GRAPH)}
+        builder = LangGraphStateGraph(Refund)
+        for node in (reviewing(langgraph_interrupt), pay, notify):
+            builder.add_node(node.__name__, node)
+        builder.add_edge(START, "review")
+        builder.add_edge("review", "pay")
+        builder.add_edge("pay", "notify")
+        return {GRAPH: LangGraphApp(builder.compile(), GRAPH, store)}
 
     return graphs
 
@@ -148,7 +172,7 @@ def test_an_edit_waits_for_the_run_that_holds_the_thread_and_lands_after_it(serv
         assert edited.status_code == 200, edited.text
         assert ended(server, run_id) == {
             "status": "success",
-            "values": {"amount": 999, "log": ["reviewed: True", "paid 150"]},
+            "values": {"amount": 999, "log": ["reviewed: True", "paid 150", "notified"]},
             "next": [],
         }
         record = names(server)
@@ -171,7 +195,7 @@ def test_an_edit_refused_as_the_thread_stays_busy_records_nothing_and_the_run_go
         gate.released.set()
         assert ended(server, run_id) == {
             "status": "success",
-            "values": {"amount": 150, "log": ["reviewed: True", "paid 150"]},
+            "values": {"amount": 150, "log": ["reviewed: True", "paid 150", "notified"]},
             "next": [],
         }
         assert "StateEdited" not in names(server)
@@ -191,8 +215,38 @@ def test_metadata_set_while_a_run_holds_the_thread_is_recorded_and_the_run_goes_
         assert patched.status_code == 200, patched.text
         assert ended(server, run_id) == {
             "status": "success",
-            "values": {"amount": 150, "log": ["reviewed: True", "paid 150"]},
+            "values": {"amount": 150, "log": ["reviewed: True", "paid 150", "notified"]},
             "next": [],
         }
         assert "MetadataUpdated" in names(server)
         assert gate.payments == 1
+
+
+def test_the_stop_button_stops_the_run_under_way_and_the_record_says_what_ran(serve):
+    gate = Gate()
+    with serve(gate) as server:
+        run_id = paying(server, gate)
+
+        with server.http("admin") as admin:
+            stopped = admin.post("/threads/t/cancel", json={"reason": "Wrong customer"})
+        gate.released.set()
+
+        assert stopped.status_code == 200, stopped.text
+        run = ended(server, run_id)
+        assert (run["status"], run["values"]) == (
+            "interrupted",
+            {"amount": 150, "log": ["reviewed: True", "paid 150"]},
+        )
+        assert (gate.payments, gate.notified) == (1, 0)
+        record = [
+            (type(e).__name__, getattr(e, "node", None)) for e in server.store.thread_events("t")
+        ]
+        stop = record.index(("ThreadCancelled", None))
+        assert ("NodeCompleted", "pay") in record[stop:]  # it ran: the record says so
+        assert ("NodeCompleted", "notify") not in record
+        assert ("ThreadCompleted", None) not in record
+        with server.http("admin") as admin:
+            assert admin.get("/threads/t").json()["status"] == "cancelled"
+            again = admin.post("/threads/t/runs/wait", json={"assistant_id": GRAPH, "input": None})
+        assert again.status_code == 409, again.text
+        assert gate.notified == 0
