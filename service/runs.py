@@ -504,8 +504,9 @@ class RunManager:
             status, output = INTERRUPTED, output_json(run.result())
         except Exception as error:  # a node's failure ends the run; it is recorded
             status, output = ERROR, error_output(error)
-        if status == SUCCESS and _on_a_cancelled_thread(run):  # stopped at a step's end
-            status = INTERRUPTED
+        if status == SUCCESS and not recorded_end and _on_a_cancelled_thread(run):
+            status = INTERRUPTED  # stopped at a step's end (a run whose last step recorded
+            # its end with it ran to its end, the stop pressed as that step ran)
         if begun.cancel is not None and status == SUCCESS and _midway(run):
             self._cancelled(begun, begun.cancel)
             return

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from domain.errors import HoldpointError, OversightError, ThreadExistsError
+from domain.errors import HoldpointError, OversightError, ThreadCancelledError, ThreadExistsError
 from domain.history.checkpoints import thread_at_checkpoint
 from domain.history.lineage import lineage_events
 from domain.history.state_snapshots import fork_thread_id
@@ -29,7 +29,7 @@ from domain.record.langgraph_record import LANGGRAPH
 from domain.record.supersteps import START
 from domain.record.thread import WorkflowThread
 from domain.record.thread_ids import checked_thread_id
-from domain.record.thread_state import INTERRUPTED, RUNNING
+from domain.record.thread_state import CANCELLED, INTERRUPTED, RUNNING
 
 
 class NothingToForkError(HoldpointError, ValueError):
@@ -153,10 +153,15 @@ def branch(
     A fork at a checkpoint inside a decision's run needs someone who may decide it
     (`hold_points.check_may_fork`: HoldPointBypassError, which the caller records as a
     refusal).
+    A thread is forked at a checkpoint before its cancellation, never at or after it
+    (ThreadCancelledError): a copy of a stopped thread would run on where the stop
+    stopped it.
     A fork at a run's input checkpoint applies that input again, as it was recorded,
     so that the run starts over from it as LangGraph's does.
     """
     version = source.version
+    if source.status == CANCELLED:  # stopped: read, never run on, by a copy neither
+        raise ThreadCancelledError(source.thread_id)
     langgraph = source.engine == LANGGRAPH
     if langgraph and source.status in (INTERRUPTED, RUNNING):
         raise LangGraphForkError(source.thread_id, version, source.status)

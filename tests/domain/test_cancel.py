@@ -7,6 +7,7 @@ import pytest
 
 from domain.errors import ReasonRequiredError, ThreadCancelledError, ThreadNotFoundError
 from domain.graph import END, START, StateGraph
+from domain.history.forks import fork_at_version
 from domain.record.thread import WorkflowThread
 from domain.types import Command, interrupt
 
@@ -76,3 +77,19 @@ def test_cancelling_an_unknown_thread_is_an_error(store):
     with pytest.raises(ThreadNotFoundError):
         store.cancel("nope", REVIEWER, "stop")
     assert store.thread("nope") is None
+
+
+def test_a_stopped_thread_is_not_copied_but_may_be_forked_from_before_the_stop(store):
+    # Given a thread paused at an interrupt, then stopped
+    graph = paused_graph(store)
+    paused_at = store.thread("t").version
+    store.cancel("t", REVIEWER, "Wrong customer")
+    head = store.thread("t").version
+
+    # When / Then a copy (a fork at the head) is refused, recording nothing
+    with pytest.raises(ThreadCancelledError):
+        fork_at_version(store, "t", head, REVIEWER, "copy")
+    assert store.thread("copy") is None
+    # and a fork from before the stop asks the question again, as any fork does
+    forked = fork_at_version(store, "t", paused_at, REVIEWER, "before")
+    assert graph.get_state({"configurable": {"thread_id": forked.thread_id}}).next == ("ask",)

@@ -91,3 +91,15 @@ def test_new_input_on_a_stopped_thread_is_refused_recording_nothing(store):
         graph.invoke({"amount": 90, "log": []}, thread("t"))
     assert len(saver.store.thread_events("t")) == before
     assert ran == ["pay"]
+
+
+def test_a_copy_of_a_stopped_thread_is_refused_recording_nothing(store):
+    # Given a stopped thread
+    saver, ran = HoldpointSaver(store), []
+    graph = stopped_while_paying(saver, ran, last=True)
+    graph.invoke({"amount": 150, "log": []}, thread("t"), durability="sync")
+
+    # When / Then a copy, which would run on where the stop stopped it, is refused
+    with pytest.raises(ThreadCancelledError):
+        saver.copy_thread("t", "copy")
+    assert saver.store.thread("copy") is None

@@ -4,7 +4,9 @@ LangGraph's server copies a thread's checkpoints to a new thread. Holdpoint reco
 new thread whose first event, ThreadForked, names the source, its version and its hash;
 a copy of a paused thread asks its question again, as a fork does. A real LangGraph
 graph's thread is copied with its checkpoints (every one reads the same on the copy),
-only at rest: a paused one's copy would ask the source's question under its id."""
+only at rest: a paused one's copy would ask the source's question under its id. A
+stopped (cancelled) thread is not copied: the copy would run on where the stop stopped
+it."""
 
 from __future__ import annotations
 
@@ -161,3 +163,23 @@ def test_who_copied_a_real_langgraph_graphs_thread_may_not_decide_its_questions(
     with server.http("reviewer") as reviewer:
         decided = reviewer.post(f"/approvals/{interrupt_id}/decision", json={"decision": "approve"})
     assert decided.status_code == 200, decided.text
+
+
+@pytest.mark.parametrize("graph", ["refund", GRAPH])
+def test_a_stopped_thread_is_not_copied_and_nothing_is_written(server, graph):
+    # Given a thread paused at its question, then stopped (the stop button)
+    agent = server.sdk("agent")
+    source = agent.threads.create(graph_id=graph)["thread_id"]
+    agent.runs.wait(source, graph, input=INPUTS[graph])
+    with server.http("admin") as admin:
+        assert admin.post(f"/threads/{source}/cancel", json={"reason": "Fraud"}).is_success
+    before = len(agent.threads.search(limit=100))
+
+    # When the agent copies it, to run on where the stop stopped it
+    with server.http("agent") as http:
+        copied = http.post(f"/threads/{source}/copy")
+
+    # Then a 409, and no copy
+    assert copied.status_code == 409, copied.text
+    assert copied.json()["type"].endswith("/thread-cancelled")
+    assert len(agent.threads.search(limit=100)) == before
