@@ -268,7 +268,7 @@ class Run:
         runnable = thread.runnable()
         if not runnable:
             return []
-        if thread.status == CANCELLED:  # the stop button, pressed while the last step ran
+        if thread.cancelled is not None:  # the stop button, pressed while the last step ran
             raise ThreadCancelledError(thread.thread_id)
         if self.steps_run >= self.recursion_limit:
             self._stop_on_recursion_limit(thread)
