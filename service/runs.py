@@ -358,7 +358,12 @@ class RunManager:
         records RunCancelled, naming this run), to run once it has."""
         actor = (request.config.get("configurable") or {}).get("actor") or {}
         reason = f"multitask_strategy interrupt: run {run_id} was started on the thread"
-        with contextlib.suppress(RunNotActiveError, RunNotFoundError):  # it ended meanwhile
+        self._ask_to_stop(holder, actor, reason)
+
+    def _ask_to_stop(self, holder: str, actor: dict[str, Any], reason: str | None) -> None:
+        """`cancel` the run that holds a thread, unless it ended meanwhile (or the holder
+        is an edit, which no run row names)."""
+        with contextlib.suppress(RunNotActiveError, RunNotFoundError):
             self.cancel(holder, actor, reason)
 
     def _wait_for_thread(self, thread_id: str, deadline: float) -> bool:
@@ -464,9 +469,8 @@ class RunManager:
         thread was cancelled (its record stops the run there too; this stops a real
         LangGraph run that saves in the background before it starts another step)."""
         holder = self.store.holder(thread_id)
-        if holder is not None and not holder.startswith(EDIT_HOLDER):
-            with contextlib.suppress(RunNotActiveError, RunNotFoundError):  # it ended meanwhile
-                self.cancel(holder, actor, reason)
+        if holder is not None:
+            self._ask_to_stop(holder, actor, reason)
 
     def stop(self, begun: Begun, request: dict[str, Any]) -> None:
         """Stop a run of this process before its next step: it was cancelled."""
